@@ -1,0 +1,45 @@
+# Every target creates the virtual environment it needs. `make test` is what CI runs.
+PYTHON ?= python3
+VENV ?= .venv
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.installed
+DATASET ?= govreport
+SOURCES ?=
+OUT ?= out
+SEED ?= 0
+BUILD_ARGS ?=
+SCORE_ARGS ?=
+
+.PHONY: venv build-dataset validate test bench score push clean
+
+$(STAMP): pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --upgrade pip
+	# The CPU build of torch first, so no extra below pulls a multi-GB CUDA build.
+	$(BIN)/python -m pip install --quiet torch==2.13.0
+	$(BIN)/python -m pip install --quiet -e ".[test,harness,mteb,llm]"
+	touch $(STAMP)
+
+venv: $(STAMP)
+
+build-dataset: $(STAMP)
+	$(BIN)/mmle build $(DATASET) --output $(OUT) --seed $(SEED) $(if $(SOURCES),--sources $(SOURCES),) $(BUILD_ARGS)
+
+validate: $(STAMP)
+	$(BIN)/mmle validate $(OUT)/$(DATASET)
+
+test: $(STAMP)
+	$(BIN)/python -m pytest -q tests
+
+bench: $(STAMP)
+	$(BIN)/python bench/token_counter.py
+	$(BIN)/python bench/bm25.py
+
+score: $(STAMP)
+	$(BIN)/mmle score --dataset $(OUT)/$(DATASET) $(SCORE_ARGS)
+
+push: $(STAMP)
+	$(BIN)/mmle push $(OUT)/$(DATASET) $(PUSH_ARGS)
+
+clean:
+	rm -rf $(VENV) $(OUT) .pytest_cache

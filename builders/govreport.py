@@ -1,0 +1,338 @@
+"""GovReport Logical Summarization (paper §3.2.3, appendix A.3).
+
+The query is an expert-written summary; the positive is its report. Reports are bucketed into
+length pools by their natural length. The easy pool pairs each positive with three other,
+unmodified reports of the same band; the hard pool pairs it with three variants of itself in
+which the first 25%, the last 25% or the middle 50% of its tokens (cut at paragraph boundaries)
+is replaced by a length-matched block of paragraphs from its BM25 donor, the most similar other
+report, so that a model must read the whole document to tell them apart.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Iterable, Iterator
+
+from mmlongembed.bm25 import BM25Index, bm25_tokenize
+from mmlongembed.builder import Builder, BuildReport, CommonConfig, Problem, register
+from mmlongembed.documents import Document, text_document
+from mmlongembed.errors import FitError, UserError
+from mmlongembed.manifest import files_identity
+from mmlongembed.ops.donor import exchangeable_offsets, replace_span_with_donor, text_sha256
+from mmlongembed.ops.length import truncate_to_band
+from mmlongembed.pools import EASY_NEGATIVE, HARD_NEGATIVE, POSITIVE, Candidate, LengthBand, Pool, Query, pool_name
+from mmlongembed.rng import derive_rng
+from mmlongembed.sources import HubSource, hub_rows, iter_jsonl, read_json, require_dir
+from mmlongembed.text import normalise_newlines
+from mmlongembed.tokens import default_counter
+
+INSTRUCTION = "Given this summary, retrieve the original corresponding long document."
+HUB_SOURCE = HubSource(
+    repo="launch/gov_report", revision="d5244d06af633b473c606d1f305eb4d99a37898e", config="plain_text",
+    split="test", licence="CC BY 4.0",
+)
+ZEROSCROLLS_PREFIX = "You are given a report by a government agency. Write a one-page summary of the report.\n\nReport:\n"
+ZEROSCROLLS_SUFFIX = "\n\nSummary:\n"
+HARD_VARIANTS = (("head25", (0.0, 0.25)), ("tail25", (0.75, 1.0)), ("middle50", (0.25, 0.75)))
+SHINGLE_WORDS = 8
+
+
+@dataclass
+class GovReportConfig(CommonConfig):
+    lengths: tuple[int, ...] = field(
+        default=(8192, 16384, 32768),
+        metadata={"help": "pool length targets in tokens; pool T holds reports of natural length in (T/2, T], "
+                          "reports longer than the largest T are cut to it at a paragraph boundary"},
+    )
+    negatives_per_query: int = field(default=3, metadata={"help": "easy negatives per query (paper: 3)"})
+    donor_candidates: int = field(
+        default=10, metadata={"help": "how many top BM25 reports are tried as donor before the query is skipped"})
+    near_duplicate_jaccard: float = field(
+        default=0.5,
+        metadata={"help": f"a report whose {SHINGLE_WORDS}-word shingles overlap the source's by at least this "
+                          "Jaccard index is a near-duplicate and never a donor"},
+    )
+
+
+@dataclass(frozen=True)
+class Report:
+    id: str
+    report: str
+    summary: str
+    origin: str
+
+
+def _shingles(text: str) -> set[int]:
+    words = text.lower().split()
+    return {hash(" ".join(words[i:i + SHINGLE_WORDS])) for i in range(max(1, len(words) - SHINGLE_WORDS + 1))}
+
+
+def _jaccard(a: set, b: set) -> float:
+    return len(a & b) / len(a | b) if a and b else 0.0
+
+
+def _clean(text) -> str:
+    return normalise_newlines(text).strip() if isinstance(text, str) else ""
+
+
+def read_local_reports(root: Path, report: BuildReport) -> Iterator[Report]:
+    """GovReport's original JSONL (`id`, `report`|`document`, `summary`), L-Eval's JSONL
+    (`input`, `outputs`) and ZeroSCROLLS' paired `*_input.json` / `*_output.json` files."""
+    for path in sorted(root.rglob("*.jsonl")):
+        for number, record in enumerate(iter_jsonl(path, report), 1):
+            if "input" in record and "outputs" in record:  # L-Eval
+                outputs = record.get("outputs") or []
+                summary = outputs[0] if isinstance(outputs, list) and outputs else ""
+                body = record.get("input")
+                rid = "leval-" + hashlib.sha256(_clean(body).encode()).hexdigest()[:12]
+            else:
+                body = record.get("report", record.get("document"))
+                summary = record.get("summary")
+                if isinstance(body, list):  # some GovReport dumps keep paragraphs as a list
+                    body = "\n".join(str(p) for p in body)
+                if isinstance(summary, list):
+                    summary = "\n".join(str(p) for p in summary)
+                rid = str(record.get("id") or f"{path.stem}-{number}")
+            yield Report(rid, _clean(body), _clean(summary), f"{path.name}:{number}")
+    for input_path in sorted(root.rglob("*_input.json")):
+        output_path = input_path.with_name(input_path.name.replace("_input.json", "_output.json"))
+        inputs, outputs = read_json(input_path, report), read_json(output_path, report) if output_path.exists() else {}
+        if not isinstance(inputs, dict):
+            continue
+        for rid, body in inputs.items():
+            if isinstance(body, str):
+                body = body.removeprefix(ZEROSCROLLS_PREFIX).removesuffix(ZEROSCROLLS_SUFFIX)
+            yield Report(str(rid), _clean(body), _clean((outputs or {}).get(rid)), input_path.name)
+
+
+@register
+class GovReportBuilder(Builder):
+    """Logical Summarization from GovReport: find the report behind a summary, against reports
+    whose head, tail or middle was swapped for a BM25-similar report's paragraphs."""
+
+    name = "govreport"
+    version = "1.0.0"
+    task = "logical_summarization"
+    title = "MMLongEmbed Logical Summarization: GovReport"
+    config_class = GovReportConfig
+    card_template = "govreport.md.j2"
+    licence = "cc-by-4.0"
+
+    # -- sources -------------------------------------------------------------------------
+    def load_sources(self, config: GovReportConfig, report: BuildReport) -> list[Report]:
+        if config.sources:
+            root = require_dir(config.sources, "GovReport JSONL, L-Eval JSONL or ZeroSCROLLS JSON files")
+            records = read_local_reports(root / "govreport" if (root / "govreport").is_dir() else root, report)
+        else:
+            records = (
+                Report(str(r.get("id")), _clean(r.get("document", r.get("report"))), _clean(r.get("summary")), "hub")
+                for r in hub_rows(HUB_SOURCE, self.name)
+            )
+        kept, seen = [], {}
+        for r in records:
+            if not r.report:
+                report.skip("empty_report", r.origin)
+            elif not r.summary:
+                report.skip("missing_summary", r.origin)
+            else:
+                digest = hashlib.sha256(r.report.encode()).hexdigest()
+                if digest in seen:
+                    report.skip("duplicate_report", f"{r.origin} repeats {seen[digest]}")
+                    continue
+                seen[digest] = r.origin
+                kept.append(r)
+        if not kept and config.sources:
+            raise UserError(f"no usable GovReport record under {config.sources}")
+        return sorted(kept, key=lambda r: r.id)
+
+    def source_identity(self, config: GovReportConfig) -> dict:
+        if config.sources:
+            root = Path(config.sources)
+            root = root / "govreport" if (root / "govreport").is_dir() else root
+            files = [*root.rglob("*.jsonl"), *root.rglob("*_input.json"), *root.rglob("*_output.json")]
+            return {"kind": "local", "name": "GovReport", "licence": HUB_SOURCE.licence,
+                    "files": files_identity(files, root)}
+        return {"kind": "hub", "name": "GovReport", "licence": HUB_SOURCE.licence, **HUB_SOURCE.identity}
+
+    # -- pools ---------------------------------------------------------------------------
+    def build_pools(self, records: list[Report], config: GovReportConfig, report: BuildReport) -> list[Pool]:
+        from tqdm.auto import tqdm
+
+        counter = default_counter()
+        bands = [LengthBand.halving(t) for t in sorted(set(config.lengths))]
+        documents = {
+            r.id: text_document(r.id, r.report, counter)
+            for r in tqdm(records, desc="tokenising reports", unit="report", disable=len(records) < 50)
+        }
+        summaries = {r.id: r.summary for r in records}
+        bucket_of: dict[str, LengthBand] = {}
+        for r in records:
+            natural = documents[r.id].tokens
+            band = next((b for b in bands if b.lo <= natural <= b.hi), bands[-1] if natural > bands[-1].hi else None)
+            if band is None:
+                report.skip("too_short_for_any_pool", f"{r.id} ({natural} tokens)")
+            else:
+                bucket_of[r.id] = band
+        index = BM25Index.from_texts([r.report for r in records])
+        ids = [r.id for r in records]
+
+        pools = []
+        for band in bands:
+            members = [rid for rid in ids if bucket_of.get(rid) == band]
+            longer = [rid for rid in ids if rid in bucket_of and bucket_of[rid].target > band.target]
+            pools.append(self._easy_pool(band, members, longer, documents, summaries, config, report))
+            pools.append(self._hard_pool(band, members, ids, documents, summaries, index, config, report))
+        return pools
+
+    def _query(self, rid: str, summaries: dict[str, str]) -> Query:
+        return Query(id=f"q:{rid}", text=summaries[rid], instruction=INSTRUCTION, source_id=rid,
+                     n_tokens=default_counter().count(summaries[rid]))
+
+    def _easy_pool(self, band, members, longer, documents, summaries, config, report) -> Pool:
+        counter = default_counter()
+        pool = Pool(name=pool_name(self.name, "easy", band), task=self.task, dataset=self.name,
+                    difficulty="easy", band=band)
+        rng = derive_rng(config.seed, self.name, pool.name, "partition")
+        order = [members[i] for i in rng.permutation(len(members))]
+        fitted = {}
+        for rid in order:
+            try:
+                fitted[rid] = truncate_to_band(documents[rid], band, counter)
+            except FitError as error:
+                report.skip(f"easy_{error.reason}", rid)
+        order = [rid for rid in order if rid in fitted]
+        # As many queries as the supply of negatives allows: the band's other reports first
+        # (unmodified), then longer reports cut at a paragraph boundary to a length drawn from
+        # the positives' lengths, so that negatives and positives share one length distribution.
+        k = config.negatives_per_query
+        supply_longer = [longer[i] for i in rng.permutation(len(longer))]
+        n_queries = min(config.max_queries_per_pool, len(order))
+        while n_queries > 0 and (len(order) - n_queries) + len(supply_longer) < n_queries * k:
+            n_queries -= 1
+        positives = order[:n_queries]
+        negatives: list[tuple[str, object, bool]] = [(rid, fitted[rid], False) for rid in order[n_queries:]]
+        positive_lengths = [fitted[rid].n_tokens for rid in positives]
+        for rid in supply_longer:
+            if len(negatives) >= n_queries * k:
+                break
+            target = positive_lengths[int(rng.integers(len(positive_lengths)))]
+            try:
+                negatives.append((rid, truncate_to_band(documents[rid], band, counter, target=target), True))
+            except FitError as error:
+                report.skip(f"easy_negative_{error.reason}", rid)
+        if len(negatives) < n_queries * k:  # some cuts failed: fewer queries, never fewer negatives each
+            dropped = positives[len(negatives) // k:]
+            positives = positives[: len(negatives) // k]
+            for rid in dropped:
+                report.skip("easy_not_enough_negatives", rid)
+        negatives = negatives[: len(positives) * k]
+        for q, rid in enumerate(positives):
+            pool.queries.append(self._query(rid, summaries))
+            f = fitted[rid]
+            pool.candidates.append(Candidate(
+                id=f"d:{rid}", document=f.document, role=POSITIVE, group=f"q:{rid}", source_id=rid,
+                n_tokens=f.n_tokens, provenance={"variant": "original", "truncated": f.document.tokens < documents[rid].tokens}))
+            pool.qrels.append((f"q:{rid}", f"d:{rid}", 1))
+            for neg_rid, neg, truncated in negatives[q * k:(q + 1) * k]:
+                pool.candidates.append(Candidate(
+                    id=f"d:{neg_rid}", document=neg.document, role=EASY_NEGATIVE, group=f"q:{rid}",
+                    source_id=neg_rid, n_tokens=neg.n_tokens,
+                    provenance={"variant": "other_report", "truncated": truncated}))
+        return pool
+
+    def _hard_pool(self, band, members, all_ids, documents, summaries, index, config, report) -> Pool:
+        counter = default_counter()
+        pool = Pool(name=pool_name(self.name, "hard", band), task=self.task, dataset=self.name,
+                    difficulty="hard", band=band)
+        order_rng = derive_rng(config.seed, self.name, pool.name, "order")
+        order = [members[i] for i in order_rng.permutation(len(members))]
+        shingles: dict[str, set] = {}
+
+        def shingles_of(rid):
+            if rid not in shingles:
+                shingles[rid] = _shingles(documents[rid].render()[0])
+            return shingles[rid]
+
+        for rid in order:
+            if len(pool.queries) >= config.max_queries_per_pool:
+                break
+            try:
+                positive = truncate_to_band(documents[rid], band, counter)
+            except FitError as error:
+                report.skip(f"hard_{error.reason}", rid)
+                continue
+            ranked = index.top_k(bm25_tokenize(summaries[rid]), config.donor_candidates + 1)
+            donors = []
+            for rank, (i, score) in enumerate(ranked):
+                other = all_ids[i]
+                if other == rid or _jaccard(shingles_of(rid), shingles_of(other)) >= config.near_duplicate_jaccard:
+                    continue
+                donors.append((rank, other, score))
+            variants = []
+            offsets = exchangeable_offsets(
+                positive.n_tokens, len(HARD_VARIANTS), derive_rng(config.seed, self.name, pool.name, rid, "offsets"))
+            for (variant, fraction), offset in zip(HARD_VARIANTS, offsets):
+                rng = derive_rng(config.seed, self.name, pool.name, rid, variant)
+                made = None
+                for rank, donor_id, score in donors:
+                    try:
+                        made = replace_span_with_donor(
+                            positive.document, positive.n_tokens, fraction, documents[donor_id], band, counter, rng,
+                            length_offset=offset)
+                    except FitError:
+                        continue
+                    made.provenance.update(variant=variant, donor_bm25_rank=rank, donor_bm25_score=round(score, 4),
+                                           source_id=rid)
+                    break
+                if made is None:
+                    break
+                variants.append((variant, made))
+            if len(variants) < len(HARD_VARIANTS):
+                report.skip("hard_no_donor_block", rid)
+                continue
+            pool.queries.append(self._query(rid, summaries))
+            pool.candidates.append(Candidate(
+                id=f"d:{rid}", document=positive.document, role=POSITIVE, group=f"q:{rid}", source_id=rid,
+                n_tokens=positive.n_tokens,
+                provenance={"variant": "original", "truncated": positive.document.tokens < documents[rid].tokens}))
+            pool.qrels.append((f"q:{rid}", f"d:{rid}", 1))
+            for variant, made in variants:
+                pool.candidates.append(Candidate(
+                    id=f"d:{rid}:{variant}", document=made.document, role=HARD_NEGATIVE, group=f"q:{rid}",
+                    source_id=rid, n_tokens=made.n_tokens, provenance=made.provenance))
+        return pool
+
+    # -- checks and card -----------------------------------------------------------------
+    def validate_pool(self, pool_row: dict, corpus: dict, queries: dict, qrels: dict) -> Iterable[Problem]:
+        name = pool_row["pool"]
+        text_of = dict(zip(corpus["_id"], corpus["text"]))
+        positive_of = {q: c for q, c, s in zip(qrels["query-id"], qrels["corpus-id"], qrels["score"]) if s > 0}
+        for cid, role, group, raw in zip(corpus["_id"], corpus["role"], corpus["group"], corpus["provenance"]):
+            if role != HARD_NEGATIVE:
+                continue
+            provenance = json.loads(raw)
+            positive_text = text_of.get(positive_of.get(group, ""), "")
+            a, b = provenance["replaced_char_range"]
+            replaced = positive_text[a:b]
+            if text_sha256(replaced) != provenance["replaced_sha256"]:
+                yield Problem(name, "replaced_span", f"{cid}: recorded span does not match its positive")
+            elif replaced and replaced in text_of[cid]:
+                yield Problem(name, "replaced_span", f"{cid} still contains the replaced span")
+            c, d = provenance["block_char_range"]
+            if text_sha256(text_of[cid][c:d]) != provenance["block_sha256"]:
+                yield Problem(name, "donor_block", f"{cid} does not contain its donor block where recorded")
+
+    def card_context(self, config: GovReportConfig, pools: list[Pool]) -> dict:
+        return {
+            "description": self.__doc__.strip().split("\n\n")[0].replace("\n", " "),
+            "instruction": INSTRUCTION,
+            "hard_variants": [v for v, _ in HARD_VARIANTS],
+            "sources": [{
+                "name": "GovReport (Huang et al., NAACL 2021)", "licence": HUB_SOURCE.licence,
+                "identity": (f"local files under `{Path(config.sources).name}` (sha256 in manifest.json)"
+                             if config.sources else f"`{HUB_SOURCE.repo}` @ `{HUB_SOURCE.revision}`"),
+            }],
+        }

@@ -1,0 +1,126 @@
+"""What a builder is, how builders register, and the common build options.
+
+A builder is one module in ``builders/`` that names its sources, wires operations and declares
+its pool plan. It subclasses ``Builder`` and registers with ``@register``; a duplicate name
+fails loudly at import time.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections import Counter
+from dataclasses import dataclass, field
+from typing import Any, ClassVar, Iterable
+
+from mmlongembed.pools import Pool
+
+
+@dataclass
+class BuildReport:
+    """Skips and notes collected during a build; rendered in the summary and the manifest."""
+
+    skipped: Counter = field(default_factory=Counter)
+    examples: dict[str, list[str]] = field(default_factory=dict)
+    notes: list[str] = field(default_factory=list)
+    llm_steps: list[dict] = field(default_factory=list)
+    shortcuts: dict[str, Any] = field(default_factory=dict)
+
+    def skip(self, reason: str, item: str = "") -> None:
+        self.skipped[reason] += 1
+        if item:
+            bucket = self.examples.setdefault(reason, [])
+            if len(bucket) < 5:
+                bucket.append(item)
+
+    def as_dict(self) -> dict:
+        return {
+            "skipped": dict(sorted(self.skipped.items())),
+            "skipped_examples": {k: v for k, v in sorted(self.examples.items())},
+            "notes": self.notes,
+            "llm_steps": self.llm_steps,
+            "shortcuts": self.shortcuts,
+        }
+
+
+@dataclass
+class CommonConfig:
+    """Options every builder has. Field metadata ``help`` becomes the CLI help text."""
+
+    seed: int = field(default=0, metadata={"help": "seed from which every random choice is derived"})
+    sources: str | None = field(
+        default=None,
+        metadata={"help": "directory of local source files in the source's original format; "
+                          "without it the builder reads the Hub dataset at its pinned revision"},
+    )
+    max_queries_per_pool: int = field(default=120, metadata={"help": "cap on queries per pool (paper: 120)"})
+
+
+@dataclass
+class Problem:
+    pool: str
+    check: str
+    detail: str
+
+    def __str__(self) -> str:
+        return f"[{self.pool}] {self.check}: {self.detail}"
+
+
+class Builder:
+    name: ClassVar[str]  # registry key and CLI name
+    version: ClassVar[str]  # bump when a change alters built data
+    task: ClassVar[str]
+    title: ClassVar[str]  # benchmark name shown in the card
+    config_class: ClassVar[type] = CommonConfig
+    card_template: ClassVar[str]  # file name in cards/
+    licence: ClassVar[str] = "other"
+    languages: ClassVar[tuple[str, ...]] = ("en",)
+
+    def load_sources(self, config, report: BuildReport) -> Any:
+        """All I/O happens here: read local files or the Hub at a pinned revision."""
+        raise NotImplementedError
+
+    def source_identity(self, config) -> dict:
+        """What pins the inputs: Hub repo + revision, or sha256 of local files."""
+        raise NotImplementedError
+
+    def build_pools(self, sources: Any, config, report: BuildReport) -> list[Pool]:
+        """Pure: records in, pools out, every random choice from derive_rng(seed, ...)."""
+        raise NotImplementedError
+
+    def validate_pool(self, pool_row: dict, corpus: dict, queries: dict, qrels: dict) -> Iterable[Problem]:
+        """Builder-specific invariants, checked on the data as written (column dicts)."""
+        return ()
+
+    def card_context(self, config, pools: list[Pool]) -> dict:
+        """Extra variables for this builder's card template."""
+        return {}
+
+
+_REGISTRY: dict[str, type[Builder]] = {}
+
+
+def register(cls: type[Builder]) -> type[Builder]:
+    if cls.name in _REGISTRY and _REGISTRY[cls.name] is not cls:
+        raise RuntimeError(f"two builders are registered as {cls.name!r}: {_REGISTRY[cls.name]} and {cls}")
+    _REGISTRY[cls.name] = cls
+    return cls
+
+
+def registered() -> dict[str, type[Builder]]:
+    import builders  # noqa: F401  (importing the package registers every builder module)
+
+    return dict(sorted(_REGISTRY.items()))
+
+
+def get_builder(name: str) -> Builder:
+    from mmlongembed.errors import UserError
+
+    known = registered()
+    if name not in known:
+        raise UserError(f"unknown dataset {name!r}; known: {', '.join(known)}")
+    return known[name]()
+
+
+def config_from_dict(config_class: type, values: dict):
+    names = {f.name for f in dataclasses.fields(config_class)}
+    return config_class(**{k: v for k, v in values.items() if k in names})

@@ -1,0 +1,49 @@
+"""Render the dataset card (README.md) from the templates in cards/ and the built data."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import yaml
+
+CARDS_DIR = Path(__file__).resolve().parent.parent / "cards"
+
+
+def size_category(n_rows: int) -> str:
+    for limit, label in ((1_000, "n<1K"), (10_000, "1K<n<10K"), (100_000, "10K<n<100K"), (1_000_000, "100K<n<1M")):
+        if n_rows < limit:
+            return label
+    return "1M<n<10M"
+
+
+def yaml_header(*, licence: str, languages, pretty_name: str, data_files: dict[str, str], n_rows: int) -> str:
+    header = {
+        "license": licence,
+        "language": list(languages),
+        "pretty_name": pretty_name,
+        "task_categories": ["text-retrieval", "visual-document-retrieval"],
+        "tags": ["long-context", "embedding", "retrieval", "multimodal", "mmlongembed"],
+        "size_categories": [size_category(n_rows)],
+        "configs": [
+            {"config_name": name, "data_files": [{"split": "test", "path": path}]}
+            for name, path in data_files.items()
+        ],
+    }
+    return "---\n" + yaml.safe_dump(header, sort_keys=False, allow_unicode=True) + "---\n"
+
+
+def render_card(template_name: str, context: dict) -> str:
+    import jinja2
+
+    env = jinja2.Environment(
+        loader=jinja2.FileSystemLoader(str(CARDS_DIR)),
+        undefined=jinja2.StrictUndefined,
+        keep_trailing_newline=True,
+        trim_blocks=True,
+        lstrip_blocks=True,
+    )
+    body = env.get_template(template_name).render(**context)
+    return yaml_header(
+        licence=context["licence"], languages=context["languages"], pretty_name=context["title"],
+        data_files=context["data_files"], n_rows=context["n_rows"],
+    ) + body

@@ -1,0 +1,148 @@
+"""The `mmle` command: build, validate, list, score, push.
+
+Config dataclasses drive the flags: each field becomes `--field-name` with its metadata `help`.
+User errors print one line and exit 2; nothing prints a traceback unless MMLE_DEBUG is set.
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import os
+import sys
+import typing
+from pathlib import Path
+
+from mmlongembed.errors import UserError
+
+
+def _flag(name: str) -> str:
+    return "--" + name.replace("_", "-")
+
+
+def add_dataclass_arguments(parser: argparse.ArgumentParser, config_class: type) -> None:
+    hints = typing.get_type_hints(config_class)
+    for f in dataclasses.fields(config_class):
+        kind = hints[f.name]
+        default = f.default if f.default is not dataclasses.MISSING else f.default_factory()  # type: ignore[misc]
+        help_text = f.metadata.get("help", "")  # the formatter appends the default
+        origin, args = typing.get_origin(kind), typing.get_args(kind)
+        if kind is bool:
+            parser.add_argument(_flag(f.name), action=argparse.BooleanOptionalAction, default=default, help=help_text)
+        elif origin in (list, tuple):
+            parser.add_argument(_flag(f.name), nargs="+", type=args[0], default=default, help=help_text)
+        elif args and type(None) in args:  # Optional[X]
+            inner = next(a for a in args if a is not type(None))
+            parser.add_argument(_flag(f.name), type=inner, default=default, help=help_text)
+        else:
+            choices = f.metadata.get("choices")
+            parser.add_argument(_flag(f.name), type=kind, default=default, choices=choices, help=help_text)
+
+
+def config_from_args(config_class: type, args: argparse.Namespace):
+    values = {f.name: getattr(args, f.name) for f in dataclasses.fields(config_class)}
+    for f in dataclasses.fields(config_class):
+        if isinstance(values[f.name], list) and typing.get_origin(typing.get_type_hints(config_class)[f.name]) is tuple:
+            values[f.name] = tuple(values[f.name])
+    return config_class(**values)
+
+
+def _add_build(subparsers) -> None:
+    from mmlongembed.builder import registered
+
+    build = subparsers.add_parser("build", help="build one dataset's pools into OUTPUT/<dataset>/ and validate them")
+    per_dataset = build.add_subparsers(dest="dataset", required=True, metavar="DATASET",
+                                       parser_class=OneLineErrorParser)
+    for name, cls in registered().items():
+        sub = per_dataset.add_parser(name, help=cls.title, description=(cls.__doc__ or "").strip(),
+                                     formatter_class=argparse.ArgumentDefaultsHelpFormatter)
+        sub.add_argument("--output", type=Path, default=Path("out"),
+                         help="directory that receives <dataset>/ (a Hugging Face dataset repo layout)")
+        sub.add_argument("--overwrite", action="store_true", help="replace an existing build directory")
+        sub.add_argument("--no-progress", action="store_true", help="hide progress bars")
+        add_dataclass_arguments(sub, cls.config_class)
+        sub.set_defaults(func=_run_build, builder_class=cls)
+
+
+def _run_build(args) -> int:
+    from mmlongembed.build import run_build
+
+    builder = args.builder_class()
+    config = config_from_args(builder.config_class, args)
+    final = run_build(builder, config, args.output, overwrite=args.overwrite, progress=not args.no_progress)
+    print(f"built {builder.name} into {final}")
+    return 0
+
+
+def _add_validate(subparsers) -> None:
+    sub = subparsers.add_parser("validate", help="recount tokens and check every invariant of a build directory")
+    sub.add_argument("directory", type=Path, help="a build directory (holds manifest.json)")
+    sub.set_defaults(func=_run_validate)
+
+
+def _run_validate(args) -> int:
+    from mmlongembed.validate import format_report, validate_dir
+
+    problems, checked = validate_dir(args.directory)
+    print(format_report(problems, checked))
+    return 1 if problems else 0
+
+
+def _add_list(subparsers) -> None:
+    sub = subparsers.add_parser("list", help="list the registered dataset builders")
+    sub.set_defaults(func=_run_list)
+
+
+def _run_list(args) -> int:
+    from mmlongembed.builder import registered
+
+    for name, cls in registered().items():
+        print(f"{name:16s} v{cls.version:6s} {cls.task:24s} {cls.title}")
+    return 0
+
+
+# Subcommands that live in their own modules: (name, module, help).
+EXTERNAL_SUBCOMMANDS: tuple[tuple[str, str, str], ...] = ()
+
+
+class OneLineErrorParser(argparse.ArgumentParser):
+    """Usage mistakes (an unknown dataset, a bad flag) print one line and exit 2."""
+
+    def error(self, message: str):
+        self.exit(2, f"{self.prog}: error: {message} (see {self.prog} --help)\n")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = OneLineErrorParser(prog="mmle", description=__doc__.splitlines()[0])
+    subparsers = parser.add_subparsers(dest="command", required=True, metavar="COMMAND",
+                                       parser_class=OneLineErrorParser)
+    _add_build(subparsers)
+    _add_validate(subparsers)
+    _add_list(subparsers)
+    import importlib
+
+    for name, module_name, help_text in EXTERNAL_SUBCOMMANDS:
+        module = importlib.import_module(module_name)
+        sub = subparsers.add_parser(name, help=help_text, formatter_class=argparse.ArgumentDefaultsHelpFormatter)
+        module.add_arguments(sub)
+        sub.set_defaults(func=module.run)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    try:
+        return int(args.func(args) or 0)
+    except UserError as error:
+        if os.environ.get("MMLE_DEBUG"):
+            raise
+        print(f"mmle: error: {error}", file=sys.stderr)
+        return error.exit_code
+    except KeyboardInterrupt:
+        print("mmle: interrupted", file=sys.stderr)
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,137 @@
+"""Documents: ordered segments (text pieces, images, video frames), each with its token count.
+
+A document's length is the sum of its segments' counts. Text segments are sentences (see
+``mmlongembed.text``) that carry whether they close a paragraph, so operations can cut and pad
+at paragraph or sentence boundaries and never inside a word. Images are kept encoded (bytes)
+with their stored size; operations move them around without decoding.
+"""
+
+from __future__ import annotations
+
+import io
+from dataclasses import dataclass, field, replace
+from typing import Iterable, Sequence
+
+from mmlongembed.text import split_paragraphs, split_sentences
+from mmlongembed.tokens import TokenCounter, image_tokens
+
+IMAGE_PLACEHOLDER = "<|image|>"
+TEXT, IMAGE, FRAME = "text", "image", "frame"
+
+
+@dataclass(frozen=True, slots=True)
+class Segment:
+    kind: str
+    tokens: int
+    text: str = ""
+    paragraph_end: bool = False
+    image: bytes | None = None
+    height: int = 0
+    width: int = 0
+    timestamp: float | None = None
+    origin: str = ""  # where it came from: "source", "donor:<id>", "padding:<id>", "needle"...
+
+    @property
+    def is_visual(self) -> bool:
+        return self.kind in (IMAGE, FRAME)
+
+
+@dataclass(frozen=True, slots=True)
+class Document:
+    id: str
+    segments: tuple[Segment, ...]
+    meta: dict = field(default_factory=dict, compare=False)
+
+    @property
+    def tokens(self) -> int:
+        return sum(s.tokens for s in self.segments)
+
+    @property
+    def text_tokens(self) -> int:
+        return sum(s.tokens for s in self.segments if s.kind == TEXT)
+
+    @property
+    def image_tokens(self) -> int:
+        return sum(s.tokens for s in self.segments if s.is_visual)
+
+    def render(self) -> tuple[str, list[bytes]]:
+        """The text with one placeholder per image, and the images in placeholder order."""
+        parts: list[str] = []
+        images: list[bytes] = []
+        for s in self.segments:
+            if s.is_visual:
+                parts.append(IMAGE_PLACEHOLDER)
+                images.append(s.image or b"")
+            else:
+                parts.append(s.text)
+        return "".join(parts), images
+
+    @property
+    def text(self) -> str:
+        return self.render()[0]
+
+    def with_segments(self, segments: Iterable[Segment], **meta) -> "Document":
+        return replace(self, segments=tuple(segments), meta={**self.meta, **meta})
+
+    def token_offsets(self) -> list[int]:
+        """Token offset at which each segment starts."""
+        offsets, total = [], 0
+        for s in self.segments:
+            offsets.append(total)
+            total += s.tokens
+        return offsets
+
+
+def text_segments(text: str, counter: TokenCounter, origin: str = "source") -> list[Segment]:
+    """Split text into sentence segments (paragraph ends marked), counting each piece once."""
+    pieces: list[tuple[str, bool]] = []
+    for paragraph in split_paragraphs(text):
+        sentences = split_sentences(paragraph)
+        pieces.extend((sentence, i == len(sentences) - 1) for i, sentence in enumerate(sentences))
+    counts = counter.count_many([p for p, _ in pieces])
+    return [
+        Segment(kind=TEXT, tokens=n, text=p, paragraph_end=end, origin=origin)
+        for (p, end), n in zip(pieces, counts)
+    ]
+
+
+def text_document(doc_id: str, text: str, counter: TokenCounter, origin: str = "source", **meta) -> Document:
+    return Document(id=doc_id, segments=tuple(text_segments(text, counter, origin)), meta=meta)
+
+
+def image_segment(
+    image: bytes, height: int, width: int, kind: str = IMAGE, origin: str = "source", timestamp: float | None = None
+) -> Segment:
+    return Segment(
+        kind=kind, tokens=image_tokens(height, width), image=image, height=height, width=width,
+        origin=origin, timestamp=timestamp,
+    )
+
+
+def encode_image(pil_image, max_pixels: int, fmt: str = "JPEG", quality: int = 90) -> tuple[bytes, int, int]:
+    """Resize a PIL image to the pixel budget (aspect kept) and encode it deterministically.
+    Returns (bytes, height, width) of what is stored, which is what gets counted."""
+    from PIL import Image
+
+    from mmlongembed.tokens import fit_image_size
+
+    height, width = fit_image_size(pil_image.height, pil_image.width, max_pixels)
+    if (height, width) != (pil_image.height, pil_image.width):
+        pil_image = pil_image.resize((width, height), Image.Resampling.BICUBIC)
+    if fmt == "JPEG" and pil_image.mode not in ("RGB", "L"):
+        pil_image = pil_image.convert("RGB")
+    buffer = io.BytesIO()
+    pil_image.save(buffer, format=fmt, quality=quality, optimize=False)
+    return buffer.getvalue(), height, width
+
+
+def count_rendered(text: str, image_sizes: Sequence[tuple[int, int]], counter: TokenCounter) -> tuple[int, int]:
+    """Recount a rendered candidate from scratch: (text tokens, image tokens).
+
+    Text between placeholders is counted as whole runs (not per sentence), so this is the
+    independent check of what a builder summed incrementally."""
+    runs = text.split(IMAGE_PLACEHOLDER)
+    if len(runs) - 1 != len(image_sizes):
+        raise ValueError(f"{len(runs) - 1} image placeholders but {len(image_sizes)} images")
+    text_count = sum(counter.count_many([r for r in runs if r]))
+    return text_count, sum(image_tokens(h, w) for h, w in image_sizes)

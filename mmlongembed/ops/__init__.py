@@ -1,0 +1,1 @@
+"""Operations: pure functions over documents with an explicit random generator and no I/O."""

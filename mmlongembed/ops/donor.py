@@ -1,0 +1,112 @@
+"""Replace a span of a document with a length-matched block of donor text (hard negatives).
+
+The span is a token fraction of the document snapped to paragraph boundaries; the block is a
+contiguous run of the donor's sentences, starting at a donor paragraph where possible, whose
+length matches the span within the hard-negative tolerance. The offset from an exact match is
+drawn at random around zero, so a negative is as often a little longer as a little shorter than
+its positive and length gives nothing away.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass, replace
+from typing import Sequence
+
+import numpy as np
+
+from mmlongembed.documents import Document, Segment
+from mmlongembed.errors import FitError
+from mmlongembed.ops.length import exact_tokens, find_block, prefix_sums, replace_segments, span_at_fraction
+from mmlongembed.pools import LengthBand, hard_negative_tolerance
+from mmlongembed.tokens import TokenCounter
+
+# Recount drift we leave room for when aiming inside the tolerance (see ops.length).
+RECOUNT_MARGIN = 2
+
+
+@dataclass(frozen=True)
+class SpanReplacement:
+    document: Document
+    n_tokens: int
+    provenance: dict
+
+
+def _fit_block_edges(block: Sequence[Segment], at_paragraph_start: bool, at_paragraph_end: bool,
+                     counter: TokenCounter, origin: str) -> list[Segment]:
+    """Make a donor block read as whole paragraphs where it replaces whole paragraphs: no
+    leading space at a paragraph start, a newline at a paragraph end. Edited edges are recounted."""
+    out = [replace(s, origin=origin) for s in block]
+    if at_paragraph_start and out[0].text[:1].isspace():
+        text = out[0].text.lstrip()
+        out[0] = replace(out[0], text=text, tokens=counter.count(text))
+    if at_paragraph_end and not out[-1].text.endswith("\n"):
+        text = out[-1].text.rstrip() + "\n"
+        out[-1] = replace(out[-1], text=text, tokens=counter.count(text), paragraph_end=True)
+    return out
+
+
+def exchangeable_offsets(positive_tokens: int, n_variants: int, rng: np.random.Generator) -> list[int]:
+    """Length offsets for ``n_variants`` negatives such that the positive and its negatives are
+    exchangeable in length: all n+1 lengths are drawn i.i.d. around the positive's and the
+    positive keeps its own draw, so its length rank among them is uniform and neither "pick the
+    longest", "the shortest" nor "the median" beats chance."""
+    half = max(0, (hard_negative_tolerance(positive_tokens) - RECOUNT_MARGIN) // 2)
+    draws = rng.integers(-half, half + 1, size=n_variants + 1)
+    return [int(d - draws[0]) for d in draws[1:]]
+
+
+def text_sha256(text: str) -> str:
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+def replace_span_with_donor(
+    positive: Document,
+    positive_tokens: int,
+    fraction: tuple[float, float],
+    donor: Document,
+    band: LengthBand,
+    counter: TokenCounter,
+    rng: np.random.Generator,
+    length_offset: int = 0,
+    max_attempts: int = 4,
+) -> SpanReplacement:
+    """``length_offset``: how many tokens longer than the positive the negative should aim to
+    be (see ``exchangeable_offsets``); clipped to the tolerance and the band."""
+    segments = positive.segments
+    start, end = span_at_fraction(segments, *fraction)
+    sums = prefix_sums(segments)
+    removed = sums[end] - sums[start]
+    tolerance = hard_negative_tolerance(positive_tokens) - RECOUNT_MARGIN
+    kept = positive_tokens - removed
+    need_lo = max(removed - tolerance, band.lo - kept, 1)
+    need_hi = min(removed + tolerance, band.hi - kept)
+    if need_lo > need_hi:
+        raise FitError("no_room_in_band", f"{positive.id}: span of {removed} tokens cannot be refilled in band")
+    at_start = start == 0 or segments[start - 1].paragraph_end
+    at_end = segments[end - 1].paragraph_end
+    positive_text = positive.render()[0]
+    char_start = len(Document(positive.id, segments[:start]).render()[0])
+    char_end = char_start + len(Document(positive.id, segments[start:end]).render()[0])
+    donor_sums = prefix_sums(donor.segments)
+    for _ in range(max_attempts):
+        aim = min(max(removed + length_offset, need_lo), need_hi)
+        block_start, block_end = find_block(donor.segments, need_lo, need_hi, rng, aim=aim)
+        block = _fit_block_edges(donor.segments[block_start:block_end], at_start, at_end, counter,
+                                 origin=f"donor:{donor.id}")
+        negative = replace_segments(positive, start, end, block)
+        n_tokens = exact_tokens(negative, counter)
+        if abs(n_tokens - positive_tokens) <= hard_negative_tolerance(positive_tokens) and band.contains(n_tokens):
+            block_text = Document(donor.id, tuple(block)).render()[0]
+            provenance = {
+                "replaced_token_range": [sums[start], sums[end]],
+                "replaced_char_range": [char_start, char_end],
+                "replaced_sha256": text_sha256(positive_text[char_start:char_end]),
+                "donor_id": donor.id,
+                "donor_token_range": [donor_sums[block_start], donor_sums[block_end]],
+                "block_char_range": [char_start, char_start + len(block_text)],
+                "block_sha256": text_sha256(block_text),
+                "block_tokens": sum(s.tokens for s in block),
+            }
+            return SpanReplacement(negative, n_tokens, provenance)
+    raise FitError("recount_out_of_tolerance", f"{positive.id}: refilled span drifted past the tolerance")

