@@ -9,6 +9,8 @@ OUT ?= out
 SEED ?= 0
 BUILD_ARGS ?=
 SCORE_ARGS ?=
+# e.g. make push DATASET=govreport PUSH_ARGS="--repo org/mmlongembed --version 1.0.0"
+PUSH_ARGS ?=
 
 .PHONY: venv build-dataset validate test bench score push clean
 

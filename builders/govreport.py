@@ -256,7 +256,9 @@ class GovReportBuilder(Builder):
                 shingles[rid] = _shingles(documents[rid].render()[0])
             return shingles[rid]
 
-        for rid in order:
+        from tqdm.auto import tqdm
+
+        for rid in tqdm(order, desc=f"{pool.name}: hard negatives", unit="report", disable=len(order) < 50):
             if len(pool.queries) >= config.max_queries_per_pool:
                 break
             try:
@@ -324,6 +326,12 @@ class GovReportBuilder(Builder):
             c, d = provenance["block_char_range"]
             if text_sha256(text_of[cid][c:d]) != provenance["block_sha256"]:
                 yield Problem(name, "donor_block", f"{cid} does not contain its donor block where recorded")
+
+    def example_config(self, directory) -> GovReportConfig:
+        from mmlongembed.testing import write_govreport_jsonl
+
+        write_govreport_jsonl(Path(directory) / "reports.jsonl", n_reports=16, paragraphs=(5, 30))
+        return GovReportConfig(sources=str(directory), lengths=(2048, 4096), max_queries_per_pool=4)
 
     def card_context(self, config: GovReportConfig, pools: list[Pool]) -> dict:
         return {

@@ -91,6 +91,11 @@ class Builder:
         """Builder-specific invariants, checked on the data as written (column dicts)."""
         return ()
 
+    def example_config(self, directory) -> Any:
+        """A config for a tiny build from generated sources written into ``directory`` (a few
+        seconds on a laptop); the registry-wide test builds and validates it for every builder."""
+        raise NotImplementedError
+
     def card_context(self, config, pools: list[Pool]) -> dict:
         """Extra variables for this builder's card template."""
         return {}

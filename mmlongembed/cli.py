@@ -102,7 +102,10 @@ def _run_list(args) -> int:
 
 
 # Subcommands that live in their own modules: (name, module, help).
-EXTERNAL_SUBCOMMANDS: tuple[tuple[str, str, str], ...] = ()
+EXTERNAL_SUBCOMMANDS: tuple[tuple[str, str, str], ...] = (
+    ("score", "harness.cli", "score embedding models on a built benchmark (reads it through load_dataset only)"),
+    ("push", "mmlongembed.publish", "publish a validated build to a Hub dataset repo as a tagged release"),
+)
 
 
 class OneLineErrorParser(argparse.ArgumentParser):
@@ -123,7 +126,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     for name, module_name, help_text in EXTERNAL_SUBCOMMANDS:
         module = importlib.import_module(module_name)
-        sub = subparsers.add_parser(name, help=help_text, formatter_class=argparse.ArgumentDefaultsHelpFormatter)
+        sub = subparsers.add_parser(name, help=help_text, description=help_text)
         module.add_arguments(sub)
         sub.set_defaults(func=module.run)
     return parser

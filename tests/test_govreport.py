@@ -15,7 +15,7 @@ from mmlongembed.builder import get_builder
 from mmlongembed.cli import main
 from mmlongembed.errors import UserError
 from mmlongembed.validate import format_report, validate_dir
-from tests._fixtures_text import write_govreport_jsonl
+from mmlongembed.testing import write_govreport_jsonl
 from tests._realdata import shared_data_dir
 
 LENGTHS = (2048, 4096)

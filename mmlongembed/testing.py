@@ -1,4 +1,5 @@
-"""Small generated sources, so fixture tests pass on a fresh clone without ../shared/data."""
+"""Small generated sources that ship with the package, so every builder can be built on a fresh
+clone without ../shared/data (tests, the registry-wide smoke test, users trying things out)."""
 
 from __future__ import annotations
 

@@ -1,0 +1,72 @@
+"""Embedding cache keyed by (model identity incl. revision and settings, input hash), in SQLite.
+
+Each batch is committed as soon as it is embedded, so an interrupted run resumes where it
+stopped, and re-scoring or adding a pool embeds only inputs never seen before.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import sqlite3
+from pathlib import Path
+
+import numpy as np
+
+from harness.data import Item
+
+
+def model_key(identity: dict) -> str:
+    return hashlib.sha256(json.dumps(identity, sort_keys=True, default=str).encode()).hexdigest()
+
+
+def input_key(item: Item) -> str:
+    """Hash of everything that reaches the model: role, instruction, text, image bytes (not the id)."""
+    digest = hashlib.sha256()
+    digest.update(b"Q" if item.is_query else b"D")
+    for part in (item.instruction, item.text):
+        data = part.encode("utf-8")
+        digest.update(len(data).to_bytes(8, "little") + data)
+    for image in item.images:
+        digest.update(hashlib.sha256(image).digest())
+    return digest.hexdigest()
+
+
+class EmbeddingCache:
+    def __init__(self, directory: str | Path | None):
+        self.connection = None
+        if directory is None:
+            return
+        Path(directory).mkdir(parents=True, exist_ok=True)
+        self.connection = sqlite3.connect(str(Path(directory) / "embeddings.sqlite"))
+        self.connection.execute(
+            "CREATE TABLE IF NOT EXISTS embeddings (model TEXT, input TEXT, truncated INTEGER, "
+            "dim INTEGER, vector BLOB, PRIMARY KEY (model, input))")
+        self.connection.commit()
+
+    def get_many(self, model: str, keys: list[str]) -> dict[str, tuple[np.ndarray, bool]]:
+        if self.connection is None or not keys:
+            return {}
+        found = {}
+        for start in range(0, len(keys), 500):  # SQLite caps the number of bound parameters
+            chunk = keys[start:start + 500]
+            rows = self.connection.execute(
+                f"SELECT input, truncated, vector FROM embeddings WHERE model = ? AND input IN "
+                f"({','.join('?' * len(chunk))})", [model, *chunk])
+            for key, truncated, blob in rows:
+                found[key] = (np.frombuffer(blob, dtype=np.float32), bool(truncated))
+        return found
+
+    def put_many(self, model: str, entries: list[tuple[str, np.ndarray, bool]]) -> None:
+        if self.connection is None or not entries:
+            return
+        self.connection.executemany(
+            "INSERT OR REPLACE INTO embeddings VALUES (?, ?, ?, ?, ?)",
+            [(model, key, int(truncated), len(vec), np.asarray(vec, dtype=np.float32).tobytes())
+             for key, vec, truncated in entries])
+        self.connection.commit()
+
+    def close(self):
+        if self.connection is not None:
+            self.connection.close()
+            self.connection = None

@@ -1,0 +1,144 @@
+"""`mmle score`: load a built benchmark, embed, score, report.
+
+Wire it as a subcommand: `add_arguments(subparser)` then `run(args)` returns the exit code
+(0: all selected pools scored; 1: some pool was skipped for a reason that counts; 2: bad input).
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime as dt
+import os
+import sys
+import time
+from pathlib import Path
+
+from mmlongembed.errors import UserError
+
+DEFAULT_MODELS = "bm25,minilm"
+KNOWN_MODALITIES = ("text", "image", "video")
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--dataset", required=True,
+                        help="the benchmark: a local directory (e.g. out/govreport) or a Hub repo at a revision "
+                             "or tag, repo@revision (read only through datasets.load_dataset)")
+    parser.add_argument("--model", default=None,
+                        help="comma list of models: bm25 | minilm | st:<path> | hf:<path-or-name> | vllm:<name> | "
+                             f"openai:<model>@<base_url>. Default {DEFAULT_MODELS!r}, where MiniLM scores only the "
+                             "pools it can take (text) and its image-pool skips do not fail the run")
+    parser.add_argument("--pools", nargs="+", default=["*"],
+                        help="glob patterns of pool names to score (space or comma separated), default all")
+    parser.add_argument("--batch-size", type=int, default=16,
+                        help="inputs per model call; memory is bounded by the batch, not the pool (default 16)")
+    parser.add_argument("--output", default=None,
+                        help="directory for results.json, table.md and the plots (default results/<dataset name>)")
+    parser.add_argument("--cache-dir", default=None,
+                        help="embedding cache directory (default $MMLE_CACHE or ~/.cache/mmlongembed/embeddings); "
+                             "re-runs and interrupted runs reuse what is there")
+    parser.add_argument("--no-cache", action="store_true", help="embed everything afresh and store nothing")
+    parser.add_argument("--max-length", type=int, default=None,
+                        help="model window in tokens (default: the model's own); longer inputs lose their middle")
+    parser.add_argument("--modalities", default=",".join(KNOWN_MODALITIES),
+                        help="comma list of input modalities to score (text,image,video); pools needing others are "
+                             "deselected, not failures (default all)")
+    parser.add_argument("--pooling", choices=("last", "mean", "cls"), default=None,
+                        help="hf models: how token states become one vector (default last)")
+    parser.add_argument("--instruction", default=None,
+                        help="query template with {instruction} and {text} (default for hf/vllm: "
+                             "'Instruct: {instruction}\\nQuery: {text}'; for st/minilm/openai: '{text}')")
+    parser.add_argument("--device", default="cpu", help="torch device for st/hf models (default cpu)")
+    parser.add_argument("--bootstrap", type=int, default=1000,
+                        help="bootstrap resamples for the 95%% confidence intervals (default 1000)")
+    parser.add_argument("--seed", type=int, default=0, help="seed of the bootstrap (default 0)")
+    parser.add_argument("--no-plots", action="store_true", help="write no PNG plots")
+    parser.add_argument("--quiet", action="store_true", help="no progress bars or per-pool lines")
+
+
+def _split(values) -> list[str]:
+    return [v for value in values for v in value.replace(",", " ").split() if v]
+
+
+def run(args: argparse.Namespace) -> int:
+    try:
+        return _run(args)
+    except UserError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return UserError.exit_code
+    except KeyboardInterrupt:
+        print("interrupted: embeddings done so far are cached; run again to resume", file=sys.stderr)
+        return 130
+
+
+def _run(args) -> int:
+    from harness import report as reports
+    from harness.cache import EmbeddingCache
+    from harness.data import Benchmark
+    from harness.models import RunSettings, load_model
+    from harness.runner import score
+
+    if args.batch_size < 1:
+        raise UserError("--batch-size must be at least 1")
+    if args.max_length is not None and args.max_length < 16:
+        raise UserError("--max-length must be at least 16")
+    modalities = set(_split([args.modalities]))
+    unknown = modalities - set(KNOWN_MODALITIES)
+    if unknown or not modalities:
+        raise UserError(f"--modalities: unknown {sorted(unknown)}; choose from {','.join(KNOWN_MODALITIES)}")
+    specs = _split([args.model or DEFAULT_MODELS])
+    lenient = {"minilm"} if args.model is None else set()
+    log = (lambda *a, **k: None) if args.quiet else print
+
+    started = time.perf_counter()
+    benchmark = Benchmark(args.dataset)
+    pools = benchmark.select(_split(args.pools))
+    settings = RunSettings(batch_size=args.batch_size, max_length=args.max_length, pooling=args.pooling,
+                           instruction=args.instruction, device=args.device, progress=not args.quiet)
+    models = [load_model(spec, settings) for spec in dict.fromkeys(specs)]
+    cache_dir = None if args.no_cache else (
+        args.cache_dir or os.environ.get("MMLE_CACHE") or Path.home() / ".cache" / "mmlongembed" / "embeddings")
+    cache = EmbeddingCache(cache_dir)
+    try:
+        outcome = score(benchmark, pools, models, settings, cache, modalities, lenient, args.bootstrap, args.seed, log)
+    finally:
+        cache.close()
+        for model in models:
+            model.close()
+
+    name = Path(benchmark.path.rstrip("/")).name or "benchmark"
+    output = Path(args.output or Path("results") / name)
+    output.mkdir(parents=True, exist_ok=True)
+    embedded = sum(r["embedded"] for r in outcome.results if r["model"] != "bm25")
+    embed_seconds = sum(r["timings"]["embed_s"] for r in outcome.results if r["model"] != "bm25")
+    result = {
+        "created": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
+        "dataset": {"ref": args.dataset, "path": benchmark.path, "revision": benchmark.revision},
+        "models": [{"spec": m.spec, "identity": m.identity()} for m in models],
+        "settings": {"batch_size": args.batch_size, "max_length": args.max_length, "pooling": args.pooling,
+                     "instruction": args.instruction, "modalities": sorted(modalities), "bootstrap": args.bootstrap,
+                     "seed": args.seed, "pools": _split(args.pools)},
+        "results": outcome.results,
+        "skipped": outcome.skipped,
+        "timings": {"total_s": round(time.perf_counter() - started, 3),
+                    "dense_embed_items_per_s": round(embedded / embed_seconds, 2) if embed_seconds else None},
+    }
+    reports.write_json(result, output / "results.json")
+    table = reports.markdown(result)
+    (output / "table.md").write_text(table, encoding="utf-8")
+    plots = []
+    if not args.no_plots and outcome.results:
+        if reports.plot_by_length(outcome.results, output / "p1_by_length.png"):
+            plots.append(output / "p1_by_length.png")
+        plots += reports.plot_depth_heatmaps(outcome.results, output)
+    print(table)
+    print(f"wrote {output / 'results.json'}, {output / 'table.md'}" + "".join(f", {p}" for p in plots))
+    if outcome.failed:
+        print(f"{len(outcome.failed)} pool(s) skipped: see 'Skipped' above", file=sys.stderr)
+        return 1
+    return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="mmle score", description="Score embedding models on a built benchmark.")
+    add_arguments(parser)
+    return run(parser.parse_args(argv))

@@ -1,0 +1,243 @@
+"""Read a built benchmark only through `datasets.load_dataset` and check each pool against the layout.
+
+A pool that breaks the contract raises `PoolError` with a one-line reason; the runner reports
+it and skips the pool. Images are read undecoded (bytes), so they can be hashed for the
+embedding cache and decoded only by the models that need them.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import io
+import json
+import os
+from dataclasses import dataclass, field
+from functools import cached_property
+from typing import Iterator
+
+from mmlongembed.documents import IMAGE_PLACEHOLDER
+from mmlongembed.errors import UserError
+
+SPLIT = "test"
+POOL_COLUMNS = ("pool", "task", "dataset", "difficulty", "length", "modality", "query_modality")
+CORPUS_COLUMNS = ("_id", "text", "images", "n_tokens")
+QUERY_COLUMNS = ("_id", "text", "images", "instruction")
+QREL_COLUMNS = ("query-id", "corpus-id", "score")
+IMAGE_MODALITIES = ("image", "mixed")  # pool modalities whose candidates carry images
+
+
+class PoolError(Exception):
+    """A pool cannot be scored (layout, missing image, ...): reported and skipped, never a traceback."""
+
+
+@dataclass(frozen=True)
+class Item:
+    """One input to embed: a query or a candidate, with its images (encoded bytes) in placeholder order."""
+
+    id: str
+    text: str
+    images: tuple[bytes, ...] = ()
+    instruction: str = ""
+    is_query: bool = False
+
+    def pil_images(self):
+        from PIL import Image
+
+        return [Image.open(io.BytesIO(b)).convert("RGB") for b in self.images]
+
+
+@dataclass
+class PoolInfo:
+    """One row of config `pools`."""
+
+    name: str
+    task: str
+    dataset: str
+    difficulty: str
+    length: int
+    modality: str
+    query_modality: str
+    depth: float | None = None
+    extra: dict = field(default_factory=dict)
+    n_queries: int = 0
+    n_candidates: int = 0
+
+    @property
+    def modalities(self) -> set[str]:
+        """What a model must take to embed this pool (queries and candidates)."""
+        needed = {"text"}
+        if self.modality in IMAGE_MODALITIES or self.query_modality == "image":
+            needed.add("image")
+        if self.modality == "video":
+            needed.add("video")
+        return needed
+
+    def as_dict(self) -> dict:
+        return {
+            "pool": self.name, "task": self.task, "dataset": self.dataset, "difficulty": self.difficulty,
+            "length": self.length, "depth": self.depth, "modality": self.modality,
+            "query_modality": self.query_modality, "extra": self.extra,
+        }
+
+
+def parse_dataset_ref(ref: str) -> tuple[str, str | None]:
+    """'out/govreport' -> (path, None); 'org/name@v1.0' -> ('org/name', 'v1.0'). A local path wins."""
+    if os.path.exists(ref) or "@" not in ref:
+        return ref, None
+    path, _, revision = ref.rpartition("@")
+    if not path or not revision:
+        raise UserError(f"--dataset {ref!r}: expected a local path or repo@revision")
+    return path, revision
+
+
+class Benchmark:
+    """A built benchmark as `datasets` sees it: a local directory or a Hub repo at a revision."""
+
+    def __init__(self, ref: str):
+        self.ref = ref
+        self.path, self.revision = parse_dataset_ref(ref)
+        if self.revision is None and not os.path.exists(self.path) and os.environ.get("HF_HUB_OFFLINE") == "1":
+            raise UserError(f"--dataset {ref!r}: no such directory (and the Hub is offline)")
+
+    def load(self, config: str):
+        import datasets
+
+        datasets.disable_progress_bars()  # our own bars report progress; theirs would interleave
+        return datasets.load_dataset(self.path, config, split=SPLIT, revision=self.revision)
+
+    @cached_property
+    def pools(self) -> list[PoolInfo]:
+        try:
+            table = self.load("pools")
+        except FileNotFoundError as exc:
+            raise UserError(f"--dataset {self.ref!r}: not found ({_one_line(exc)})") from None
+        except Exception as exc:  # noqa: BLE001  (any loader failure is a user-facing one-liner)
+            raise UserError(f"--dataset {self.ref!r}: cannot load config 'pools' ({_one_line(exc)})") from None
+        missing = [c for c in POOL_COLUMNS if c not in table.column_names]
+        if missing:
+            raise UserError(f"--dataset {self.ref!r}: config 'pools' lacks columns {missing}")
+        infos = []
+        for row in table:
+            try:
+                extra = json.loads(row.get("extra") or "{}")
+            except json.JSONDecodeError:
+                extra = {}
+            depth = row.get("depth")
+            infos.append(PoolInfo(
+                name=row["pool"], task=row["task"], dataset=row["dataset"], difficulty=row["difficulty"],
+                length=int(row["length"]), modality=row["modality"], query_modality=row["query_modality"],
+                depth=None if depth is None else float(depth), extra=extra if isinstance(extra, dict) else {},
+                n_queries=int(row.get("n_queries") or 0), n_candidates=int(row.get("n_candidates") or 0),
+            ))
+        return infos
+
+    def select(self, patterns: list[str]) -> list[PoolInfo]:
+        chosen = [p for p in self.pools if any(fnmatch.fnmatchcase(p.name, pat) for pat in patterns)]
+        if not chosen:
+            names = ", ".join(p.name for p in self.pools[:8]) + (" ..." if len(self.pools) > 8 else "")
+            raise UserError(f"--pools {' '.join(patterns)!r} matches no pool of {self.ref} (it has: {names})")
+        return chosen
+
+    def open_pool(self, info: PoolInfo) -> "PoolData":
+        return PoolData(self, info)
+
+
+def _one_line(exc: BaseException) -> str:
+    text = str(exc).strip().splitlines()
+    return text[0][:300] if text else type(exc).__name__
+
+
+def _undecoded_images(table):
+    """Images as {'bytes', 'path'} dicts: hashable for the cache, decoded only where a model needs them."""
+    import datasets
+
+    feature = table.features.get("images")
+    inner = getattr(feature, "feature", None)
+    if isinstance(inner, datasets.Image):
+        return table.cast_column("images", datasets.List(datasets.Image(decode=False)))
+    return table
+
+
+def _image_bytes(value: dict | None, where: str) -> bytes:
+    if value and value.get("bytes"):
+        return value["bytes"]
+    path = (value or {}).get("path")
+    if path and os.path.exists(path):
+        with open(path, "rb") as handle:
+            return handle.read()
+    raise PoolError(f"missing image in {where}")
+
+
+class PoolData:
+    """The three tables of one pool, checked against the layout, read in batches (memory bounded)."""
+
+    def __init__(self, benchmark: Benchmark, info: PoolInfo):
+        self.info = info
+        name = info.name
+        tables = {}
+        for part, columns in (("corpus", CORPUS_COLUMNS), ("queries", QUERY_COLUMNS), ("qrels", QREL_COLUMNS)):
+            try:
+                table = benchmark.load(f"{name}-{part}")
+            except Exception as exc:  # noqa: BLE001
+                raise PoolError(f"cannot load config '{name}-{part}': {_one_line(exc)}") from None
+            missing = [c for c in columns if c not in table.column_names]
+            if missing:
+                raise PoolError(f"layout: config '{name}-{part}' lacks columns {missing}")
+            tables[part] = table
+        self.corpus = _undecoded_images(tables["corpus"])
+        self.queries = _undecoded_images(tables["queries"])
+        self.corpus_ids: list[str] = list(self.corpus["_id"])
+        self.query_ids: list[str] = list(self.queries["_id"])
+        self._check_ids()
+        self.positive_index = self._positives(tables["qrels"])
+
+    def _check_ids(self):
+        for kind, ids in (("candidate", self.corpus_ids), ("query", self.query_ids)):
+            if not ids:
+                raise PoolError(f"layout: pool has no {kind}s")
+            if len(set(ids)) != len(ids):
+                raise PoolError(f"layout: duplicate {kind} ids")
+
+    def _positives(self, qrels) -> list[int]:
+        """Index in the corpus of each query's single positive (the contract: exactly one)."""
+        where = {cid: i for i, cid in enumerate(self.corpus_ids)}
+        positives: dict[str, list[str]] = {}
+        for qid, cid, score in zip(qrels["query-id"], qrels["corpus-id"], qrels["score"]):
+            if score > 0:
+                positives.setdefault(qid, []).append(cid)
+        index = []
+        for qid in self.query_ids:
+            found = positives.get(qid, [])
+            if len(found) != 1:
+                raise PoolError(f"layout: query {qid!r} has {len(found)} positives in qrels (expected exactly 1)")
+            if found[0] not in where:
+                raise PoolError(f"layout: qrels name candidate {found[0]!r}, which is not in the corpus")
+            index.append(where[found[0]])
+        unknown = set(positives) - set(self.query_ids)
+        if unknown:
+            raise PoolError(f"layout: qrels name unknown query {sorted(unknown)[0]!r}")
+        return index
+
+    def _items(self, table, is_query: bool, batch_size: int) -> Iterator[list[Item]]:
+        columns = ["_id", "text", "images"] + (["instruction"] if is_query else [])
+        for batch in table.select_columns(columns).iter(batch_size=batch_size):
+            items = []
+            for i, item_id in enumerate(batch["_id"]):
+                text = batch["text"][i] or ""
+                images = batch["images"][i] or []
+                if text.count(IMAGE_PLACEHOLDER) != len(images):
+                    raise PoolError(
+                        f"layout: {item_id!r} has {text.count(IMAGE_PLACEHOLDER)} image placeholders "
+                        f"but {len(images)} images")
+                items.append(Item(
+                    id=item_id, text=text, is_query=is_query,
+                    images=tuple(_image_bytes(im, repr(item_id)) for im in images),
+                    instruction=(batch["instruction"][i] or "") if is_query else "",
+                ))
+            yield items
+
+    def iter_queries(self, batch_size: int) -> Iterator[list[Item]]:
+        return self._items(self.queries, True, batch_size)
+
+    def iter_candidates(self, batch_size: int) -> Iterator[list[Item]]:
+        return self._items(self.corpus, False, batch_size)

@@ -1,0 +1,134 @@
+"""A small OpenAI-compatible `/v1/embeddings` server for tests and offline demos.
+
+Embeddings are deterministic hashed bags of words (lowercase \\w+) plus one feature per image
+(its bytes' hash), L2-normalised: shared words give cosine similarity, so retrieval results
+are meaningful. It accepts the OpenAI form (`input`: string or list) and vLLM's chat form
+(`messages` with text and image_url parts). It counts requests so tests can see cache hits.
+
+    python -m harness.fake_server --port 8000
+"""
+
+from __future__ import annotations
+
+import argparse
+import base64
+import hashlib
+import json
+import re
+import threading
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+import numpy as np
+
+DIMENSION = 256
+WORD = re.compile(r"\w+")
+
+
+def _bucket(token: bytes) -> int:
+    return int.from_bytes(hashlib.blake2b(token, digest_size=8).digest(), "little") % DIMENSION
+
+
+def embed_text_and_images(text: str, images: list[bytes] = ()) -> list[float]:
+    vector = np.zeros(DIMENSION, dtype=np.float64)
+    for word in WORD.findall(text.lower()):
+        vector[_bucket(word.encode())] += 1.0
+    for image in images:
+        vector[_bucket(b"image:" + hashlib.sha256(image).digest())] += 4.0
+    norm = np.linalg.norm(vector)
+    return (vector / norm if norm else vector).tolist()
+
+
+class _Handler(BaseHTTPRequestHandler):
+    server: "FakeEmbeddingServer"
+
+    def log_message(self, *args):  # keep test output clean
+        pass
+
+    def _reply(self, code: int, body: dict):
+        data = json.dumps(body).encode()
+        self.send_response(code)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(data)))
+        self.end_headers()
+        self.wfile.write(data)
+
+    def do_GET(self):
+        if self.path.rstrip("/").endswith("/models"):
+            return self._reply(200, {"object": "list", "data": [{"id": self.server.model_name, "object": "model"}]})
+        self._reply(404, {"error": {"message": "not found"}})
+
+    def do_POST(self):
+        if not self.path.rstrip("/").endswith("/embeddings"):
+            return self._reply(404, {"error": {"message": "not found"}})
+        try:
+            payload = json.loads(self.rfile.read(int(self.headers.get("Content-Length", 0))))
+            inputs = self._inputs(payload)
+        except (ValueError, KeyError, TypeError) as exc:
+            return self._reply(400, {"error": {"message": f"bad request: {exc}"}})
+        with self.server.lock:
+            self.server.requests += 1
+            self.server.inputs += len(inputs)
+        data = [{"object": "embedding", "index": i, "embedding": embed_text_and_images(t, ims)}
+                for i, (t, ims) in enumerate(inputs)]
+        self._reply(200, {"object": "list", "data": data, "model": payload.get("model", ""),
+                          "usage": {"prompt_tokens": 0, "total_tokens": 0}})
+
+    @staticmethod
+    def _inputs(payload) -> list[tuple[str, list[bytes]]]:
+        if "messages" in payload:
+            text, images = [], []
+            for message in payload["messages"]:
+                content = message["content"]
+                for part in [{"type": "text", "text": content}] if isinstance(content, str) else content:
+                    if part["type"] == "text":
+                        text.append(part["text"])
+                    elif part["type"] == "image_url":
+                        images.append(base64.b64decode(part["image_url"]["url"].split(",", 1)[1]))
+            return [(" ".join(text), images)]
+        raw = payload["input"]
+        raw = [raw] if isinstance(raw, str) else raw
+        if not all(isinstance(x, str) for x in raw):
+            raise ValueError("input must be strings")
+        return [(x, []) for x in raw]
+
+
+class FakeEmbeddingServer(ThreadingHTTPServer):
+    """Start with `with FakeEmbeddingServer() as server: ... server.base_url ...` (port 0: any free one)."""
+
+    daemon_threads = True
+
+    def __init__(self, host: str = "127.0.0.1", port: int = 0, model_name: str = "fake-embedder"):
+        super().__init__((host, port), _Handler)
+        self.model_name = model_name
+        self.requests = 0
+        self.inputs = 0
+        self.lock = threading.Lock()
+        self._thread = None
+
+    @property
+    def base_url(self) -> str:
+        host, port = self.server_address[:2]
+        return f"http://{host}:{port}/v1"
+
+    def __enter__(self):
+        self._thread = threading.Thread(target=self.serve_forever, daemon=True)
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc):
+        self.shutdown()
+        self.server_close()
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--host", default="127.0.0.1", help="address to bind (default loopback)")
+    parser.add_argument("--port", type=int, default=8000, help="port (default 8000)")
+    args = parser.parse_args()
+    server = FakeEmbeddingServer(args.host, args.port)
+    print(f"serving {server.base_url}/embeddings")
+    server.serve_forever()
+
+
+if __name__ == "__main__":
+    main()

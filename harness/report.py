@@ -1,0 +1,215 @@
+"""Reports: results JSON, markdown tables in the layout of the paper's Table 3 and Table 12, PNG plots."""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+from collections import defaultdict
+from pathlib import Path
+
+from harness.metrics import MAIN_METRIC
+
+TASK_SHORT = {"visual_grounding": "VG", "multi_source_reasoning": "MSR", "logical_summarization": "LS",
+              "temporal_summarization": "TS"}
+TASK_ORDER = list(TASK_SHORT)
+DIFFICULTIES = ("easy", "hard")
+HEATMAP_METRIC = "hit@5"  # P@5 with one positive caps at 0.2; its hit form reads on a 0..1 scale
+
+
+def _value(row, metric=MAIN_METRIC) -> float:
+    return row["metrics"][metric]["value"]
+
+
+def _fmt(x) -> str:
+    return "–" if x is None or (isinstance(x, float) and math.isnan(x)) else f"{100 * x:.1f}"
+
+
+def _mean(values):
+    values = [v for v in values if v is not None]
+    return sum(values) / len(values) if values else None
+
+
+def _length_name(n: int) -> str:
+    return f"{n // 1024}k" if n >= 1024 and n % 1024 == 0 else str(n)
+
+
+def _columns(rows):
+    """(task, dataset) pairs in the paper's task order, each with the difficulties present."""
+    seen = sorted({(r["task"], r["dataset"]) for r in rows if r["difficulty"] in DIFFICULTIES},
+                  key=lambda td: (TASK_ORDER.index(td[0]) if td[0] in TASK_ORDER else 99, td[1]))
+    return seen
+
+
+def table3(rows) -> str:
+    """Rows: models. Columns: task / dataset / Easy|Hard (P@1 x100, averaged over lengths), Avg."""
+    columns = _columns(rows)
+    if not columns:
+        return ""
+    headers, keys = [], []
+    for task, dataset in columns:
+        for difficulty in DIFFICULTIES:
+            if any(r["task"] == task and r["dataset"] == dataset and r["difficulty"] == difficulty for r in rows):
+                headers.append(f"{TASK_SHORT.get(task, task)}: {dataset} {difficulty.capitalize()}")
+                keys.append((task, dataset, difficulty))
+    lines = ["| Model | " + " | ".join(headers) + " | Avg |", "|---|" + "---:|" * (len(headers) + 1)]
+    for model in dict.fromkeys(r["model"] for r in rows):
+        cells = [_mean([_value(r) for r in rows if r["model"] == model
+                        and (r["task"], r["dataset"], r["difficulty"]) == key]) for key in keys]
+        lines.append(f"| {model} | " + " | ".join(_fmt(c) for c in cells) + f" | {_fmt(_mean(cells))} |")
+    return "\n".join(lines)
+
+
+def table12(rows) -> str:
+    """Per length: rows model x length, columns task / dataset / Easy|Hard (P@1 x100)."""
+    columns = _columns(rows)
+    if not columns:
+        return ""
+    keys = [(t, d, diff) for t, d in columns for diff in DIFFICULTIES
+            if any((r["task"], r["dataset"], r["difficulty"]) == (t, d, diff) for r in rows)]
+    headers = [f"{TASK_SHORT.get(t, t)}: {d} {diff.capitalize()}" for t, d, diff in keys]
+    lines = ["| Model | Length | " + " | ".join(headers) + " |", "|---|---:|" + "---:|" * len(headers)]
+    for model in dict.fromkeys(r["model"] for r in rows):
+        for length in sorted({r["length"] for r in rows if r["model"] == model and r["difficulty"] in DIFFICULTIES}):
+            cells = [_mean([_value(r) for r in rows if r["model"] == model and r["length"] == length
+                            and (r["task"], r["dataset"], r["difficulty"]) == key]) for key in keys]
+            lines.append(f"| {model} | {_length_name(length)} | " + " | ".join(_fmt(c) for c in cells) + " |")
+    return "\n".join(lines)
+
+
+def grid_group(row) -> str:
+    """A needle-grid pool's family: its name without the length and depth parts."""
+    name = re.sub(r"-d\d+(\.\d+)?$", "", row["pool"])
+    return re.sub(r"-\d+k?$", "", name)
+
+
+def grid_table(rows) -> str:
+    grid = [r for r in rows if r.get("depth") is not None]
+    if not grid:
+        return ""
+    lengths = sorted({r["length"] for r in grid})
+    lines = [f"| Model | Grid | Depth % | " + " | ".join(_length_name(n) for n in lengths) + " |",
+             "|---|---|---:|" + "---:|" * len(lengths)]
+    for model in dict.fromkeys(r["model"] for r in grid):
+        for group in sorted({grid_group(r) for r in grid if r["model"] == model}):
+            for depth in sorted({r["depth"] for r in grid if r["model"] == model and grid_group(r) == group}):
+                cells = [_mean([_value(r) for r in grid if r["model"] == model and grid_group(r) == group
+                                and r["depth"] == depth and r["length"] == n]) for n in lengths]
+                lines.append(f"| {model} | {group} | {depth:g} | " + " | ".join(_fmt(c) for c in cells) + " |")
+    return "\n".join(lines)
+
+
+def pool_table(rows) -> str:
+    lines = ["| Model | Pool | Queries | Candidates | P@1 [95% CI] | P@5 | nDCG@10 | MRR | Truncated q/c | Tied positives |",
+             "|---|---|---:|---:|---|---:|---:|---:|---:|---:|"]
+    for r in rows:
+        m = r["metrics"]
+        lo, hi = m["p@1"]["ci95"]
+        lines.append(
+            f"| {r['model']} | {r['pool']} | {r['n_queries']} | {r['n_candidates']} | {_fmt(m['p@1']['value'])} "
+            f"[{_fmt(lo)}, {_fmt(hi)}] | {_fmt(m['p@5']['value'])} | {_fmt(m['ndcg@10']['value'])} | "
+            f"{_fmt(m['mrr']['value'])} | {r['truncated']['queries']}/{r['truncated']['candidates']} | {r.get('tied_positives', 0)} |")
+    return "\n".join(lines)
+
+
+def markdown(report: dict) -> str:
+    rows = report["results"]
+    parts = [f"# Scores on {report['dataset']['ref']}", "",
+             "P@1 x 100. Easy/Hard columns average the pool's lengths. A candidate scoring exactly as much "
+             "as the positive ranks above it (e.g. inputs identical after middle truncation).", ""]
+    for title, body in (("Table 3 layout: by task and dataset", table3(rows)),
+                        ("Table 12 layout: by length", table12(rows)),
+                        ("Needle grid (P@1 by depth and length)", grid_table(rows)),
+                        ("Per pool", pool_table(rows) if rows else "")):
+        if body:
+            parts += [f"## {title}", "", body, ""]
+    if report["skipped"]:
+        parts += ["## Skipped", "", "| Model | Pool | Reason | Failure |", "|---|---|---|---|"]
+        parts += [f"| {s['model']} | {s['pool']} | {s['reason']} | {'yes' if s['counts_as_failure'] else 'no'} |"
+                  for s in report["skipped"]]
+        parts.append("")
+    return "\n".join(parts)
+
+
+def write_json(report: dict, path: Path) -> None:
+    path.write_text(json.dumps(report, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
+
+
+def plot_by_length(rows, path: Path) -> bool:
+    """Paper Figure 4: P@1 against context length, one panel per task, Easy solid and Hard dashed."""
+    rows = [r for r in rows if r["difficulty"] in DIFFICULTIES]
+    if not rows:
+        return False
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    tasks = [t for t in TASK_ORDER if any(r["task"] == t for r in rows)]
+    fig, axes = plt.subplots(1, len(tasks), figsize=(4.5 * len(tasks), 3.6), squeeze=False)
+    models = list(dict.fromkeys(r["model"] for r in rows))
+    colours = plt.rcParams["axes.prop_cycle"].by_key()["color"]
+    for ax, task in zip(axes[0], tasks):
+        for m, model in enumerate(models):
+            for dataset in sorted({r["dataset"] for r in rows if r["task"] == task}):
+                for difficulty, style in (("easy", "-"), ("hard", "--")):
+                    points = sorted((r["length"], _value(r)) for r in rows if r["model"] == model
+                                    and r["task"] == task and r["dataset"] == dataset and r["difficulty"] == difficulty)
+                    if points:
+                        ax.plot([p[0] for p in points], [p[1] for p in points], style, marker="o",
+                                color=colours[m % len(colours)], label=f"{model} {dataset} {difficulty}")
+        ax.set_xscale("log", base=2)
+        lengths = sorted({r["length"] for r in rows if r["task"] == task})
+        ax.set_xticks(lengths, [_length_name(n) for n in lengths])
+        ax.set_ylim(0, 1.02)
+        ax.set_title(task.replace("_", " "))
+        ax.set_xlabel("context length (tokens)")
+        ax.set_ylabel("P@1")
+        ax.grid(alpha=0.3)
+        ax.legend(fontsize=7)
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+    return True
+
+
+def plot_depth_heatmaps(rows, directory: Path) -> list[Path]:
+    """Paper Figure 3: for pools with needle depths, a depth x length heatmap per model and grid family."""
+    grid = [r for r in rows if r.get("depth") is not None]
+    if not grid:
+        return []
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    written = []
+    for model in dict.fromkeys(r["model"] for r in grid):
+        for group in sorted({grid_group(r) for r in grid if r["model"] == model}):
+            mine = [r for r in grid if r["model"] == model and grid_group(r) == group]
+            lengths = sorted({r["length"] for r in mine})
+            depths = sorted({r["depth"] for r in mine})
+            values = [[_mean([_value(r, HEATMAP_METRIC) for r in mine if r["depth"] == d and r["length"] == n])
+                       for n in lengths] for d in depths]
+            matrix = [[float("nan") if v is None else v for v in row] for row in values]
+            fig, ax = plt.subplots(figsize=(1.2 * len(lengths) + 2.5, 0.6 * len(depths) + 1.8))
+            image = ax.imshow(matrix, vmin=0, vmax=1, cmap="RdYlGn", aspect="auto")
+            ax.set_xticks(range(len(lengths)), [_length_name(n) for n in lengths])
+            ax.set_yticks(range(len(depths)), [f"{d:g}%" for d in depths])
+            for i, row in enumerate(values):
+                for j, v in enumerate(row):
+                    ax.text(j, i, _fmt(v), ha="center", va="center", fontsize=8)
+            ax.set_xlabel("context length")
+            ax.set_ylabel("needle depth")
+            ax.set_title(f"{group} – {model} ({HEATMAP_METRIC})", fontsize=9)
+            fig.colorbar(image, ax=ax)
+            fig.tight_layout()
+            path = directory / f"heatmap_{_slug(model)}_{_slug(group)}.png"
+            fig.savefig(path, dpi=120)
+            plt.close(fig)
+            written.append(path)
+    return written
+
+
+def _slug(text: str) -> str:
+    return re.sub(r"[^A-Za-z0-9._-]+", "_", text).strip("_")[:80]

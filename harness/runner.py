@@ -1,0 +1,86 @@
+"""Score every selected pool with every model; a pool that cannot be scored is reported and skipped."""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+
+from harness.cache import EmbeddingCache
+from harness.data import Benchmark, PoolError, PoolInfo
+from harness.metrics import positive_ranks, summarise, tied_positives
+from harness.models import Model, ModelError, RunSettings
+
+
+@dataclass
+class Outcome:
+    results: list[dict] = field(default_factory=list)
+    skipped: list[dict] = field(default_factory=list)
+
+    @property
+    def failed(self) -> list[dict]:
+        return [s for s in self.skipped if s["counts_as_failure"]]
+
+
+def _skip(outcome: Outcome, model: Model | None, info: PoolInfo, reason: str, failure: bool = True):
+    outcome.skipped.append({"model": model.spec if model else "*", "pool": info.name, "reason": reason,
+                            "counts_as_failure": failure})
+
+
+def score(benchmark: Benchmark, pools: list[PoolInfo], models: list[Model], settings: RunSettings,
+          cache: EmbeddingCache, modalities: set[str], lenient_models: set[str] = frozenset(),
+          bootstrap: int = 1000, seed: int = 0, log=print) -> Outcome:
+    """`modalities`: what the user selected; pools needing more are deselected (not failures).
+    `lenient_models`: models whose modality mismatches are expected (the default run's MiniLM)."""
+    outcome = Outcome()
+    for info in pools:
+        deselected = info.modalities - modalities
+        if deselected:
+            _skip(outcome, None, info, f"modality {','.join(sorted(deselected))} deselected", failure=False)
+            continue
+        runnable = []
+        for model in models:
+            missing = info.modalities - model.modalities
+            if missing and not model.ignores_images:
+                _skip(outcome, model, info, f"{model.spec} cannot take {','.join(sorted(missing))} "
+                      f"(takes {','.join(sorted(model.modalities))})", failure=model.spec not in lenient_models)
+            else:
+                runnable.append(model)
+        if not runnable:
+            continue
+        start = time.perf_counter()
+        try:
+            pool = benchmark.open_pool(info)
+        except PoolError as exc:
+            for model in runnable:
+                _skip(outcome, model, info, str(exc))
+            log(f"skipped {info.name}: {exc}")
+            continue
+        load_seconds = time.perf_counter() - start
+        for model in runnable:
+            start = time.perf_counter()
+            try:
+                scored = model.score_pool(pool, cache, settings)
+            except (PoolError, ModelError) as exc:
+                _skip(outcome, model, info, str(exc))
+                log(f"skipped {info.name} with {model.spec}: {exc}")
+                continue
+            ranks = positive_ranks(scored.scores, pool.positive_index)
+            elapsed = time.perf_counter() - start
+            row = {
+                "model": model.spec, **info.as_dict(),
+                "n_queries": len(pool.query_ids), "n_candidates": len(pool.corpus_ids),
+                "metrics": summarise(ranks, bootstrap, seed),
+                "truncated": {"queries": scored.truncated_queries, "candidates": scored.truncated_candidates},
+                "tied_positives": tied_positives(scored.scores, pool.positive_index),
+                "embedded": scored.embedded, "cached": scored.cached,
+                "timings": {"load_s": round(load_seconds, 3), "embed_s": round(scored.embed_seconds, 3),
+                            "total_s": round(elapsed, 3)},
+                "items_per_s": round(scored.embedded / scored.embed_seconds, 2) if scored.embed_seconds > 0 else None,
+                "notes": scored.notes,
+            }
+            outcome.results.append(row)
+            p1 = row["metrics"]["p@1"]
+            log(f"{info.name:<40} {model.spec:<24} P@1 {p1['value']:.3f} "
+                f"[{p1['ci95'][0]:.3f}, {p1['ci95'][1]:.3f}]  truncated {scored.truncated_queries}q/"
+                f"{scored.truncated_candidates}c  embedded {scored.embedded}, cached {scored.cached}")
+    return outcome

@@ -1,0 +1,117 @@
+"""Small benchmarks in the published layout, written with the core writer, for the harness tests.
+
+Each query asks about a topic; its positive repeats the topic's words inside filler, easy
+negatives are about other topics, hard negatives share a few topic words. Image pools put
+Pillow-drawn images between paragraphs.
+"""
+
+from __future__ import annotations
+
+import io
+import random
+from pathlib import Path
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from mmlongembed.documents import Document, image_segment, text_document
+from mmlongembed.output import data_files, write_tables
+from mmlongembed.pools import EASY_NEGATIVE, HARD_NEGATIVE, POSITIVE, Candidate, LengthBand, Pool, Query
+from mmlongembed.tokens import default_counter
+
+FILLER = ("the committee reviewed several reports about budgets schedules and staffing during the year "
+          "while agencies described their plans and the auditors noted progress on many fronts").split()
+
+
+def _topic_words(rng: random.Random, n: int) -> list[str]:
+    letters = "bcdfghjklmnprstvz"
+    return ["".join(rng.choice(letters) + rng.choice("aeiou") for _ in range(3)) for _ in range(n)]
+
+
+def _paragraphs(rng: random.Random, topic: list[str], n_words: int, share: float) -> str:
+    words = [rng.choice(topic) if rng.random() < share else rng.choice(FILLER) for _ in range(n_words)]
+    return " ".join(". ".join(" ".join(words[i:i + 12]) for i in range(j, min(j + 48, n_words), 12)) + "."
+                    for j in range(0, n_words, 48))
+
+
+def png(colour: tuple[int, int, int], size=(64, 48), fmt="PNG") -> bytes:
+    from PIL import Image, ImageDraw
+
+    image = Image.new("RGB", size, colour)
+    ImageDraw.Draw(image).rectangle([8, 8, size[0] // 2, size[1] // 2], fill=(255 - colour[0], 40, 200))
+    buffer = io.BytesIO()
+    image.save(buffer, format=fmt)
+    return buffer.getvalue()
+
+
+def make_pool(name: str, *, dataset="govreport", task="logical_summarization", difficulty="easy", length=512,
+              n_queries=4, negatives=3, words=200, images=False, depth=None, seed=0) -> Pool:
+    rng = random.Random(f"{name}-{seed}")
+    counter = default_counter()
+    topics = [_topic_words(rng, 6) for _ in range(n_queries * (negatives + 1))]
+    pool = Pool(name=name, task=task, dataset=dataset, difficulty=difficulty,
+                band=LengthBand(target=length, lo=1, hi=10 ** 6), depth=depth,
+                modality="mixed" if images else "text", facts={"fixture": True})
+    for q in range(n_queries):
+        qid = f"{name}-q{q}"
+        pool.queries.append(Query(id=qid, text=f"Which report is about {' '.join(topics[q][:4])}?",
+                                  instruction="Retrieve the report the question is about.",
+                                  source_id=f"s{q}", n_tokens=16))
+        for k in range(negatives + 1):
+            role = POSITIVE if k == 0 else (HARD_NEGATIVE if k == 1 else EASY_NEGATIVE)
+            topic = topics[q] if k == 0 else (topics[q][:1] + topics[n_queries + q * negatives + k - 1][1:]
+                                               if role == HARD_NEGATIVE else topics[n_queries + q * negatives + k - 1])
+            doc = text_document(f"{qid}-c{k}", _paragraphs(rng, topic, words, 0.25), counter)
+            if images:
+                colour = (rng.randrange(256), rng.randrange(256), rng.randrange(256))
+                middle = len(doc.segments) // 2
+                picture = image_segment(png(colour), height=48, width=64)
+                doc = doc.with_segments(doc.segments[:middle] + (picture,) + doc.segments[middle:])
+            pool.candidates.append(Candidate(id=f"{qid}-c{k}", document=doc, role=role, group=qid,
+                                             source_id=f"s{q}", n_tokens=doc.tokens))
+        pool.qrels.append((qid, f"{qid}-c0", 1))
+    return pool
+
+
+def write_benchmark(root: Path, pools: list[Pool]) -> Path:
+    """Write tables with the core writer and a card whose `configs:` header names every config."""
+    root = Path(root)
+    write_tables(pools, root, progress=False)
+    lines = ["---", "configs:"]
+    for config, path in data_files(pools).items():
+        lines += [f"- config_name: {config}", "  data_files:", "  - split: test", f"    path: {path}"]
+    lines += ["---", "", "# fixture benchmark", ""]
+    (root / "README.md").write_text("\n".join(lines), encoding="utf-8")
+    return root
+
+
+def rewrite_table(root: Path, pool: str, part: str, edit) -> None:
+    """Damage a written table on purpose: `edit(pyarrow.Table) -> pyarrow.Table`."""
+    path = Path(root) / "data" / pool / part / "test.parquet"
+    pq.write_table(edit(pq.read_table(path)), path)
+
+
+def drop_column(column: str):
+    return lambda table: table.drop_columns([column])
+
+
+def blank_images(table: pa.Table) -> pa.Table:
+    """Every image loses its bytes and points to a file that is not there."""
+    images = table.column("images").to_pylist()
+    images = [[{"bytes": None, "path": "/nonexistent/missing.png"} for _ in row] for row in images]
+    index = table.column_names.index("images")
+    return table.set_column(index, "images", pa.array(images, type=table.schema.field("images").type))
+
+
+def standard_benchmark(root: Path) -> Path:
+    """Text pools of one task at two lengths and both difficulties, one mixed image pool, two grid pools."""
+    pools = [
+        make_pool("govreport-easy-256", length=256, words=120),
+        make_pool("govreport-easy-512", length=512, words=260),
+        make_pool("govreport-hard-256", difficulty="hard", length=256, words=120),
+        make_pool("govreport-hard-512", difficulty="hard", length=512, words=260),
+        make_pool("slides-easy-512", dataset="slides", task="visual_grounding", length=512, words=120, images=True),
+        make_pool("needle-text-essay-256-d25", dataset="needle", difficulty="grid", length=256, depth=25.0, words=100),
+        make_pool("needle-text-essay-256-d75", dataset="needle", difficulty="grid", length=256, depth=75.0, words=100),
+    ]
+    return write_benchmark(root, pools)

@@ -1,0 +1,65 @@
+"""Metrics, truncation and the MTEB cross-check."""
+
+import numpy as np
+import pytest
+
+from harness.metrics import bootstrap_ci, per_query, positive_ranks, summarise, tied_positives
+from harness.truncation import keep_head_tail, truncate_middle
+
+
+def test_middle_truncation_keeps_head_and_tail():
+    units = list(range(10))
+    kept, truncated = truncate_middle(units, [1] * 10, 6)
+    assert truncated and kept == [0, 1, 2, 7, 8, 9]
+    assert truncate_middle(units, [1] * 10, 10) == (units, False)
+
+
+def test_images_are_kept_or_dropped_whole():
+    # head budget 5 cannot hold the 4-token image after 3 tokens; the tail takes the unused budget
+    costs = [1, 1, 1, 4, 1, 1, 1, 1, 1]
+    n_head, n_tail = keep_head_tail(costs, 10)
+    assert (n_head, n_tail) == (3, 5)
+    assert sum(costs[:n_head]) + sum(costs[len(costs) - n_tail:]) <= 10
+
+
+def test_ties_rank_the_positive_last():
+    scores = np.array([[0.0, 0.0, 0.0], [0.1, 0.9, 0.5]])
+    assert positive_ranks(scores, [1, 1]).tolist() == [3, 1]
+    assert tied_positives(scores, [1, 1]) == 1
+
+
+def test_per_query_definitions():
+    values = per_query(np.array([1, 3, 11]))
+    assert values["p@1"].tolist() == [1, 0, 0]
+    assert values["p@5"].tolist() == [0.2, 0.2, 0]
+    assert values["mrr"].tolist() == pytest.approx([1, 1 / 3, 1 / 11])
+    assert values["ndcg@10"].tolist() == pytest.approx([1, 0.5, 0])
+
+
+def test_bootstrap_interval_brackets_the_mean():
+    values = np.array([1.0] * 30 + [0.0] * 70)
+    lo, hi = bootstrap_ci(values, 2000, seed=1)
+    assert lo < 0.3 < hi and hi - lo < 0.25
+    assert bootstrap_ci(np.ones(10)) == (1.0, 1.0)
+
+
+def test_metrics_equal_mteb_retrieval_evaluator():
+    """Same embeddings, two evaluators: ours and MTEB's (pytrec_eval) agree on P@1, P@5, nDCG@10, MRR."""
+    retrieval_metrics = pytest.importorskip("mteb._evaluators.retrieval_metrics")
+    rng = np.random.default_rng(7)
+    queries, docs = rng.normal(size=(40, 16)), rng.normal(size=(60, 16))
+    # queries sit near their positive so that ranks spread over 1..60
+    positives = rng.integers(0, 60, size=40)
+    queries = queries + 0.8 * docs[positives]
+    unit = lambda m: m / np.linalg.norm(m, axis=1, keepdims=True)  # noqa: E731
+    scores = unit(queries) @ unit(docs).T
+    ours = summarise(positive_ranks(scores, positives), n_resamples=10)
+    results = {f"q{i}": {f"d{j}": float(scores[i, j]) for j in range(60)} for i in range(40)}
+    qrels = {f"q{i}": {f"d{positives[i]}": 1} for i in range(40)}
+    theirs = retrieval_metrics.calculate_retrieval_scores(results, qrels, [1, 5, 10, 100])
+    assert 0 < ours["p@1"]["value"] < 1  # a check that could fail: not all-or-nothing
+    assert ours["p@1"]["value"] == pytest.approx(theirs.precision["P@1"], abs=1e-5)
+    assert ours["p@5"]["value"] == pytest.approx(theirs.precision["P@5"], abs=1e-5)
+    assert ours["hit@5"]["value"] == pytest.approx(theirs.hit_rate["HitRate@5"], abs=1e-5)
+    assert ours["ndcg@10"]["value"] == pytest.approx(theirs.ndcg["NDCG@10"], abs=1e-5)
+    assert ours["mrr"]["value"] == pytest.approx(theirs.mrr["MRR@100"], abs=1e-5)
