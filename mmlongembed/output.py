@@ -43,16 +43,21 @@ def _value_feature(values: Sequence):
     return datasets.Value("string")
 
 
-def _extra_columns(rows: Sequence[dict], owner: str) -> dict[str, list]:
+def _with_extra_columns(data: dict, features: dict, rows: Sequence[dict], owner: str):
+    """The table with the task-specific columns added; every row must have the same ones."""
+    import datasets
+
     keys = sorted({k for row in rows for k in row})
-    columns: dict[str, list] = {k: [] for k in keys}
-    for row in rows:
-        missing = set(keys) - set(row)
-        if missing:
-            raise ValueError(f"{owner}: some rows lack extra columns {sorted(missing)}")
-        for k in keys:
-            columns[k].append(row[k])
-    return columns
+    for key in keys:
+        if key in data:
+            raise ValueError(f"{owner}: extra column {key!r} shadows a layout column")
+        values = []
+        for row in rows:
+            if key not in row:
+                raise ValueError(f"{owner}: some rows lack the extra column {key!r}")
+            values.append(row[key])
+        data[key], features[key] = values, _value_feature(values)
+    return datasets.Dataset.from_dict(data, features=datasets.Features(features))
 
 
 def corpus_table(pool: Pool):
@@ -85,11 +90,7 @@ def corpus_table(pool: Pool):
         "group": datasets.Value("string"), "source_id": datasets.Value("string"),
         "provenance": datasets.Value("string"),
     }
-    for key, values in _extra_columns([c.extra for c in pool.candidates], f"{pool.name} corpus").items():
-        if key in data:
-            raise ValueError(f"{pool.name}: extra column {key!r} shadows a layout column")
-        data[key], features[key] = values, _value_feature(values)
-    return datasets.Dataset.from_dict(data, features=datasets.Features(features))
+    return _with_extra_columns(data, features, [c.extra for c in pool.candidates], f"{pool.name} corpus")
 
 
 def queries_table(pool: Pool):
@@ -108,11 +109,7 @@ def queries_table(pool: Pool):
         "instruction": datasets.Value("string"), "n_tokens": datasets.Value("int64"),
         "source_id": datasets.Value("string"),
     }
-    for key, values in _extra_columns([q.extra for q in pool.queries], f"{pool.name} queries").items():
-        if key in data:
-            raise ValueError(f"{pool.name}: extra column {key!r} shadows a layout column")
-        data[key], features[key] = values, _value_feature(values)
-    return datasets.Dataset.from_dict(data, features=datasets.Features(features))
+    return _with_extra_columns(data, features, [q.extra for q in pool.queries], f"{pool.name} queries")
 
 
 def qrels_table(pool: Pool):

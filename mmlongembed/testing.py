@@ -7,6 +7,33 @@ import json
 import random
 from pathlib import Path
 
+def strings_in(value):
+    """Every string inside a JSON value."""
+    if isinstance(value, str):
+        yield value
+    elif isinstance(value, dict):
+        for v in value.values():
+            yield from strings_in(v)
+    elif isinstance(value, list):
+        for v in value:
+            yield from strings_in(v)
+
+
+def texts_under(root: Path) -> list[str]:
+    """All text in a directory of text, JSON and JSON Lines files (the sample sources)."""
+    texts: list[str] = []
+    for path in sorted(Path(root).rglob("*")):
+        if path.suffix in (".txt", ".raw", ".csv", ".md"):
+            texts.append(path.read_text(encoding="utf-8", errors="replace"))
+        elif path.suffix == ".jsonl":
+            for line in path.read_text(encoding="utf-8", errors="replace").splitlines():
+                if line.strip():
+                    texts.extend(strings_in(json.loads(line)))
+        elif path.suffix == ".json":
+            texts.extend(strings_in(json.loads(path.read_text(encoding="utf-8"))))
+    return [t for t in texts if t.strip()]
+
+
 SYLLABLES = "ka lo mi ne su ra to vi de pa zu qe ba ri no fe gu xi wa yo".split()
 
 

@@ -5,22 +5,8 @@ from __future__ import annotations
 import pytest
 
 from mmlongembed.errors import UserError
-from mmlongembed.hub_server import LoopbackHub
 from mmlongembed.publish import publish
-from tests._publish_support import TOKEN, USER, make_pool, write_build
-
-REPO = f"{USER}/mmle-bench"
-
-
-@pytest.fixture()
-def hub(monkeypatch):
-    # The loopback Hub speaks classic LFS, not Xet; the flag is read at import time, so patch it.
-    from huggingface_hub import constants
-
-    monkeypatch.setattr(constants, "HF_HUB_DISABLE_XET", True)
-    with LoopbackHub({TOKEN: USER}) as server:
-        yield server
-
+from tests._publish_support import REPO, TOKEN, USER, hub, make_pool, write_build  # noqa: F401 (hub: fixture)
 
 @pytest.fixture()
 def build(tmp_path):

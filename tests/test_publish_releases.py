@@ -8,21 +8,8 @@ import pyarrow.parquet as pq
 import pytest
 import yaml
 
-from mmlongembed.hub_server import LoopbackHub
 from mmlongembed.publish import pool_summaries, publish, release_notes
-from tests._publish_support import TOKEN, USER, make_pool, write_build
-
-REPO = f"{USER}/mmle-bench"
-
-
-@pytest.fixture()
-def hub(monkeypatch):
-    from huggingface_hub import constants
-
-    monkeypatch.setattr(constants, "HF_HUB_DISABLE_XET", True)
-    with LoopbackHub({TOKEN: USER}) as server:
-        yield server
-
+from tests._publish_support import REPO, TOKEN, USER, hub, make_pool, write_build  # noqa: F401 (hub: fixture)
 
 def push(hub, build, version, **kw):
     return publish(build, REPO, version, endpoint=hub.endpoint, token=TOKEN, log=lambda m: None, wait_s=0.01, **kw)

@@ -1,10 +1,10 @@
-import json
 import math
 
 import pytest
 
 from mmlongembed.tokens import (
     DEFAULT_MAX_IMAGE_PIXELS, default_counter, fit_image_size, image_tokens, reference_tokenizer_file)
+from mmlongembed.testing import texts_under
 from tests._realdata import shared_data_dir
 
 EDGE_CASES = [
@@ -45,34 +45,9 @@ def test_special_token_strings_count_as_plain_text(reference):
     assert ours == default_counter().count("before") + default_counter().count(" <|im_start|> after <|endoftext|>")
 
 
-def _shared_texts():
-    root = shared_data_dir()
-    texts = []
-    for path in sorted(root.rglob("*")):
-        if path.suffix in (".txt", ".raw", ".csv"):
-            texts.append(path.read_text(encoding="utf-8", errors="strict"))
-        elif path.suffix == ".jsonl":
-            for line in path.read_text(encoding="utf-8").splitlines():
-                texts.extend(_strings(json.loads(line)))
-        elif path.suffix == ".json":
-            texts.extend(_strings(json.loads(path.read_text(encoding="utf-8"))))
-    return texts
-
-
-def _strings(value):
-    if isinstance(value, str):
-        yield value
-    elif isinstance(value, dict):
-        for v in value.values():
-            yield from _strings(v)
-    elif isinstance(value, list):
-        for v in value:
-            yield from _strings(v)
-
-
 @pytest.mark.realdata
 def test_counts_match_reference_on_all_shared_text(reference):
-    texts = [t for t in _shared_texts() if "<|" not in t]  # special strings: documented difference
+    texts = [t for t in texts_under(shared_data_dir()) if "<|" not in t]  # special strings: documented difference
     assert len(texts) > 1000
     assert any(any("\u4e00" <= ch <= "\u9fff" for ch in t) for t in texts), "Chinese text expected"
     ours = default_counter().count_many(texts)
