@@ -43,14 +43,18 @@ class BM25Index:
         if not tokenized_corpus:
             raise ValueError("cannot index an empty corpus")
         self.size = len(tokenized_corpus)
-        self._engine = rank_bm25_rs.BM25Okapi([list(doc) for doc in tokenized_corpus], k1=K1, b=B, epsilon=EPSILON)
+        # A corpus without a single word (image-only documents) has no average length to
+        # normalise by; every score is zero.
+        self._engine = None
+        if any(tokenized_corpus):
+            self._engine = rank_bm25_rs.BM25Okapi([list(doc) for doc in tokenized_corpus], k1=K1, b=B, epsilon=EPSILON)
 
     @classmethod
     def from_texts(cls, texts: Sequence[str]) -> "BM25Index":
         return cls([bm25_tokenize(t) for t in texts])
 
     def scores(self, query_tokens: Sequence[str]) -> np.ndarray:
-        if not query_tokens:
+        if not query_tokens or self._engine is None:
             return np.zeros(self.size, dtype=np.float64)
         return np.asarray(self._engine.get_scores(list(query_tokens)), dtype=np.float64)
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import hashlib
+import re
 import subprocess
 from pathlib import Path
 from typing import Iterable
@@ -12,7 +13,8 @@ from mmlongembed import __version__
 from mmlongembed.output import LAYOUT_VERSION
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
-SECRET_FIELD_MARKERS = ("token", "api_key", "password", "secret")
+# Whole words only: `hf_token` or `api_key` is a secret, `needle_tokens` a length.
+SECRET_FIELD = re.compile(r"(^|_)(token|api_key|password|secret)$")
 
 
 def file_sha256(path: Path) -> str:
@@ -50,4 +52,4 @@ def toolkit_identity() -> dict:
 def public_config(config) -> dict:
     """The resolved config, with anything secret-looking left out."""
     values = dataclasses.asdict(config) if dataclasses.is_dataclass(config) else dict(config)
-    return {k: v for k, v in sorted(values.items()) if not any(m in k.lower() for m in SECRET_FIELD_MARKERS)}
+    return {k: v for k, v in sorted(values.items()) if not SECRET_FIELD.search(k.lower())}

@@ -24,10 +24,15 @@ def format_table(headers: Sequence[str], rows: Sequence[Sequence], align_right_f
 def shortcut_check(pool: Pool, with_bm25: bool = True) -> dict:
     """P@1 of rankers that should not work, inside each query's own candidate group:
     the longest candidate, the shortest candidate, and BM25 of the query text (index over the
-    whole pool). A length ranker near chance means length gives nothing away."""
+    whole pool). A length ranker near chance means length gives nothing away.
+
+    Where every group is its positive alone (the synthetic grid: one needle per document, all
+    documents of the pool compete), the whole pool is the group."""
     groups: dict[str, list] = defaultdict(list)
     for c in pool.candidates:
         groups[c.group].append(c)
+    if groups and all(len(members) == 1 for members in groups.values()):
+        groups = {group: list(pool.candidates) for group in groups}
     queries = {q.id: q for q in pool.queries}
     index = None
     if with_bm25 and pool.candidates:
@@ -39,7 +44,7 @@ def shortcut_check(pool: Pool, with_bm25: bool = True) -> dict:
         if group not in queries:
             continue
         sizes.append(len(members))
-        is_positive = [c.role == POSITIVE for c in members]
+        is_positive = [c.role == POSITIVE and c.group == group for c in members]
         lengths = [c.n_tokens for c in members]
         hits["longest"] += is_positive[max(range(len(members)), key=lambda i: (lengths[i], -i))]
         hits["shortest"] += is_positive[min(range(len(members)), key=lambda i: (lengths[i], i))]

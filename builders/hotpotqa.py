@@ -1,0 +1,782 @@
+"""HotpotQA Multi-Source Reasoning (paper §3.2.2, appendix A.2).
+
+The query is a multi-hop HotpotQA question (distractor setting) that the query audit kept, with
+2 to 5 evidence sentences (supporting facts). The positive is the question's own context (gold
+and distractor paragraphs) padded with whole Wikipedia articles to the pool's length; at longer
+lengths the same document grows by whole articles inserted between its units so that the
+evidence keeps its relative depth. Hard negatives drop the first, the last or a middle evidence
+sentence (both, when there are two) for whole padding sentences of the same length; easy
+negatives are other questions' documents padded to the same length.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Iterable, Iterator
+
+from mmlongembed.builder import Builder, BuildReport, CommonConfig, Problem, register
+from mmlongembed.documents import TEXT, Document, Segment, text_segments
+from mmlongembed.errors import FitError, UserError
+from mmlongembed.llm import AuditItem, LLMConfig, audit_queries
+from mmlongembed.manifest import files_identity
+from mmlongembed.ops.donor import exchangeable_offsets
+from mmlongembed.ops.evidence import (
+    EVIDENCE_ORIGIN, Unit, edge_whitespace, evidence_spans, find_sentence_run, fit_run_in_place, insert_random,
+    insert_spread, pick_fillers, token_offsets_at, unit_spans, units_document)
+from mmlongembed.ops.length import exact_tokens
+from mmlongembed.pools import (
+    EASY_NEGATIVE, HARD_NEGATIVE, POSITIVE, Candidate, LengthBand, Pool, Query, hard_negative_tolerance, pool_name)
+from mmlongembed.rng import derive_rng
+from mmlongembed.sources import HubSource, hub_rows, iter_jsonl, read_json, read_text_file, require_dir
+from mmlongembed.text import normalise_newlines
+from mmlongembed.tokens import TokenCounter, default_counter
+
+INSTRUCTION = "Given a multi-hop question, retrieve the document that contains all the evidence needed to answer it."
+HUB_SOURCE = HubSource(repo="hotpotqa/hotpot_qa", revision="1908d6afbbead072334abe2965f91bd2709910ab",
+                       config="distractor", split="validation", licence="CC BY-SA 4.0")
+HUB_PADDING = HubSource(repo="Salesforce/wikitext", revision="b08601e04326c79dfdd32d625aee71d232d685c3",
+                        config="wikitext-103-raw-v1", split="train", licence="CC BY-SA 3.0 / GFDL")
+LOCAL_PADDING = Path("haystack_text") / "wikitext-2-raw"
+MIN_EVIDENCE, MAX_EVIDENCE = 2, 5
+# Room left for the few tokens a final recount can differ from the sum of unit counts.
+RECOUNT_MARGIN = 4
+YES_NO = frozenset({"yes", "no"})
+GROWTH_PIECES = 4  # a longer positive grows by at least this many whole units
+
+
+@dataclass
+class HotpotQAConfig(CommonConfig, LLMConfig):
+    # paper Table 1: 960 queries over 6 pools
+    max_queries_per_pool: int = field(default=160, metadata={"help": "cap on queries per pool (paper: 160)"})
+    lengths: tuple[int, ...] = field(default=(8192, 16384, 32768), metadata={
+        "help": "pool length targets in tokens; the smallest is built first and each longer one grows from it"})
+    band_slack: float = field(default=0.1, metadata={
+        "help": "every candidate of pool T lies in [T*(1-slack), T]"})
+    negatives_per_query: int = field(default=3, metadata={"help": "easy and hard negatives per query (paper: 3)"})
+    padding: str | None = field(default=None, metadata={
+        "help": "WikiText raw file or directory of padding articles; default: <sources>/haystack_text/wikitext-2-raw "
+                "(or next to --sources), else the Hub's WikiText-103 at a pinned revision"})
+    padding_articles: int = field(default=2000, metadata={"help": "most Hub padding articles to read"})
+
+
+@dataclass(frozen=True)
+class Instance:
+    id: str
+    question: str
+    answer: str
+    kind: str  # bridge / comparison
+    level: str
+    context: tuple[tuple[str, tuple[str, ...]], ...]
+    supporting: tuple[tuple[str, int], ...]  # (title, sentence index), in document order
+    origin: str
+
+
+@dataclass(frozen=True)
+class Sources:
+    instances: list[Instance]
+    articles: list[tuple[str, str]]  # (id, cleaned text)
+
+
+# -- reading ---------------------------------------------------------------------------------
+
+def parse_instance(record: dict, origin: str) -> tuple[Instance | None, str]:
+    """An Instance from the original HotpotQA format or the Hub's column layout, else a skip reason."""
+    try:
+        rid = str(record.get("_id", record.get("id", "")))
+        question, answer = record["question"], record["answer"]
+        context, facts = record["context"], record["supporting_facts"]
+        if isinstance(context, dict):  # Hub layout: {"title": [...], "sentences": [[...]]}
+            context = list(zip(context["title"], context["sentences"]))
+        if isinstance(facts, dict):
+            facts = list(zip(facts["title"], facts["sent_id"]))
+        context = tuple((str(t), tuple(str(s) for s in sentences)) for t, sentences in context)
+        facts = [(str(t), int(i)) for t, i in facts]
+    except (KeyError, TypeError, ValueError):
+        return None, "malformed_record"
+    if not rid or not isinstance(question, str) or not question.strip() or not isinstance(answer, str):
+        return None, "malformed_record"
+    facts = sorted(set(facts), key=lambda f: (next((k for k, (t, _) in enumerate(context) if t == f[0]), -1), f[1]))
+    if not MIN_EVIDENCE <= len(facts) <= MAX_EVIDENCE:
+        return None, "evidence_count_outside_2_to_5"
+    sentences = dict(context)
+    if len(sentences) != len(context):
+        return None, "duplicate_paragraph_title"
+    for title, index in facts:
+        if title not in sentences or not 0 <= index < len(sentences[title]):
+            return None, "supporting_fact_missing"
+        if not sentences[title][index].strip():
+            return None, "empty_evidence"
+    return Instance(rid, question.strip(), answer.strip(), str(record.get("type", "")), str(record.get("level", "")),
+                    context, tuple(facts), origin), ""
+
+
+def read_local_instances(root: Path, report: BuildReport) -> Iterator[tuple[dict, str]]:
+    """Records of *.jsonl files and *.json files (a JSON list: the official release format)."""
+    for path in sorted(root.rglob("*.jsonl")):
+        for number, record in enumerate(iter_jsonl(path, report), 1):
+            yield record, f"{path.name}:{number}"
+    for path in sorted(root.rglob("*.json")):
+        records = read_json(path, report)
+        if not isinstance(records, list):
+            report.skip("not_a_hotpotqa_file", path.name)
+            continue
+        for number, record in enumerate(records, 1):
+            if isinstance(record, dict):
+                yield record, f"{path.name}:{number}"
+            else:
+                report.skip("malformed_record", f"{path.name}:{number}")
+
+
+_WIKITEXT_TITLE = re.compile(r"^ = ([^=].*?) = $")
+_WIKITEXT_HEADING = re.compile(r"^ (?:= )+(.*?) (?:= )+$|^ =(?: =)+ (.*?) =(?: =)+ $")
+_DETOKENIZE = [(re.compile(p), r) for p, r in (
+    (r" @(.)@ ", r"\1"), (r" ([,.;:!?%)\]}])", r"\1"), (r"([(\[{$]) ", r"\1"), (r" (n't|'s|'re|'ve|'m|'ll|'d)\b", r"\1"),
+)]
+
+
+def detokenize_wikitext(line: str) -> str:
+    """Undo WikiText's spacing around punctuation and its @-@ escapes (plain text reads better)."""
+    for pattern, replacement in _DETOKENIZE:
+        line = pattern.sub(replacement, line)
+    return line.strip()
+
+
+def wikitext_articles(raw: str, prefix: str) -> list[tuple[str, str]]:
+    """WikiText raw text -> (id, article) pairs. Each article is its title line, then section
+    headings and paragraphs, each paragraph followed by a blank line."""
+    articles: list[tuple[str, list[str]]] = []
+    for line in normalise_newlines(raw).split("\n"):
+        if not line.strip():
+            continue
+        title = _WIKITEXT_TITLE.match(line)
+        if title and not line.startswith(" = ="):
+            articles.append((detokenize_wikitext(title.group(1)), []))
+            continue
+        if not articles:
+            continue
+        heading = _WIKITEXT_HEADING.match(line)
+        if heading:
+            articles[-1][1].append(detokenize_wikitext(heading.group(1) or heading.group(2) or "") + "\n")
+        else:
+            articles[-1][1].append(detokenize_wikitext(line) + "\n\n")
+    out = []
+    for number, (title, parts) in enumerate(articles):
+        body = "".join(parts)
+        if body.strip():
+            out.append((f"{prefix}:{number}:{title}", f"{title}\n{body}"))
+    return out
+
+
+# -- documents -------------------------------------------------------------------------------
+
+def context_units(instance: Instance, counter: TokenCounter, counts: dict[str, int]) -> list[Unit]:
+    """The instance's paragraphs as units: a title line, then one segment per sentence (so each
+    supporting fact is exactly one segment, marked ``evidence:<k>`` in document order)."""
+    evidence_index = {fact: k for k, fact in enumerate(instance.supporting)}
+    units = []
+    for title, sentences in instance.context:
+        kept = [(i, s) for i, s in enumerate(sentences) if s.strip()]
+        if not kept:
+            continue
+        segments = [Segment(kind=TEXT, tokens=counts[title + "\n"], text=title + "\n", paragraph_end=True, origin="source")]
+        for position, (i, sentence) in enumerate(kept):
+            text = sentence if position == 0 else (" " + sentence.lstrip())
+            text = text.lstrip() if position == 0 else text
+            if position == len(kept) - 1:
+                text = text.rstrip() + "\n\n"
+            k = evidence_index.get((title, i))
+            origin = f"{EVIDENCE_ORIGIN}{k}" if k is not None else "source"
+            segments.append(Segment(kind=TEXT, tokens=counts[text], text=text,
+                                    paragraph_end=position == len(kept) - 1, origin=origin))
+        units.append(Unit(id=f"context:{title}", kind="context", segments=tuple(segments)))
+    return units
+
+
+def context_pieces(instance: Instance) -> list[str]:
+    """Every text piece ``context_units`` counts (to count them all in one batch)."""
+    pieces = []
+    for title, sentences in instance.context:
+        kept = [s for s in sentences if s.strip()]
+        if not kept:
+            continue
+        pieces.append(title + "\n")
+        for position, sentence in enumerate(kept):
+            text = sentence.lstrip() if position == 0 else " " + sentence.lstrip()
+            pieces.append(text.rstrip() + "\n\n" if position == len(kept) - 1 else text)
+    return pieces
+
+
+def evidence_texts(instance: Instance) -> list[str]:
+    sentences = dict(instance.context)
+    return [sentences[t][i].strip() for t, i in instance.supporting]
+
+
+def answer_pattern(answer: str) -> re.Pattern | None:
+    """Case-insensitive whole-word pattern of the answer; None for yes/no answers, which every
+    article contains as words and which are not a retrievable anchor."""
+    text = answer.strip()
+    if not text or text.lower() in YES_NO:
+        return None
+    left = r"\b" if re.match(r"\w", text) else ""
+    right = r"\b" if re.search(r"\w$", text) else ""
+    return re.compile(left + re.escape(text) + right, re.IGNORECASE)
+
+
+def sha(text: str) -> str:
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()[:16]
+
+
+@dataclass
+class Built:
+    units: list[Unit]
+    document: Document
+    n_tokens: int
+
+
+class PaddingSupply:
+    """The padding corpus: whole articles and whole HotpotQA paragraphs (by title). For each
+    query it lists the units it may use: none holds its answer or its evidence, and no
+    paragraph has one of its own titles."""
+
+    def __init__(self, articles: list[Unit], paragraphs: list[Unit]):
+        self.articles, self.paragraphs = articles, paragraphs
+        self._text = {u.id: u.text for u in (*articles, *paragraphs)}
+        self._lowered = {k: v.lower() for k, v in self._text.items()}
+        self._memo: dict[str, tuple[list[Unit], list[Unit]]] = {}
+
+    def _clean(self, unit: Unit, answer: re.Pattern | None, answer_lower: str, evidence: list[str]) -> bool:
+        # the plain substring test is a fast filter; the whole-word pattern decides
+        if answer is not None and answer_lower in self._lowered[unit.id] and answer.search(self._text[unit.id]):
+            return False
+        return not any(e in self._text[unit.id] for e in evidence)
+
+    def usable(self, instance: "Instance", exclude_titles: set[str] = frozenset(),
+               exclude_ids: set[str] = frozenset()) -> tuple[list[Unit], list[Unit]]:
+        if instance.id not in self._memo:
+            answer, evidence = answer_pattern(instance.answer), evidence_texts(instance)
+            own = {t for t, _ in instance.context}
+            answer_lower = instance.answer.strip().lower()
+            self._memo[instance.id] = (
+                [u for u in self.articles if self._clean(u, answer, answer_lower, evidence)],
+                [u for u in self.paragraphs
+                 if u.id[len("paragraph:"):] not in own and self._clean(u, answer, answer_lower, evidence)],
+            )
+        articles, paragraphs = self._memo[instance.id]
+        if not exclude_titles and not exclude_ids:
+            return articles, paragraphs
+        return ([u for u in articles if u.id not in exclude_ids],
+                [u for u in paragraphs if u.id not in exclude_ids and u.id[len("paragraph:"):] not in exclude_titles])
+
+
+@register
+class HotpotQABuilder(Builder):
+    """Multi-Source Reasoning from HotpotQA: find the document that holds every piece of evidence
+    for a multi-hop question, against copies that lack one piece."""
+
+    name = "hotpotqa"
+    version = "1.0.0"
+    task = "multi_source_reasoning"
+    title = "MMLongEmbed Multi-Source Reasoning: HotpotQA"
+    config_class = HotpotQAConfig
+    card_template = "hotpotqa.md.j2"
+    licence = "cc-by-sa-4.0"
+
+    # -- sources ---------------------------------------------------------------------------
+    def _local_roots(self, config: HotpotQAConfig) -> tuple[Path, Path | None]:
+        root = require_dir(config.sources, "HotpotQA files in the original format")
+        data = root / "hotpotqa" if (root / "hotpotqa").is_dir() else root
+        if config.padding:
+            return data, require_dir(config.padding, "WikiText raw padding text")
+        for base in (root, root.parent):
+            if (base / LOCAL_PADDING).exists():
+                return data, base / LOCAL_PADDING
+        return data, None
+
+    def load_sources(self, config: HotpotQAConfig, report: BuildReport) -> Sources:
+        if config.sources:
+            data_root, padding_root = self._local_roots(config)
+            records = read_local_instances(data_root, report)
+        else:
+            records = ((row, "hub") for row in hub_rows(HUB_SOURCE, self.name))
+            padding_root = Path(config.padding) if config.padding else None
+        instances, seen = [], set()
+        for record, origin in records:
+            instance, reason = parse_instance(record, origin)
+            if instance is None:
+                report.skip(reason, origin)
+            elif instance.id in seen:
+                report.skip("duplicate_id", origin)
+            else:
+                seen.add(instance.id)
+                instances.append(instance)
+        if not instances:
+            raise UserError(f"no usable HotpotQA record (2 to 5 supporting facts) in {config.sources or HUB_SOURCE.repo}")
+        articles: list[tuple[str, str]] = []
+        if padding_root is not None:
+            files = [padding_root] if padding_root.is_file() else sorted(padding_root.rglob("*.raw")) + sorted(
+                padding_root.rglob("*.txt"))
+            for path in files:
+                raw = read_text_file(path, report)
+                if raw is not None:
+                    articles.extend(wikitext_articles(raw, path.stem))
+        elif not config.sources:
+            articles = self._hub_articles(config)
+        return Sources(sorted(instances, key=lambda i: i.id), articles)
+
+    def _hub_articles(self, config: HotpotQAConfig) -> list[tuple[str, str]]:
+        lines, articles = [], []
+        for row in hub_rows(HUB_PADDING, self.name):
+            line = row.get("text", "")
+            if _WIKITEXT_TITLE.match(line.rstrip("\n")) and not line.startswith(" = =") and lines:
+                articles.extend(wikitext_articles("".join(lines), "wikitext-103"))
+                lines = []
+                if len(articles) >= config.padding_articles:
+                    break
+            lines.append(line)
+        return articles[: config.padding_articles]
+
+    def source_identity(self, config: HotpotQAConfig) -> dict:
+        if config.sources:
+            data_root, padding_root = self._local_roots(config)
+            identity = {"kind": "local", "name": "HotpotQA", "licence": HUB_SOURCE.licence,
+                        "files": files_identity([*data_root.rglob("*.jsonl"), *data_root.rglob("*.json")], data_root)}
+            if padding_root is not None:
+                files = [padding_root] if padding_root.is_file() else [*padding_root.rglob("*.raw"),
+                                                                       *padding_root.rglob("*.txt")]
+                identity["padding"] = {"name": "WikiText (local)", "licence": HUB_PADDING.licence,
+                                       "files": files_identity(files, padding_root.parent)}
+            return identity
+        return {"kind": "hub", "name": "HotpotQA", "licence": HUB_SOURCE.licence, **HUB_SOURCE.identity,
+                "padding": {"name": "WikiText-103", "licence": HUB_PADDING.licence, **HUB_PADDING.identity,
+                            "articles": config.padding_articles}}
+
+    # -- pools -----------------------------------------------------------------------------
+    def build_pools(self, sources: Sources, config: HotpotQAConfig, report: BuildReport) -> list[Pool]:
+        counter = default_counter()
+        lengths = sorted(set(config.lengths))
+        if not lengths or lengths[0] <= 0:
+            raise UserError("--lengths needs positive targets")
+        bands = [LengthBand.tight(t, config.band_slack) for t in lengths]
+        instances = sources.instances
+
+        audit = audit_queries(
+            [AuditItem(i.id, i.question, i.answer, tuple(evidence_texts(i))) for i in instances], config, report)
+        kept = [i for i in instances if i.id in audit.kept]
+
+        pieces = sorted({p for i in instances for p in context_pieces(i)})
+        counts = dict(zip(pieces, counter.count_many(pieces)))
+        units_of = {i.id: context_units(i, counter, counts) for i in instances}
+        supply = self._padding_supply(sources, units_of, counter)
+        if not supply.articles and not supply.paragraphs:
+            raise UserError("no padding text: pass --padding with a WikiText raw file or directory")
+
+        order_rng = derive_rng(config.seed, self.name, "order")
+        order = [kept[int(k)] for k in order_rng.permutation(len(kept))]
+        memo: dict[str, list[Built]] = {}
+
+        def positives_of(instance: Instance) -> list[Built]:
+            """Built on first use, so a small build touches only the instances it needs."""
+            if instance.id not in memo:
+                memo[instance.id] = self._positives(instance, units_of[instance.id], bands, supply, config, counter,
+                                                    report)
+            return memo[instance.id]
+
+        pools = []
+        for level, band in enumerate(bands):
+            # Pools take instances in one seeded order and skip those they cannot use, so a
+            # failure is replaced by the next instance and the pools of a length share queries.
+            pools.append(self._easy_pool(band, level, order, positives_of, instances, units_of, supply,
+                                         config, counter, report))
+            pools.append(self._hard_pool(band, level, order, positives_of, supply, config, counter, report))
+        return pools
+
+    def _padding_supply(self, sources: Sources, units_of: dict[str, list[Unit]], counter: TokenCounter) -> PaddingSupply:
+        articles = []
+        for article_id, text in sources.articles:
+            segments = text_segments(text, counter, origin=f"padding:{article_id}")
+            articles.append(Unit(id=f"article:{article_id}", kind="article", segments=tuple(segments)))
+        paragraphs, seen = [], set()
+        for instance in sources.instances:  # sorted by id: the first copy of a title wins
+            for unit in units_of[instance.id]:
+                title = unit.id.split(":", 1)[1]
+                if title in seen:
+                    continue
+                seen.add(title)
+                origin = f"padding:paragraph:{title}"
+                paragraphs.append(Unit(id=f"paragraph:{title}", kind="paragraph",
+                                       segments=tuple(_with_origin(s, origin) for s in unit.segments)))
+        return PaddingSupply(articles, paragraphs)
+
+    def _window(self, band: LengthBand) -> tuple[int, int]:
+        """Where a positive's length must lie so that every negative can match it within the
+        hard-negative tolerance and stay in the band."""
+        tolerance = hard_negative_tolerance(band.hi)
+        return band.lo + tolerance, band.hi - tolerance - RECOUNT_MARGIN
+
+    def _positives(self, instance: Instance, context: list[Unit], bands: list[LengthBand], supply: PaddingSupply,
+                   config: HotpotQAConfig, counter: TokenCounter, report: BuildReport) -> list[Built]:
+        """The positive at each length, each grown from the previous one; stops at the first
+        length that cannot be built (counted)."""
+        articles, paragraphs = supply.usable(instance)
+        out: list[Built] = []
+        units = list(context)
+        for level, band in enumerate(bands):
+            lo, hi = self._window(band)
+            current = sum(u.tokens for u in units)
+            if current > hi:
+                report.skip(f"context_longer_than_{band.name}", instance.id)
+                break
+            used = {u.id for u in units}
+            rng = derive_rng(config.seed, self.name, instance.id, band.target, "positive")
+            # When growing, no single unit may take more than a quarter of the new tokens: whole
+            # units are placed only between existing ones, and smaller pieces let the inserted
+            # mass follow each evidence sentence's depth more closely.
+            largest = (hi - current) if level == 0 else max(1, (hi - current) // GROWTH_PIECES)
+            try:
+                fillers = pick_fillers([u for u in articles if u.id not in used and u.tokens <= largest],
+                                       [u for u in paragraphs if u.id not in used], lo - current, hi - current, rng)
+            except FitError as error:
+                report.skip(f"positive_{band.name}_{error.reason}", instance.id)
+                break
+            # The first length scatters padding at random gaps (evidence depth varies across
+            # queries); longer ones spread new padding so each evidence keeps its depth.
+            units = insert_random(units, fillers, rng) if level == 0 else insert_spread(units, fillers, rng)
+            document = units_document(f"{instance.id}@{band.name}", units)
+            n_tokens = exact_tokens(document, counter)
+            if not lo <= n_tokens <= band.hi - hard_negative_tolerance(band.hi):
+                report.skip(f"positive_{band.name}_recount_outside_window", instance.id)
+                break
+            out.append(Built(units, document, n_tokens))
+        return out
+
+    def _query(self, instance: Instance) -> Query:
+        return Query(id=f"q:{instance.id}", text=instance.question, instruction=INSTRUCTION, source_id=instance.id,
+                     n_tokens=default_counter().count(instance.question))
+
+    def _positive_candidate(self, instance: Instance, built: Built) -> Candidate:
+        return Candidate(
+            id=f"d:{instance.id}", document=built.document, role=POSITIVE, group=f"q:{instance.id}",
+            source_id=instance.id, n_tokens=built.n_tokens,
+            provenance={"variant": "original", "answer": instance.answer, "n_evidence": len(instance.supporting),
+                        "evidence": _evidence_provenance(built.document, built.n_tokens),
+                        "padding": _padding_provenance(built.units)})
+
+    def _easy_pool(self, band, level, order, positives_of, instances, units_of, supply, config, counter,
+                   report) -> Pool:
+        pool = Pool(name=pool_name(self.name, "easy", band), task=self.task, dataset=self.name, difficulty="easy",
+                    band=band)
+        k = config.negatives_per_query
+        for instance in order:
+            if len(pool.queries) >= config.max_queries_per_pool:
+                break
+            built = positives_of(instance)
+            if len(built) <= level:
+                continue  # counted when its positives were built
+            positive = built[level]
+            rng = derive_rng(config.seed, self.name, pool.name, instance.id, "negatives")
+            titles = {t for t, _ in instance.context}
+            evidence = evidence_texts(instance)
+            offsets = exchangeable_offsets(positive.n_tokens, k, derive_rng(config.seed, pool.name, instance.id, "offsets"))
+            negatives = []
+            for j in rng.permutation(len(instances)):
+                other = instances[int(j)]
+                if len(negatives) == k:
+                    break
+                if other.id == instance.id or titles & {t for t, _ in other.context}:
+                    continue  # a shared Wikipedia paragraph could carry this query's evidence
+                other_units = units_of[other.id]
+                if any(e in u.text for u in other_units for e in evidence):
+                    continue
+                made = self._other_document(instance, other, other_units, positive.n_tokens + offsets[len(negatives)],
+                                            band, evidence, supply, config, counter)
+                if made is not None:
+                    negatives.append((other, made))
+            if len(negatives) < k:
+                report.skip(f"easy_{band.name}_not_enough_negatives", instance.id)
+                continue
+            pool.queries.append(self._query(instance))
+            pool.candidates.append(self._positive_candidate(instance, positive))
+            pool.qrels.append((f"q:{instance.id}", f"d:{instance.id}", 1))
+            for other, made in negatives:
+                pool.candidates.append(Candidate(
+                    id=f"d:{other.id}:for:{instance.id}", document=made.document, role=EASY_NEGATIVE,
+                    group=f"q:{instance.id}", source_id=other.id, n_tokens=made.n_tokens,
+                    provenance={"variant": "other_instance", "instance": other.id,
+                                "padding": _padding_provenance(made.units)}))
+        return pool
+
+    def _other_document(self, instance, other, other_units, aim, band, evidence, supply, config,
+                        counter) -> Built | None:
+        """Another instance's context padded to about ``aim`` tokens, with padding that carries
+        neither this query's answer nor its evidence."""
+        context_tokens = sum(u.tokens for u in other_units)
+        tolerance = hard_negative_tolerance(aim)
+        lo = max(band.lo + RECOUNT_MARGIN, aim - tolerance // 2)
+        hi = min(band.hi - RECOUNT_MARGIN, aim + tolerance // 2)
+        if context_tokens > hi:
+            return None
+        articles, paragraphs = supply.usable(instance, exclude_titles={t for t, _ in other.context})
+        rng = derive_rng(config.seed, self.name, band.target, instance.id, other.id, "easy")
+        try:
+            fillers = pick_fillers(articles, paragraphs, lo - context_tokens, hi - context_tokens, rng)
+        except FitError:
+            return None
+        units = insert_random(other_units, fillers, rng)
+        document = units_document(f"{other.id}@{band.name}:for:{instance.id}", units)
+        n_tokens = exact_tokens(document, counter)
+        text = document.text
+        if not band.contains(n_tokens) or any(e in text for e in evidence):
+            return None
+        return Built(units, document, n_tokens)
+
+    def _hard_pool(self, band, level, order, positives_of, supply, config, counter, report) -> Pool:
+        pool = Pool(name=pool_name(self.name, "hard", band), task=self.task, dataset=self.name, difficulty="hard",
+                    band=band)
+        for instance in order:
+            if len(pool.queries) >= config.max_queries_per_pool:
+                break
+            built = positives_of(instance)
+            if len(built) <= level:
+                continue
+            positive = built[level]
+            variants = self._hard_variants(instance, positive, band, pool.name, supply, config, counter)
+            if isinstance(variants, str):
+                report.skip(f"hard_{band.name}_{variants}", instance.id)
+                continue
+            pool.queries.append(self._query(instance))
+            pool.candidates.append(self._positive_candidate(instance, positive))
+            pool.qrels.append((f"q:{instance.id}", f"d:{instance.id}", 1))
+            for variant, made, removed in variants:
+                pool.candidates.append(Candidate(
+                    id=f"d:{instance.id}:{variant}", document=made.document, role=HARD_NEGATIVE,
+                    group=f"q:{instance.id}", source_id=instance.id, n_tokens=made.n_tokens,
+                    provenance={"variant": variant, "removed": removed,
+                                "evidence": _evidence_provenance(made.document, made.n_tokens),
+                                "padding": _padding_provenance(made.units)}))
+        return pool
+
+    def _hard_variants(self, instance, positive: Built, band, pool_label, supply, config, counter):
+        """Three copies of the positive, each lacking evidence (first / last / a random middle
+        one, or both of two), replaced by whole padding sentences of the same length. Returns
+        the variants, or the skip reason."""
+        n = len(instance.supporting)
+        rng = derive_rng(config.seed, self.name, pool_label, instance.id, "hard")
+        plans = [("drop_first", [0]), ("drop_last", [n - 1])]
+        plans.append(("drop_middle", [int(rng.integers(1, n - 1))]) if n >= 3 else ("drop_both", [0, 1]))
+        plans = plans[: config.negatives_per_query]
+        evidence = evidence_texts(instance)
+        articles, paragraphs = supply.usable(instance, exclude_ids={u.id for u in positive.units})
+        offsets = exchangeable_offsets(positive.n_tokens, len(plans), derive_rng(config.seed, pool_label, instance.id,
+                                                                                 "offsets"))
+        tolerance = hard_negative_tolerance(positive.n_tokens)
+        out = []
+        for (variant, removed_indices), offset in zip(plans, offsets):
+            units = list(positive.units)
+            removed = []
+            share = offset // len(removed_indices)
+            for k in removed_indices:
+                u, s = _find_evidence(units, k)
+                segment = units[u].segments[s]
+                lead, tail = edge_whitespace(segment.text)
+                # Aim at the drawn offset (lengths stay exchangeable), accept anything that
+                # keeps the variant within the tolerance.
+                slack = max(1, (tolerance - RECOUNT_MARGIN) // len(removed_indices))
+                window = (max(1, segment.tokens - slack), segment.tokens + slack)
+                aim = min(max(segment.tokens + share, window[0]), window[1])
+                run_rng = derive_rng(config.seed, pool_label, instance.id, variant, k)
+                found = None
+                for candidates in (articles, paragraphs):  # whole-article sentences first
+                    try:
+                        found = find_sentence_run(candidates, *window, aim, run_rng)
+                        break
+                    except FitError:
+                        continue
+                if found is None:
+                    return "no_replacement_sentences"
+                source, a, b = found
+                run = fit_run_in_place(source.segments[a:b], lead, tail, counter, f"replacement:{source.id}")
+                unit = units[u]
+                units[u] = Unit(unit.id, unit.kind, (*unit.segments[:s], *run, *unit.segments[s + 1:]))
+                removed.append({"index": k, "sha256": sha(segment.text.strip()), "tokens": segment.tokens,
+                                "replacement": {"source": source.id, "sentences": [a, b],
+                                                "tokens": sum(x.tokens for x in run)}})
+            document = units_document(f"{instance.id}@{band.name}:{variant}", units)
+            n_tokens = exact_tokens(document, counter)
+            if not band.contains(n_tokens) or abs(n_tokens - positive.n_tokens) > tolerance:
+                return "length_mismatch"
+            text = document.text
+            if any(evidence[k] in text for k in removed_indices):
+                return "removed_evidence_still_present"
+            out.append((variant, Built(units, document, n_tokens), removed))
+        return out
+
+    # -- checks and card -------------------------------------------------------------------
+    def validate_pool(self, pool_row: dict, corpus: dict, queries: dict, qrels: dict) -> Iterable[Problem]:
+        name = pool_row["pool"]
+        counter = default_counter()
+        text_of = dict(zip(corpus["_id"], corpus["text"]))
+        provenance_of = {cid: json.loads(raw) for cid, raw in zip(corpus["_id"], corpus["provenance"])}
+        positive_of = {q: c for q, c, s in zip(qrels["query-id"], qrels["corpus-id"], qrels["score"]) if s > 0}
+        evidence_of: dict[str, dict[int, str]] = {}
+        for group, cid in positive_of.items():
+            text, provenance = text_of.get(cid, ""), provenance_of.get(cid, {})
+            spans = provenance.get("evidence", [])
+            evidence_of[group] = {}
+            if len(spans) != provenance.get("n_evidence"):
+                yield Problem(name, "evidence_positions", f"{cid}: {len(spans)} evidence spans recorded, "
+                                                          f"{provenance.get('n_evidence')} expected")
+            for span in spans:
+                a, b = span["char_range"]
+                evidence_of[group][span["index"]] = text[a:b].strip()
+        for cid, role, group in zip(corpus["_id"], corpus["role"], corpus["group"]):
+            text, provenance = text_of[cid], provenance_of[cid]
+            yield from _check_positions(name, cid, text, provenance.get("evidence", []), counter)
+            evidence = evidence_of.get(group, {})
+            if role == HARD_NEGATIVE:
+                for removed in provenance.get("removed", []):
+                    gone = evidence.get(removed["index"], "")
+                    if sha(gone) != removed["sha256"]:
+                        yield Problem(name, "removed_segment", f"{cid}: removed segment does not match the positive's")
+                    elif gone in text:
+                        yield Problem(name, "removed_segment", f"{cid} still contains removed evidence {removed['index']}")
+            elif role == EASY_NEGATIVE:
+                if any(e and e in text for e in evidence.values()):
+                    yield Problem(name, "easy_negative_evidence", f"{cid} contains its query's evidence")
+            answer = provenance_of.get(positive_of.get(group, ""), {}).get("answer", "")
+            pattern = answer_pattern(answer)
+            if pattern is not None:
+                for item in provenance.get("padding", []):
+                    a, b = item["char_range"]
+                    if pattern.search(text[a:b]):
+                        yield Problem(name, "answer_in_padding", f"{cid}: padding {item['id']} contains the answer")
+                        break
+
+    def example_config(self, directory) -> HotpotQAConfig:
+        root = Path(directory)
+        write_sample_sources(root)
+        return HotpotQAConfig(sources=str(root), lengths=(1024, 2048), max_queries_per_pool=4)
+
+    def card_context(self, config: HotpotQAConfig, pools: list[Pool]) -> dict:
+        local = bool(config.sources)
+        return {
+            "description": self.__doc__.strip().split("\n\n")[0].replace("\n", " "),
+            "instruction": INSTRUCTION,
+            "sources": [
+                {"name": "HotpotQA (Yang et al., EMNLP 2018), distractor setting", "licence": HUB_SOURCE.licence,
+                 "identity": (f"local files under `{Path(config.sources).name}` (sha256 in manifest.json)" if local
+                              else f"`{HUB_SOURCE.repo}` @ `{HUB_SOURCE.revision}`")},
+                {"name": "WikiText (Merity et al., 2016), padding articles", "licence": HUB_PADDING.licence,
+                 "identity": ("local WikiText raw files (sha256 in manifest.json)" if local or config.padding
+                              else f"`{HUB_PADDING.repo}` `{HUB_PADDING.config}` @ `{HUB_PADDING.revision}`")},
+            ],
+        }
+
+
+def _with_origin(segment: Segment, origin: str) -> Segment:
+    return replace(segment, origin=origin)
+
+
+def _find_evidence(units: list[Unit], k: int) -> tuple[int, int]:
+    marker = f"{EVIDENCE_ORIGIN}{k}"
+    for u, unit in enumerate(units):
+        for s, segment in enumerate(unit.segments):
+            if segment.origin == marker:
+                return u, s
+    raise KeyError(marker)
+
+
+def _evidence_provenance(document: Document, n_tokens: int) -> list[dict]:
+    """Each remaining evidence segment: its character and token range in the final text, its
+    relative depth, and a hash of its text. Token positions come from counting the final text
+    up to each boundary: summed segment counts can drift by a token where two pieces fuse."""
+    text = document.text
+    spans = sorted(evidence_spans(document).items())
+    offsets = token_offsets_at(text, [p for _, s in spans for p in (s.char_start, s.char_end)], default_counter())
+    out = []
+    for k, span in spans:
+        start, end = offsets[span.char_start], offsets[span.char_end]
+        out.append({"index": k, "char_range": [span.char_start, span.char_end], "token_range": [start, end],
+                    "relative_position": round(start / n_tokens, 4),
+                    "sha256": sha(text[span.char_start:span.char_end].strip())})
+    return out
+
+
+def _padding_provenance(units: list[Unit]) -> list[dict]:
+    """Every padding unit (and every replacement run) with its character range."""
+    out = []
+    for unit, span in zip(units, unit_spans(units)):
+        if unit.kind != "context":
+            out.append({"id": unit.id, "kind": unit.kind, "char_range": [span.char_start, span.char_end]})
+            continue
+        chars = span.char_start
+        run_start, run_source = None, None
+        for segment in (*unit.segments, None):
+            source = segment.origin if segment is not None and segment.origin.startswith("replacement:") else None
+            if source != run_source and run_source is not None:
+                out.append({"id": run_source.split(":", 1)[1], "kind": "replacement", "char_range": [run_start, chars]})
+            if source is not None and source != run_source:
+                run_start = chars
+            run_source = source
+            if segment is not None:
+                chars += len(segment.text)
+    return out
+
+
+def _check_positions(pool: str, cid: str, text: str, spans: list[dict], counter: TokenCounter) -> Iterator[Problem]:
+    """Recorded evidence ranges hold the recorded text, and the recorded token ranges match an
+    independent recount of the final text."""
+    if not spans:
+        return
+    offsets = token_offsets_at(text, [p for s in spans for p in s["char_range"]], counter)
+    for span in spans:
+        a, b = span["char_range"]
+        if sha(text[a:b].strip()) != span["sha256"]:
+            yield Problem(pool, "evidence_positions", f"{cid}: evidence {span['index']} is not at {a}:{b}")
+        elif [offsets[a], offsets[b]] != span["token_range"]:
+            yield Problem(pool, "evidence_positions",
+                          f"{cid}: evidence {span['index']} recounts at tokens {[offsets[a], offsets[b]]}, "
+                          f"recorded {span['token_range']}")
+
+
+
+SAMPLE_SYLLABLES = "ka lo mi ne su ra to vi de pa zu qe ba ri no fe gu xi wa yo".split()
+
+
+def write_sample_sources(root: Path, n_instances: int = 16, n_articles: int = 12, seed: int = 11) -> None:
+    """Generated sources in the original formats (HotpotQA JSONL, WikiText raw) for a tiny build
+    on a fresh clone: made-up words, real structure (titles, sentences, supporting facts)."""
+    import random
+
+    rng = random.Random(seed)
+
+    def word() -> str:
+        return "".join(rng.choice(SAMPLE_SYLLABLES) for _ in range(rng.randint(2, 3)))
+
+    def sentence(subject: str) -> str:
+        return f"{subject} " + " ".join(word() for _ in range(rng.randint(6, 12))) + "."
+
+    (root / "hotpotqa").mkdir(parents=True, exist_ok=True)
+    with open(root / "hotpotqa" / "sample.jsonl", "w", encoding="utf-8") as handle:
+        for i in range(n_instances):
+            titles = [f"{word().title()} {word().title()} {i}-{k}" for k in range(4)]
+            context = [[t, [sentence(t.split()[0]) if j == 0 else " " + sentence(word().title())
+                            for j in range(rng.randint(3, 5))]] for t in titles]
+            facts = [[titles[0], 0], [titles[2], 1]] + ([[titles[3], 0]] if i % 3 == 0 else [])
+            record = {"_id": f"sample{i:03d}", "question": f"Which {word()} links {titles[0]} and {titles[2]}?",
+                      "answer": f"Zz{word()}", "type": "bridge", "level": "hard",
+                      "supporting_facts": facts, "context": context}
+            handle.write(json.dumps(record) + "\n")
+    padding = root / LOCAL_PADDING
+    padding.mkdir(parents=True, exist_ok=True)
+    lines = []
+    for a in range(n_articles):
+        lines.append(f" = {word().title()} {word().title()} = ")
+        for p in range(rng.randint(2, 10)):
+            if p % 4 == 3:
+                lines.append(f" = = {word().title()} = = ")
+            lines.append(" " + " ".join(sentence(word().title()) for _ in range(rng.randint(3, 6))) + " ")
+    (padding / "wiki.sample.raw").write_text("\r\n".join(lines) + "\r\n", encoding="utf-8")

@@ -1,0 +1,753 @@
+"""Visual Grounding (paper §3.2.1, appendix A.1, Table 4, Figure 3): multimodal needles in
+interleaved haystacks, over a full needle-depth by length grid.
+
+Every (needle modality, background, length, depth) cell is its own pool: N candidate documents
+(default 25), each a haystack holding exactly one needle, and one query per needle, which must
+find the one document that holds its needle. The N needles of a pool form one confusable family:
+text needles share a NeedleBench template and differ in one core entity, image needles are drawn
+from one procedural spec and differ in one attribute.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import io
+import json
+import math
+import re
+from collections import defaultdict
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Iterable
+
+from mmlongembed.bm25 import BM25Index, bm25_tokenize
+from mmlongembed.builder import Builder, BuildReport, CommonConfig, Problem, register
+from mmlongembed.documents import IMAGE, IMAGE_PLACEHOLDER, TEXT, Document, Segment, image_segment, text_segments
+from mmlongembed.errors import UserError
+from mmlongembed.manifest import files_identity
+from mmlongembed.needles import images as synth
+from mmlongembed.needles.text import SUBJECT_KINDS, TextNeedle, draw_text_family, parse_templates, surnames
+from mmlongembed.ops.length import exact_tokens
+from mmlongembed.ops.needle import (
+    Stream, fit_to_patches, nearest_boundary, needle_token_index, patch_grid, text_needle_segment)
+from mmlongembed.pools import POSITIVE, Candidate, LengthBand, Pool, Query
+from mmlongembed.rng import derive_rng
+from mmlongembed.sources import iter_jsonl, read_json, read_text_file, require_dir
+from mmlongembed.text import normalise_newlines
+from mmlongembed.tokens import default_counter, image_tokens
+
+TEXT_INSTRUCTION = "Given this question, retrieve the document that contains the fact that answers it."
+IMAGE_TEXT_INSTRUCTION = "Given this description of a picture, retrieve the document that contains the picture."
+IMAGE_IMAGE_INSTRUCTION = "Given this picture, retrieve the document that contains the same picture."
+BACKGROUNDS = ("text", "mixed", "image")
+NEEDLE_MODALITIES = ("text", "image")
+QUERY_IMAGE_SIDE = 256  # image queries are drawn at one size, whatever the needle's size in the document
+LENGTH_MARGIN = 1  # tokens kept free at each band edge: the final recount may differ from the sum by one
+MAX_WINDOW_TRIES = 200
+IMAGE_EXTENSIONS = (".png", ".jpg", ".jpeg", ".webp", ".bmp")
+_PG_START = re.compile(r"\*\*\*\s*START OF (?:THE|THIS) PROJECT GUTENBERG[^\n]*\n")
+_PG_END = re.compile(r"\*\*\*\s*END OF (?:THE|THIS) PROJECT GUTENBERG")
+_WIKI_TITLE = re.compile(r"^ ?= ([^=].*?) = ?$")
+_WIKI_HEADING = re.compile(r"^ ?(?:= )+(.*?)(?: =)+ ?$")
+
+
+@dataclass
+class NeedleConfig(CommonConfig):
+    lengths: tuple[int, ...] = field(
+        default=(256, 512, 1024, 2048, 4096, 8192, 16384, 32768),
+        metadata={"help": "length targets in tokens (any positive value; 65536 and 131072 work too)"})
+    depths: tuple[float, ...] = field(
+        default=(0.0, 20.0, 40.0, 60.0, 80.0, 100.0),
+        metadata={"help": "needle depths in percent of the haystack (used when --depth-grid is 'given')"})
+    depth_grid: str = field(
+        default="given", metadata={"help": "'given' uses --depths; 'sigmoid' draws --depth-points depths from "
+                                           "0 to 100, denser at the ends", "choices": ("given", "sigmoid")})
+    depth_points: int = field(default=6, metadata={"help": "number of depths of the sigmoid grid"})
+    backgrounds: tuple[str, ...] = field(
+        default=BACKGROUNDS, metadata={"help": "haystack modalities: text, mixed (interleaved), image"})
+    needle_modalities: tuple[str, ...] = field(default=NEEDLE_MODALITIES, metadata={"help": "text, image"})
+    needles_per_pool: int = field(default=25, metadata={"help": "documents (and queries) per cell (paper: 25)"})
+    shared_haystack: bool = field(
+        default=False, metadata={"help": "all documents of a cell share one haystack and differ only in the "
+                                         "needle (default: each document reads its own stretch of haystack)"})
+    band_slack: float = field(
+        default=0.05, metadata={"help": "length band of a cell: [L*(1-slack), L] tokens, needle included"})
+    image_query: str = field(
+        default="text", metadata={"help": "query of an image needle: its text description (text) or the "
+                                          "picture itself (image)", "choices": ("text", "image")})
+    image_families: tuple[str, ...] = field(
+        default=synth.VARYING_ATTRIBUTES,
+        metadata={"help": "attributes an image needle family may vary: glyph, position, count"})
+    subject_kinds: tuple[str, ...] = field(
+        default=SUBJECT_KINDS, metadata={"help": "core entities a text needle family may vary: name, place, number"})
+    needle_image_budget: int = field(
+        default=64, metadata={"help": "needle image size in tokens (square; 64 = 256x256 px), at most L/8"})
+    haystack_image_budget: int = field(
+        default=256, metadata={"help": "largest haystack image in tokens (256 = 512x512 px), at most L/8"})
+    haystack_jpeg_quality: int = field(default=40, metadata={"help": "JPEG quality of haystack images"})
+    needle_jpeg_quality: int = field(default=90, metadata={"help": "JPEG quality of needle and query images"})
+    mixed_image_share: float = field(
+        default=0.3, metadata={"help": "share of image tokens in a mixed (interleaved) haystack"})
+    language: str = field(default="English", metadata={"help": "NeedleBench language of the text needles"})
+
+
+# -- sources ---------------------------------------------------------------------------------
+
+@dataclass
+class Sources:
+    needle_records: list[dict]
+    names: list[str]
+    documents: list[tuple[str, str]]  # (source id, text) of the text haystack, in document order
+    photos: list[tuple[str, object]]  # (source id, PIL RGB image)
+    files: list[Path] = field(default_factory=list)
+    root: Path | None = None
+
+
+def _rewrap(text: str) -> str:
+    """Hard-wrapped plain text (Gutenberg, the essays) -> one paragraph per line, so that the
+    splitter sees paragraphs, not wrapped lines."""
+    paragraphs = [" ".join(p.split()) for p in re.split(r"\n\s*\n", text)]
+    return "\n".join(p for p in paragraphs if p) + "\n"
+
+
+def _wikitext_articles(raw: str) -> list[tuple[str, str]]:
+    """WikiText-2 raw: articles open with ' = Title = '; section headings become plain lines and the
+    tokenisation escapes (' @-@ ', ' @,@ ', ' @.@ ') are undone."""
+    articles: list[tuple[str, list[str]]] = []
+    for line in normalise_newlines(raw).split("\n"):
+        title = _WIKI_TITLE.match(line)
+        if title:
+            articles.append((title.group(1).strip(), []))
+            continue
+        if not line.strip() or not articles:
+            continue
+        heading = _WIKI_HEADING.match(line)
+        text = heading.group(1) if heading else line
+        text = text.replace(" @-@ ", "-").replace(" @,@ ", ",").replace(" @.@ ", ".").strip()
+        articles[-1][1].append(text)
+    return [(f"wikitext:{t}", "\n".join(lines) + "\n") for t, lines in articles if lines]
+
+
+def _gutenberg_body(text: str) -> str:
+    start, end = _PG_START.search(text), _PG_END.search(text)
+    return text[start.end() if start else 0: end.start() if end else len(text)]
+
+
+def read_local_sources(root: Path, config: NeedleConfig, report: BuildReport) -> Sources:
+    needle_dir = require_dir(root / "needlebench", "NeedleBench needles.jsonl, names.json, PaulGrahamEssays.jsonl")
+    needles_path, names_path = needle_dir / "needles.jsonl", needle_dir / "names.json"
+    for path in (needles_path, names_path):
+        if not path.is_file():
+            raise UserError(f"missing {path} (NeedleBench needles and names)")
+    names_obj = read_json(names_path, report)
+    names_text = names_obj.get(config.language, "") if isinstance(names_obj, dict) else ""
+    if not isinstance(names_text, str) or not names_text:
+        raise UserError(f"{names_path} has no {config.language!r} names")
+    files = [needles_path, names_path]
+    documents: list[tuple[str, str]] = []
+    essays = needle_dir / "PaulGrahamEssays.jsonl"
+    if essays.is_file():
+        files.append(essays)
+        for number, record in enumerate(iter_jsonl(essays, report), 1):
+            text = record.get("text")
+            if not isinstance(text, str) or not text.strip():
+                report.skip("empty_haystack_text", f"{essays.name}:{number}")
+                continue
+            documents.append((f"paulgraham:{record.get('title') or number}", _rewrap(normalise_newlines(text))))
+    text_root = root / "haystack_text"
+    if text_root.is_dir():
+        for path in sorted(text_root.rglob("*")):
+            if path.suffix not in (".txt", ".raw") or not path.is_file():
+                continue
+            raw = read_text_file(path, report)
+            if raw is None:
+                continue
+            files.append(path)
+            if path.suffix == ".raw":
+                documents.extend(_wikitext_articles(raw))
+            else:
+                documents.append((f"gutenberg:{path.stem}", _rewrap(_gutenberg_body(normalise_newlines(raw)))))
+    if not documents:
+        raise UserError(f"no haystack text under {root} (needlebench/PaulGrahamEssays.jsonl or haystack_text/)")
+    photos = []
+    image_root = root / "images"
+    if image_root.is_dir():
+        from PIL import Image, UnidentifiedImageError
+
+        for path in sorted(image_root.iterdir()):
+            if path.suffix.lower() not in IMAGE_EXTENSIONS:
+                continue
+            try:
+                with Image.open(path) as im:
+                    photos.append((f"image:{path.name}", im.convert("RGB")))
+                files.append(path)
+            except (OSError, UnidentifiedImageError):
+                report.skip("unreadable_image", path.name)
+    if not photos and {"mixed", "image"} & set(config.backgrounds):
+        raise UserError(f"no haystack images under {image_root}: the mixed and image backgrounds need them")
+    records = list(iter_jsonl(needles_path, report))
+    return Sources(records, surnames(names_text), documents, photos, files, root)
+
+
+# -- the build -------------------------------------------------------------------------------
+
+def sigmoid_depths(points: int, steepness: float = 4.0) -> tuple[float, ...]:
+    """``points`` depths from 0 to 100 whose spacing follows a logistic curve: uniform steps on
+    the curve's input put more depths near the ends, where retrieval is known to change most."""
+    if points < 2:
+        raise UserError("--depth-points must be at least 2")
+    lo, hi = 1 / (1 + math.exp(steepness)), 1 / (1 + math.exp(-steepness))
+    xs = [-steepness + 2 * steepness * i / (points - 1) for i in range(points)]
+    return tuple(round(100 * (1 / (1 + math.exp(-x)) - lo) / (hi - lo), 1) for x in xs)
+
+
+def depth_label(depth: float) -> str:
+    """40.0 -> "40", 4.7 -> "4.7" (the harness reads the depth back from the `-d<depth>` suffix)."""
+    return f"{depth:g}"
+
+
+def cell_name(needle_modality: str, background: str, band: LengthBand, depth: float) -> str:
+    return f"needle-{needle_modality}-{background}-{band.name}-d{depth_label(depth)}".lower()
+
+
+def pool_modality(needle_modality: str, background: str) -> str:
+    if background == "mixed" or needle_modality != background:
+        return "mixed"
+    return background
+
+
+@dataclass
+class Needle:
+    """One needle, either modality, with what the query and the checks need."""
+
+    id: str
+    family: str
+    modality: str
+    text: str = ""  # text needle
+    answer: str = ""
+    question: str = ""
+    spec: synth.ImageSpec | None = None  # image needle
+    spec_json: dict = field(default_factory=dict)
+
+
+class _Haystacks:
+    """Per-build caches: the text stream (tokenised once), the encoded photos per size, and the
+    mixed stream per haystack image size."""
+
+    def __init__(self, sources: Sources, config: NeedleConfig, counter):
+        self.config, self.counter, self.sources = config, counter, sources
+        rng = derive_rng(config.seed, "needle", "stream-order")
+        order = rng.permutation(len(sources.documents))
+        segments: list[Segment] = []
+        for i in order:
+            source_id, text = sources.documents[int(i)]
+            segments.extend(text_segments(text if text.endswith("\n") else text + "\n", counter, origin=source_id))
+        self.text_stream = Stream(segments)
+        self.corpus_lower = "".join(s.text for s in segments).lower()
+        self._photo_cache: dict[tuple[int, int, int], Segment] = {}
+        self._mixed: dict[int, Stream] = {}
+
+    def image_cap(self, length: int) -> int:
+        """Haystack images never exceed L/8 tokens, so that a short document still holds several
+        images and the needle is not one image among one or two."""
+        return max(4, min(self.config.haystack_image_budget, length // 8))
+
+    def photo(self, index: int, cap: int, tokens: int | None = None) -> Segment:
+        """Photo ``index`` at the largest 32-px patch grid within ``cap`` (or exactly near ``tokens``)."""
+        source_id, pil = self.sources.photos[index]
+        aspect = pil.height / pil.width
+        grid = patch_grid(tokens if tokens is not None else cap, aspect)
+        if grid is None:
+            raise ValueError(f"no patch grid for {tokens or cap} tokens")
+        key = (index, *grid)
+        if key not in self._photo_cache:
+            fitted = fit_to_patches(pil, *grid)
+            buffer = io.BytesIO()
+            fitted.save(buffer, format="JPEG", quality=self.config.haystack_jpeg_quality, optimize=True)
+            self._photo_cache[key] = image_segment(buffer.getvalue(), fitted.height, fitted.width,
+                                                   origin=source_id)
+        return self._photo_cache[key]
+
+    def mixed_stream(self, length: int) -> Stream:
+        """The text stream with a photo after a paragraph whenever the text since the last photo
+        reaches the gap that gives the configured image share."""
+        cap = self.image_cap(length)
+        if cap not in self._mixed:
+            rng = derive_rng(self.config.seed, "needle", "mixed-stream", cap)
+            share = min(max(self.config.mixed_image_share, 0.01), 0.95)
+            gap = cap * (1 - share) / share
+            out: list[Segment] = []
+            since, previous = 0.0, -1
+            for s in self.text_stream.segments:
+                out.append(s)
+                since += s.tokens
+                if s.paragraph_end and since >= gap:
+                    previous = self._next_photo(rng, previous)
+                    out.append(self.photo(previous, cap))
+                    since = 0.0
+            self._mixed[cap] = Stream(out)
+        return self._mixed[cap]
+
+    def _next_photo(self, rng, previous: int) -> int:
+        """A random photo other than the previous one (no photo twice in a row)."""
+        n = len(self.sources.photos)
+        if n == 1:
+            return 0
+        if previous < 0:
+            return int(rng.integers(n))
+        choice = int(rng.integers(n - 1))
+        return choice + (choice >= previous)
+
+    def image_haystack(self, length: int, need_lo: int, need_hi: int, rng) -> list[Segment] | None:
+        """Photos in random order (never the same twice in a row) up to the budget, then one photo
+        cropped to the patch grid that fills what is left."""
+        cap = self.image_cap(length)
+        out: list[Segment] = []
+        total, previous = 0, -1
+        while True:
+            candidate_index = self._next_photo(rng, previous)
+            segment = self.photo(candidate_index, cap)
+            if total + segment.tokens > need_hi:
+                break
+            out.append(segment)
+            total += segment.tokens
+            previous = candidate_index
+        aim = (need_lo + need_hi) // 2
+        if total < aim:
+            filler_index = self._next_photo(rng, previous)
+            if patch_grid(aim - total, 1.0) is not None:
+                segment = self.photo(filler_index, cap, tokens=aim - total)
+                out.append(segment)
+                total += segment.tokens
+        return out if need_lo <= total <= need_hi else None
+
+
+def _encode_needle(spec: synth.ImageSpec, side: int, quality: int) -> tuple[bytes, int, int]:
+    return synth.encode(spec, side, quality), side, side
+
+
+def _needle_side(config: NeedleConfig, length: int) -> int:
+    """Square needle of at most ``needle_image_budget`` and at most L/8 tokens, in whole patches."""
+    budget = max(1, min(config.needle_image_budget, length // 8))
+    return max(1, math.isqrt(budget)) * 32
+
+
+def _expected_p_at_1(scores, positive: int) -> float:
+    """P@1 with ties at the top broken at random: 1/k if the positive is among k tied best."""
+    best = max(scores)
+    tied = [i for i, s in enumerate(scores) if s == best]
+    return 1 / len(tied) if positive in tied else 0.0
+
+
+@register
+class NeedleBuilder(Builder):
+    """Visual Grounding: find the one document of a pool that holds the query's needle (a
+    NeedleBench fact or a procedurally drawn picture) in a text, image or interleaved haystack."""
+
+    name = "needle"
+    version = "1.0.0"
+    task = "visual_grounding"
+    title = "MMLongEmbed Visual Grounding: multimodal needles in interleaved haystacks"
+    config_class = NeedleConfig
+    card_template = "visual_grounding.md.j2"
+    licence = "other"
+
+    def __init__(self):
+        self._confusability: dict | None = None
+        self._cell_stats: list[dict] = []
+
+    # -- sources -------------------------------------------------------------------------
+    def load_sources(self, config: NeedleConfig, report: BuildReport) -> Sources:
+        self._check_config(config)
+        if not config.sources:
+            raise UserError(
+                "the needle builder reads local files only in this version (OBELICS from the Hub is not wired "
+                "up yet); pass --sources DIR holding needlebench/, haystack_text/ and images/")
+        return read_local_sources(require_dir(config.sources, "needle sources"), config, report)
+
+    def source_identity(self, config: NeedleConfig) -> dict:
+        root = Path(config.sources) if config.sources else None
+        if root is None:
+            return {"kind": "none"}
+        paths = [*sorted((root / "needlebench").glob("needles.jsonl")), *sorted((root / "needlebench").glob("names.json")),
+                 *sorted((root / "needlebench").glob("PaulGrahamEssays.jsonl"))]
+        if (root / "haystack_text").is_dir():
+            paths += [p for p in sorted((root / "haystack_text").rglob("*")) if p.suffix in (".txt", ".raw")]
+        if (root / "images").is_dir():
+            paths += [p for p in sorted((root / "images").iterdir()) if p.suffix.lower() in IMAGE_EXTENSIONS]
+        return {"kind": "local", "name": "NeedleBench needles + local haystack text and images",
+                "files": files_identity(paths, root)}
+
+    def _check_config(self, config: NeedleConfig) -> None:
+        def unknown(values, allowed, flag):
+            bad = [v for v in values if v not in allowed]
+            if bad:
+                raise UserError(f"{flag}: unknown value(s) {bad}; choose from {list(allowed)}")
+
+        unknown(config.backgrounds, BACKGROUNDS, "--backgrounds")
+        unknown(config.needle_modalities, NEEDLE_MODALITIES, "--needle-modalities")
+        unknown(config.image_families, synth.VARYING_ATTRIBUTES, "--image-families")
+        unknown(config.subject_kinds, SUBJECT_KINDS, "--subject-kinds")
+        if any(length < 64 for length in config.lengths):
+            raise UserError("--lengths: every length must be at least 64 tokens")
+        if config.depth_grid == "given" and any(not 0 <= d <= 100 for d in config.depths):
+            raise UserError("--depths: every depth must lie in [0, 100]")
+        if not 0 < config.band_slack < 1:
+            raise UserError("--band-slack must lie in (0, 1)")
+        if config.needles_per_pool < 2:
+            raise UserError("--needles-per-pool must be at least 2: one needle alone is not a retrieval task")
+        usable = [a for a in config.image_families if synth.attribute_capacity(a) >= config.needles_per_pool]
+        if "image" in config.needle_modalities and not usable:
+            raise UserError(f"no image family can hold {config.needles_per_pool} distinct needles")
+
+    def depths(self, config: NeedleConfig) -> tuple[float, ...]:
+        if config.depth_grid == "sigmoid":
+            return sigmoid_depths(config.depth_points)
+        return tuple(float(d) for d in config.depths)
+
+    # -- pools ---------------------------------------------------------------------------
+    def build_pools(self, sources: Sources, config: NeedleConfig, report: BuildReport) -> list[Pool]:
+        from tqdm.auto import tqdm
+
+        self._check_config(config)
+        counter = default_counter()
+        templates, template_skips = parse_templates(sources.needle_records, config.language)
+        for reason, n in template_skips.items():
+            for _ in range(n):
+                report.skip(reason)
+        if "text" in config.needle_modalities and not templates:
+            raise UserError("no usable NeedleBench needle template (needle, retrieval_question, arg1, arg2)")
+        haystacks = _Haystacks(sources, config, counter)
+        n_per_pool = min(config.needles_per_pool, config.max_queries_per_pool)
+        cells = [(m, b, LengthBand.tight(length, config.band_slack), d)
+                 for m in config.needle_modalities for b in config.backgrounds
+                 for length in sorted(set(config.lengths)) for d in self.depths(config)]
+        pools = []
+        for needle_modality, background, band, depth in tqdm(cells, desc="building cells", unit="pool",
+                                                             disable=len(cells) < 8):
+            name = cell_name(needle_modality, background, band, depth)
+            needles, family = self._draw_needles(name, needle_modality, templates, sources, haystacks, n_per_pool,
+                                                 config)
+            pool = self._build_cell(name, needle_modality, background, band, depth, needles, family, haystacks,
+                                    config, report, counter)
+            if pool is not None:
+                pools.append(pool)
+        self._confusability = self.confusability(pools)
+        for modality, figures in sorted(self._confusability["by_modality"].items()):
+            shown = ", ".join(f"{length}: {p:.3f}" for length, p in sorted(figures.items()))
+            report.notes.append(f"BM25 P@1 of {modality}-needle queries against their pools, by length: {shown}")
+        return pools
+
+    def _draw_needles(self, name, needle_modality, templates, sources, haystacks, n, config):
+        rng = derive_rng(config.seed, self.name, name, "needles")
+        if needle_modality == "text":
+            template = templates[int(rng.integers(len(templates)))]
+            kind = config.subject_kinds[int(rng.integers(len(config.subject_kinds)))]
+            family_id = f"{template.id}/{kind}"
+            corpus = haystacks.corpus_lower
+
+            def occurs(subject: str) -> bool:
+                """A subject the haystack corpus mentions could answer the query without the needle."""
+                lowered = subject.lower()
+                if lowered not in corpus:  # fast substring test first; the word-bounded search is slower
+                    return False
+                return re.search(r"\b" + re.escape(lowered) + r"\b", corpus) is not None
+
+            drawn: list[TextNeedle] = draw_text_family(template, rng, n, sources.names, kind, family_id, occurs)
+            needles = [Needle(id=f"{name}-n{i:02d}", family=family_id, modality="text", text=t.text, answer=t.answer,
+                              question=t.question,
+                              spec_json={"template": template.needle, "question_template": template.question,
+                                         "subject": t.subject, "answer": t.answer, "needle": t.text})
+                       for i, t in enumerate(drawn)]
+            family = {"id": family_id, "kind": "text", "template": template.needle,
+                      "question_template": template.question, "varying": f"subject ({kind})",
+                      "subjects": [t.subject for t in drawn]}
+            return needles, family
+        usable = [a for a in config.image_families if synth.attribute_capacity(a) >= n]
+        varying = usable[int(rng.integers(len(usable)))]
+        family_id = f"img-{varying}"
+        drawn_family = synth.draw_family(rng, varying, n, family_id)
+        needles = [Needle(id=f"{name}-n{i:02d}", family=family_id, modality="image", spec=spec,
+                          question=synth.describe(spec),
+                          spec_json={**json.loads(spec.to_json()), "description": synth.describe(spec)})
+                   for i, spec in enumerate(drawn_family.members)]
+        return needles, {"kind": "image", **drawn_family.as_dict()}
+
+    def _haystack_plans(self, name, background, band, n, need_hi, haystacks, config):
+        """Per document, the start indices to try in its stream (text and mixed backgrounds)."""
+        if background == "image":
+            return None, None
+        stream = haystacks.text_stream if background == "text" else haystacks.mixed_stream(band.target)
+        rng = derive_rng(config.seed, self.name, name, "haystack")
+        plans = stream.stratified_starts(n, need_hi, rng)
+        if config.shared_haystack:
+            plans = [plans[0]] * n
+        return stream, plans
+
+    def _build_cell(self, name, needle_modality, background, band, depth, needles, family, haystacks, config,
+                    report, counter) -> Pool | None:
+        n = len(needles)
+        pool = Pool(name=name, task=self.task, dataset=self.name, difficulty="grid", band=band,
+                    modality=pool_modality(needle_modality, background),
+                    query_modality="image" if needle_modality == "image" and config.image_query == "image" else "text",
+                    depth=depth)
+        pool.facts = {"needle_modality": needle_modality, "background": background, "needle_family": family["id"],
+                      "family": family, "haystack": "shared" if config.shared_haystack else "distinct",
+                      "image_query": config.image_query if needle_modality == "image" else None,
+                      "band_slack": config.band_slack}
+        side = _needle_side(config, band.target)
+        needle_segments: dict[str, Segment] = {}
+        # haystack budget per needle: the band minus the needle, whichever spacing it gets
+        need: dict[str, tuple[int, int]] = {}
+        for needle in needles:
+            if needle_modality == "image":
+                data, h, w = _encode_needle(needle.spec, side, config.needle_jpeg_quality)
+                needle_segments[needle.id] = image_segment(data, h, w, kind=IMAGE, origin="needle")
+                shortest = longest = image_tokens(h, w)
+            else:
+                t = needle.text
+                counts = counter.count_many([t, " " + t, t + "\n", " " + t + " "])
+                shortest, longest = min(counts), max(counts)
+            need[needle.id] = (band.lo + LENGTH_MARGIN - shortest, band.hi - LENGTH_MARGIN - longest)
+        if config.shared_haystack:  # one haystack must fit every needle of the cell
+            common = (max(lo for lo, _ in need.values()), min(hi for _, hi in need.values()))
+            need = {needle_id: common for needle_id in need}
+        if any(hi < 1 or lo > hi for lo, hi in need.values()):
+            report.skip("needle_larger_than_band", name)
+            return None
+        widest = max(hi for _, hi in need.values())
+        stream, plans = self._haystack_plans(name, background, band, n, widest, haystacks, config)
+        forbidden = [nd.text.lower() for nd in needles if nd.text] + [nd.answer.lower() for nd in needles if nd.answer]
+        order_rng = derive_rng(config.seed, self.name, name, "candidate-order")
+        placed = []
+        for k, needle in enumerate(needles):
+            made = self._place(needle, k, name, background, band, depth / 100, stream, plans, *need[needle.id],
+                               needle_segments.get(needle.id), forbidden, haystacks, config, counter)
+            if made is None:
+                report.skip("no_haystack_window_in_band", f"{name}/{needle.id}")
+                continue
+            placed.append((needle, made))
+        if len(placed) < 2:
+            report.skip("cell_without_enough_documents", name)
+            return None
+        instruction = TEXT_INSTRUCTION if needle_modality == "text" else (
+            IMAGE_IMAGE_INSTRUCTION if pool.query_modality == "image" else IMAGE_TEXT_INSTRUCTION)
+        for index in order_rng.permutation(len(placed)):  # candidate order says nothing about the needle
+            needle, made = placed[int(index)]
+            document, n_tokens, provenance, extra = made
+            qid, cid = f"q:{needle.id}", f"d:{needle.id}"
+            pool.candidates.append(Candidate(
+                id=cid, document=document, role=POSITIVE, group=qid, source_id=needle.id, n_tokens=n_tokens,
+                provenance=provenance, extra={**extra, "depth": float(depth)}))
+        for needle, _ in placed:
+            qid = f"q:{needle.id}"
+            if pool.query_modality == "image":
+                query_image, h, w = _encode_needle(needle.spec, QUERY_IMAGE_SIDE, config.needle_jpeg_quality)
+                query = Query(id=qid, text=IMAGE_PLACEHOLDER, instruction=instruction, source_id=needle.id,
+                              n_tokens=image_tokens(h, w), images=[query_image])
+            else:
+                query = Query(id=qid, text=needle.question, instruction=instruction, source_id=needle.id,
+                              n_tokens=counter.count(needle.question))
+            query.extra = {"needle_id": needle.id, "needle_family": needle.family,
+                           "needle_spec": json.dumps(needle.spec_json, sort_keys=True, ensure_ascii=False)}
+            pool.queries.append(query)
+            pool.qrels.append((qid, f"d:{needle.id}", 1))
+        return pool
+
+    def _place(self, needle, k, name, background, band, depth, stream, plans, need_lo, need_hi, needle_segment,
+               forbidden, haystacks, config, counter):
+        """Cut a haystack, put the needle at the nearest boundary to ``depth``, recount. Tries other
+        haystack windows until the document lies in the band and no needle or answer of the pool
+        occurs in its haystack. Returns (document, n_tokens, provenance, extra) or None."""
+        shared_key = "shared" if config.shared_haystack else k
+        for attempt in range(MAX_WINDOW_TRIES):
+            if background == "image":
+                rng = derive_rng(config.seed, self.name, name, "image-haystack", shared_key, attempt)
+                window = haystacks.image_haystack(band.target, need_lo, need_hi, rng)
+                if window is None:
+                    continue
+                start = None
+            else:
+                plan = plans[k]
+                if attempt >= len(plan):
+                    return None
+                start = plan[attempt]
+                end = stream.window_end(start, need_lo, need_hi)
+                if end is None:
+                    continue
+                window = stream.segments[start:end]
+            haystack_text = "".join(s.text for s in window).lower()
+            if any(f in haystack_text for f in forbidden):
+                continue
+            boundary, before_tokens, haystack_tokens = nearest_boundary(window, depth)
+            if needle.modality == "text":
+                before = window[boundary - 1] if boundary > 0 else None
+                after = window[boundary] if boundary < len(window) else None
+                shaped = text_needle_segment(needle.text, before, after, 0)
+                segment = Segment(kind=TEXT, tokens=counter.count(shaped.text), text=shaped.text,
+                                  paragraph_end=shaped.paragraph_end, origin="needle")
+            else:
+                segment = needle_segment
+            segments = [*window[:boundary], segment, *window[boundary:]]
+            document = Document(id=f"d:{needle.id}", segments=tuple(segments))
+            n_tokens = exact_tokens(document, counter)
+            if not band.contains(n_tokens):
+                continue
+            text, images = document.render()
+            prefix_chars = sum(len(IMAGE_PLACEHOLDER) if s.is_visual else len(s.text) for s in segments[:boundary])
+            sizes = [(s.height, s.width) for s in segments if s.is_visual]
+            if needle.modality == "text":
+                char_start = prefix_chars + segment.text.index(needle.text)
+                char_range = [char_start, char_start + len(needle.text)]
+            else:
+                char_range = [prefix_chars, prefix_chars + len(IMAGE_PLACEHOLDER)]
+            token_index = needle_token_index(text, sizes, char_range[0], counter)
+            realised = token_index / max(1, n_tokens - segment.tokens)
+            provenance = {
+                "needle_id": needle.id, "needle_modality": needle.modality, "needle_char_range": char_range,
+                "needle_tokens": segment.tokens, "nominal_depth": depth,
+                "haystack": {"background": background, "tokens": haystack_tokens,
+                             "stream_start_segment": start, "shared": config.shared_haystack,
+                             "sources": sorted({s.origin for s in window})},
+            }
+            if needle.modality == "text":
+                provenance.update(needle_text=needle.text, answer=needle.answer)
+            else:
+                provenance.update(needle_image_index=text[:char_range[0]].count(IMAGE_PLACEHOLDER),
+                                  needle_sha256=hashlib.sha256(segment.image).hexdigest())
+            extra = {"realised_depth": round(min(1.0, realised), 6), "realised_token_index": token_index,
+                     "needle_family": needle.family, "needle_id": needle.id, "background": background,
+                     "needle_modality": needle.modality}
+            return document, n_tokens, provenance, extra
+        return None
+
+    # -- measures ------------------------------------------------------------------------
+    @staticmethod
+    def confusability(pools: list[Pool]) -> dict:
+        """BM25 P@1 of each pool's queries ranking all of the pool's candidates (ties at the top
+        broken at random, in expectation), averaged per needle modality and length."""
+        per_pool = {}
+        sums: dict[tuple[str, int], list[float]] = defaultdict(list)
+        by_background: dict[tuple[str, str, int], list[float]] = defaultdict(list)
+        for pool in pools:
+            # placeholders are markup, not words (the harness's BM25 drops them the same way)
+            corpus = [bm25_tokenize(c.document.render()[0].replace(IMAGE_PLACEHOLDER, " ")) for c in pool.candidates]
+            index = BM25Index(corpus) if any(corpus) else None  # image-only pools have no words at all
+            position = {c.id: i for i, c in enumerate(pool.candidates)}
+            positive = {q: c for q, c, s in pool.qrels if s > 0}
+            hits = []
+            for q in pool.queries:
+                tokens = [] if pool.query_modality == "image" else bm25_tokenize(q.text)
+                scores = index.scores(tokens).tolist() if index is not None else [0.0] * len(pool.candidates)
+                hits.append(_expected_p_at_1(scores, position[positive[q.id]]))
+            p = sum(hits) / len(hits) if hits else 0.0
+            per_pool[pool.name] = round(p, 4)
+            modality = pool.facts["needle_modality"]
+            sums[(modality, pool.band.target)].append(p)
+            by_background[(modality, pool.facts["background"], pool.band.target)].append(p)
+        by_modality: dict[str, dict[int, float]] = defaultdict(dict)
+        for (modality, length), values in sums.items():
+            by_modality[modality][length] = round(sum(values) / len(values), 4)
+        table = defaultdict(dict)
+        for (modality, background, length), values in by_background.items():
+            table[f"{modality}/{background}"][length] = round(sum(values) / len(values), 4)
+        return {"per_pool": per_pool, "by_modality": dict(by_modality), "by_background": dict(table)}
+
+    # -- checks and card -----------------------------------------------------------------
+    def validate_pool(self, pool_row: dict, corpus: dict, queries: dict, qrels: dict) -> Iterable[Problem]:
+        from PIL import Image
+
+        name = pool_row["pool"]
+        counter = default_counter()
+        provenances = [json.loads(p) for p in corpus["provenance"]]
+        needle_texts = [p["needle_text"] for p in provenances if p.get("needle_text")]
+        answers = [p["answer"] for p in provenances if p.get("answer")]
+        needle_hashes = [p["needle_sha256"] for p in provenances if p.get("needle_sha256")]
+        for i, (cid, provenance) in enumerate(zip(corpus["_id"], provenances)):
+            text, images = corpus["text"][i], corpus["images"][i]
+            a, b = provenance["needle_char_range"]
+            image_bytes = [im["bytes"] for im in images]
+            if provenance["needle_modality"] == "text":
+                needle = provenance["needle_text"]
+                if text[a:b] != needle:
+                    yield Problem(name, "needle_position", f"{cid}: the recorded range does not hold its needle")
+                    continue
+                if text.count(needle) != 1:
+                    yield Problem(name, "one_needle", f"{cid} holds its needle {text.count(needle)} times")
+                haystack_text, haystack_images = text[:a] + text[b:], image_bytes
+            else:
+                index = provenance["needle_image_index"]
+                if text[a:b] != IMAGE_PLACEHOLDER or text[:a].count(IMAGE_PLACEHOLDER) != index \
+                        or index >= len(image_bytes) \
+                        or hashlib.sha256(image_bytes[index]).hexdigest() != provenance["needle_sha256"]:
+                    yield Problem(name, "needle_position", f"{cid}: the recorded image is not its needle")
+                    continue
+                haystack_text = text[:a] + text[b:]
+                haystack_images = image_bytes[:index] + image_bytes[index + 1:]
+            lowered = haystack_text.lower()
+            leaked = [s for s in needle_texts + answers if s.lower() in lowered]
+            leaked += [h[:12] for h in needle_hashes
+                       if any(hashlib.sha256(x).hexdigest() == h for x in haystack_images)]
+            if leaked:
+                yield Problem(name, "needle_in_haystack", f"{cid}: haystack holds needle material {leaked[:3]}")
+            sizes = []
+            for im in images:
+                with Image.open(io.BytesIO(im["bytes"])) as opened:
+                    sizes.append((opened.height, opened.width))
+            token_index = needle_token_index(text, sizes, a, counter)
+            if token_index != corpus["realised_token_index"][i]:
+                yield Problem(name, "needle_token_index",
+                              f"{cid}: recorded {corpus['realised_token_index'][i]}, recounted {token_index}")
+            haystack_tokens = corpus["n_tokens"][i] - provenance["needle_tokens"]
+            expected = round(min(1.0, token_index / max(1, haystack_tokens)), 6)
+            if abs(expected - corpus["realised_depth"][i]) > 1e-6:
+                yield Problem(name, "realised_depth", f"{cid}: recorded {corpus['realised_depth'][i]}, "
+                                                      f"recomputed {expected}")
+        needle_of_query = dict(zip(queries["_id"], queries["needle_id"]))
+        needle_of_candidate = dict(zip(corpus["_id"], corpus["needle_id"]))
+        for q, c, s in zip(qrels["query-id"], qrels["corpus-id"], qrels["score"]):
+            if s > 0 and needle_of_query.get(q) != needle_of_candidate.get(c):
+                yield Problem(name, "needle_qrel", f"query {q} and its positive {c} name different needles")
+        if len(corpus["_id"]) != len(queries["_id"]):
+            yield Problem(name, "one_document_per_needle",
+                          f"{len(corpus['_id'])} documents for {len(queries['_id'])} needles")
+
+    def example_config(self, directory) -> NeedleConfig:
+        from mmlongembed.testing import write_needle_sources
+
+        write_needle_sources(Path(directory))
+        return NeedleConfig(sources=str(directory), lengths=(256, 512), depths=(0.0, 100.0), needles_per_pool=4)
+
+    def card_context(self, config: NeedleConfig, pools: list[Pool]) -> dict:
+        confusability = self._confusability or self.confusability(pools)
+        cells = []
+        for pool in pools:
+            payload = 0
+            for c in pool.candidates:
+                text, images = c.document.render()
+                payload += len(text.encode()) + sum(len(b) for b in images)
+            realised = [c.extra["realised_depth"] for c in pool.candidates]
+            cells.append({"pool": pool.name, "payload_mb": round(payload / 1e6, 2),
+                          "realised_depth_mean": round(100 * sum(realised) / len(realised), 1),
+                          "bm25": confusability["per_pool"].get(pool.name)})
+        total_mb = round(sum(c["payload_mb"] for c in cells), 1)
+        return {
+            "description": self.__doc__.strip().split("\n\n")[0].replace("\n", " "),
+            "instructions": {"text": TEXT_INSTRUCTION, "image_text": IMAGE_TEXT_INSTRUCTION,
+                             "image_image": IMAGE_IMAGE_INSTRUCTION},
+            "depths": list(self.depths(config)),
+            "cells": cells,
+            "payload_total_mb": total_mb,
+            "confusability": confusability,
+            "sources": [
+                {"name": "NeedleBench needles and names (OpenCompass)", "licence": "not stated",
+                 "identity": "local `needlebench/needles.jsonl`, `names.json` (sha256 in manifest.json)"},
+                {"name": "Haystack text: WikiText-2 raw test, Project Gutenberg books, Paul Graham essays",
+                 "licence": "CC BY-SA 3.0 / public domain / copyrighted (see the caveats)",
+                 "identity": "local `haystack_text/`, `needlebench/PaulGrahamEssays.jsonl` (sha256 in manifest.json)"},
+                {"name": "Haystack images: scikit-image sample photos", "licence": "public domain / CC0",
+                 "identity": "local `images/` (sha256 in manifest.json)"},
+                {"name": "Image needles", "licence": "generated by this toolkit",
+                 "identity": "drawn from their specs (stored with each query and pool)"},
+            ],
+        }

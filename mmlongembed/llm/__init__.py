@@ -1,0 +1,10 @@
+"""The LLM layer: versioned prompts, backends (none, openai, vllm, ray, replay), a persistent
+answer cache, contract checks with bounded repair retries, and the steps builders call."""
+
+from mmlongembed.llm.config import BACKENDS, LLMConfig
+from mmlongembed.llm.prompts import Prompt, load_prompt
+from mmlongembed.llm.runner import StepResult, run_llm_step
+from mmlongembed.llm.steps import AuditItem, AuditOutcome, audit_queries, rewrite_captions, translate
+
+__all__ = ["BACKENDS", "LLMConfig", "Prompt", "load_prompt", "StepResult", "run_llm_step", "AuditItem",
+           "AuditOutcome", "audit_queries", "rewrite_captions", "translate"]

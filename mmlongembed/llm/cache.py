@@ -1,0 +1,79 @@
+"""The persistent LLM answer cache: one SQLite file, one row per request.
+
+The key is the sha256 of the sorted JSON of (backend, model, model revision, prompt hash,
+messages, decoding parameters). Every reply is committed as soon as it arrives, so an
+interrupted build resumes without repeating a call, and two builds that share a cache read the
+same answers. A second column keys the same request without the backend, which is how
+``--llm replay`` finds answers that any backend produced.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import sqlite3
+import threading
+import time
+from pathlib import Path
+
+from mmlongembed.errors import UserError
+
+CACHE_FILE = "llm-cache.sqlite3"
+
+
+def _digest(material: dict) -> str:
+    return hashlib.sha256(json.dumps(material, sort_keys=True, ensure_ascii=False).encode("utf-8")).hexdigest()
+
+
+def request_keys(*, backend: str, model: str, model_revision: str, prompt_hash: str, messages: list[dict],
+                 decoding: dict) -> tuple[str, str]:
+    """(key, replay lookup): the lookup is the key without the backend."""
+    material = {"model": model, "model_revision": model_revision, "prompt_hash": prompt_hash,
+                "messages": messages, "decoding": decoding}
+    return _digest({"backend": backend, **material}), _digest(material)
+
+
+class LLMCache:
+    def __init__(self, directory: str | Path):
+        self.path = Path(directory) / CACHE_FILE
+        try:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            self._db = sqlite3.connect(self.path, check_same_thread=False, isolation_level=None, timeout=30)
+            self._db.execute("PRAGMA journal_mode=WAL")
+            self._db.execute(
+                "CREATE TABLE IF NOT EXISTS answers (key TEXT PRIMARY KEY, lookup TEXT NOT NULL, backend TEXT NOT NULL,"
+                " model TEXT NOT NULL, prompt_hash TEXT NOT NULL, messages TEXT NOT NULL, reply TEXT NOT NULL,"
+                " created REAL NOT NULL)")
+            self._db.execute("CREATE INDEX IF NOT EXISTS answers_lookup ON answers (lookup)")
+        except (OSError, sqlite3.Error) as error:
+            raise UserError(f"cannot open the LLM cache {self.path}: {error}") from None
+        self._lock = threading.Lock()
+
+    def get(self, key: str) -> str | None:
+        with self._lock:
+            row = self._db.execute("SELECT reply FROM answers WHERE key = ?", (key,)).fetchone()
+        return row[0] if row else None
+
+    def find_for_replay(self, lookup: str, backend: str = "") -> dict[str, str]:
+        """Cached replies to this request, by the backend that produced them."""
+        query, args = "SELECT backend, reply FROM answers WHERE lookup = ?", [lookup]
+        if backend:
+            query, args = query + " AND backend = ?", [lookup, backend]
+        with self._lock:
+            return dict(self._db.execute(query, args).fetchall())
+
+    def put(self, key: str, lookup: str, *, backend: str, model: str, prompt_hash: str, messages: list[dict],
+            reply: str) -> None:
+        with self._lock:
+            self._db.execute(
+                "INSERT OR REPLACE INTO answers VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+                (key, lookup, backend, model, prompt_hash, json.dumps(messages, ensure_ascii=False), reply,
+                 time.time()))
+
+    def __len__(self) -> int:
+        with self._lock:
+            return self._db.execute("SELECT COUNT(*) FROM answers").fetchone()[0]
+
+    def close(self) -> None:
+        with self._lock:
+            self._db.close()

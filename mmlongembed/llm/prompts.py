@@ -1,0 +1,173 @@
+"""Prompts: one versioned YAML file each in ``prompts/``, with its output contract.
+
+A prompt file holds the system text, a user template with named ``{fields}``, and the contract
+its reply must meet: a JSON schema (``output.type: json``) or rules for plain text
+(``output.type: text``: not empty, at most ``max_chars``, none of the ``forbid`` patterns).
+The prompt hash covers everything that can change a reply (texts, fields, contract, version),
+so it pins the prompt in the manifest, the card and the LLM cache key.
+"""
+
+from __future__ import annotations
+
+import functools
+import hashlib
+import json
+import re
+import string
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import yaml
+
+from mmlongembed.errors import UserError
+
+PROMPTS_DIR = Path(__file__).resolve().parent.parent.parent / "prompts"
+
+
+@dataclass(frozen=True)
+class OutputProblem:
+    """Why a reply breaks its prompt's contract: a short reason (counted) and a detail (fed back)."""
+
+    reason: str
+    detail: str
+
+
+@dataclass(frozen=True)
+class Prompt:
+    name: str
+    version: int
+    role: str
+    system: str
+    user: str
+    fields: tuple[str, ...]
+    output: dict = field(hash=False, compare=False)
+    description: str = ""
+
+    @property
+    def hash(self) -> str:
+        material = json.dumps(
+            {"name": self.name, "version": self.version, "system": self.system, "user": self.user,
+             "fields": list(self.fields), "output": self.output},
+            sort_keys=True, ensure_ascii=False,
+        )
+        return hashlib.sha256(material.encode("utf-8")).hexdigest()[:16]
+
+    @property
+    def json_schema(self) -> dict | None:
+        return self.output.get("schema") if self.output.get("type") == "json" else None
+
+    def render(self, values: dict) -> list[dict]:
+        """Chat messages for one record. Every declared field must be given, and no other."""
+        missing = set(self.fields) - set(values)
+        extra = set(values) - set(self.fields)
+        if missing or extra:
+            raise ValueError(f"prompt {self.name}: missing fields {sorted(missing)}, unexpected {sorted(extra)}")
+        return [
+            {"role": "system", "content": self.system},
+            {"role": "user", "content": self.user.format_map({k: str(v) for k, v in values.items()})},
+        ]
+
+    def parse(self, reply: str) -> tuple[object, OutputProblem | None]:
+        """The reply as the step's value (a dict for JSON prompts, the stripped text otherwise),
+        or the contract problem that makes it unusable."""
+        if self.output.get("type") == "json":
+            return _parse_json(reply, self.json_schema or {})
+        return _parse_text(reply, self.output.get("rules", {}))
+
+
+def _parse_json(reply: str, schema: dict) -> tuple[object, OutputProblem | None]:
+    text = (reply or "").strip()
+    # Models without structured output sometimes wrap the object in a Markdown fence; the
+    # object itself is what the contract is about, so the fence is tolerated.
+    fenced = re.fullmatch(r"```(?:json)?\s*(.*?)\s*```", text, flags=re.DOTALL)
+    if fenced:
+        text = fenced.group(1)
+    if not text:
+        return None, OutputProblem("empty_output", "the reply was empty")
+    try:
+        value = json.loads(text)
+    except json.JSONDecodeError as error:
+        return None, OutputProblem("invalid_json", f"the reply is not valid JSON ({error.msg})")
+    problem = check_schema(value, schema, "$")
+    return (value, None) if problem is None else (None, problem)
+
+
+def check_schema(value, schema: dict, where: str) -> OutputProblem | None:
+    """The subset of JSON Schema our prompts use: type, properties, required,
+    additionalProperties, enum, minLength, items."""
+    kind = schema.get("type")
+    type_ok = {
+        "object": lambda v: isinstance(v, dict),
+        "array": lambda v: isinstance(v, list),
+        "string": lambda v: isinstance(v, str),
+        "boolean": lambda v: isinstance(v, bool),
+        "integer": lambda v: isinstance(v, int) and not isinstance(v, bool),
+        "number": lambda v: isinstance(v, (int, float)) and not isinstance(v, bool),
+        None: lambda v: True,
+    }
+    if kind not in type_ok:
+        raise ValueError(f"schema type {kind!r} is not supported")
+    if not type_ok[kind](value):
+        return OutputProblem("wrong_type", f"{where} must be of type {kind}")
+    if "enum" in schema and value not in schema["enum"]:
+        return OutputProblem("not_allowed_value", f"{where} must be one of {schema['enum']}")
+    if kind == "string" and len(value.strip()) < schema.get("minLength", 0):
+        return OutputProblem("empty_value", f"{where} must not be empty")
+    if kind == "object":
+        for key in schema.get("required", []):
+            if key not in value:
+                return OutputProblem("missing_key", f"{where} lacks the key {key!r}")
+        properties = schema.get("properties", {})
+        if schema.get("additionalProperties") is False:
+            unknown = sorted(set(value) - set(properties))
+            if unknown:
+                return OutputProblem("unexpected_key", f"{where} has keys the contract does not allow: {unknown}")
+        for key, sub in properties.items():
+            if key in value:
+                problem = check_schema(value[key], sub, f"{where}.{key}")
+                if problem:
+                    return problem
+    if kind == "array" and "items" in schema:
+        for i, item in enumerate(value):
+            problem = check_schema(item, schema["items"], f"{where}[{i}]")
+            if problem:
+                return problem
+    return None
+
+
+def _parse_text(reply: str, rules: dict) -> tuple[object, OutputProblem | None]:
+    text = (reply or "").strip()
+    if not text:
+        return None, OutputProblem("empty_output", "the reply was empty")
+    max_chars = rules.get("max_chars")
+    if max_chars and len(text) > max_chars:
+        return None, OutputProblem("too_long", f"the reply has {len(text)} characters, at most {max_chars} allowed")
+    for rule, pattern in rules.get("forbid", {}).items():
+        if re.search(pattern, text, flags=re.IGNORECASE):
+            return None, OutputProblem(f"rule:{rule}", f"the reply breaks the rule {rule!r}")
+    return text, None
+
+
+@functools.lru_cache(maxsize=None)
+def load_prompt(name: str, directory: str | None = None) -> Prompt:
+    path = Path(directory) if directory else PROMPTS_DIR
+    path = path / f"{name}.yaml"
+    if not path.is_file():
+        raise UserError(f"no prompt file {path}")
+    data = yaml.safe_load(path.read_text(encoding="utf-8"))
+    try:
+        prompt = Prompt(
+            name=data["name"], version=int(data["version"]), role=data.get("role", ""),
+            system=data["system"], user=data["user"], fields=tuple(data["fields"]), output=data["output"],
+            description=data.get("description", ""),
+        )
+    except (KeyError, TypeError, ValueError) as error:
+        raise UserError(f"prompt file {path} is malformed: {error}") from None
+    if prompt.name != name:
+        raise UserError(f"prompt file {path} names itself {prompt.name!r}")
+    used = {f for _, f, _, _ in string.Formatter().parse(prompt.user) if f}
+    if used != set(prompt.fields):
+        raise UserError(f"prompt {name}: template uses {sorted(used)} but declares {sorted(prompt.fields)}")
+    if prompt.output.get("type") not in ("json", "text"):
+        raise UserError(f"prompt {name}: output.type must be json or text")
+    return prompt

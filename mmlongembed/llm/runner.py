@@ -1,0 +1,154 @@
+"""Running one LLM step over many records: cache first, then the backend, then the contract.
+
+For each record the step renders the prompt, looks the request up in the cache, sends what is
+missing to the backend (all at once, so the backend can batch or run requests concurrently),
+stores every reply as it arrives, and checks it against the prompt's output contract. A reply
+that breaks the contract is answered with one repair turn (the bad reply plus what was wrong)
+and asked again, at most ``llm_output_retries`` times; then the record is rejected with a
+counted reason. Greedy decoding makes a plain re-ask pointless, and the repair turn keeps every
+request deterministic, so it is cached and replayed like any other.
+
+Nothing here crashes on a bad reply and nothing is dropped silently: every record ends as a
+value or as a counted rejection (``BuildReport.skip``), and the step is recorded in
+``report.llm_steps`` with the backend, model and prompt hash that produced it.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass, field
+from typing import Sequence
+
+from mmlongembed.builder import BuildReport
+from mmlongembed.errors import UserError
+from mmlongembed.llm.backends import ChatRequest, Reply, make_backend
+from mmlongembed.llm.cache import LLMCache, request_keys
+from mmlongembed.llm.config import LLMConfig, decoding_parameters
+from mmlongembed.llm.prompts import Prompt
+
+REPAIR_MESSAGE = (
+    "Your reply does not meet the output contract: {detail}. Answer the same request again, "
+    "following every rule, and reply with the required output only."
+)
+
+
+@dataclass
+class StepResult:
+    step: str
+    values: dict[str, object] = field(default_factory=dict)  # record id -> parsed reply
+    rejected: Counter = field(default_factory=Counter)  # reason -> records
+    calls: int = 0  # requests the backend was asked
+    cache_hits: int = 0
+    record: dict = field(default_factory=dict)  # this step's entry in report.llm_steps
+
+
+def step_record(step: str, prompt: Prompt, backend: str, model: str, model_revision: str, **extra) -> dict:
+    """The entry of ``report.llm_steps`` (manifest and card)."""
+    return {"step": step, "backend": backend, "model": model, "model_revision": model_revision,
+            "prompt": prompt.name, "prompt_version": prompt.version, "prompt_hash": prompt.hash, **extra}
+
+
+def run_llm_step(step: str, prompt: Prompt, items: Sequence[tuple[str, dict]], config: LLMConfig,
+                 report: BuildReport, backend=None, cache: LLMCache | None = None) -> StepResult:
+    """Ask ``prompt`` for every (record id, fields) item with the backend of ``config.llm``
+    (``replay``: from the cache only). ``backend``/``cache`` override the config (tests)."""
+    if config.llm == "none":
+        raise ValueError("run_llm_step needs a backend; --llm none runs the step's fallback instead")
+    replaying = config.llm == "replay"
+    if backend is None and not replaying:
+        backend = make_backend(config)
+    owns_cache = cache is None
+    cache = cache or LLMCache(config.llm_cache)
+    backend_name = "replay" if replaying else backend.name
+    decoding = decoding_parameters(config)
+    result = StepResult(step)
+    replayed_from: set[str] = set()
+    transport_failures = 0
+    messages = {record_id: prompt.render(values) for record_id, values in items}
+    if len(messages) != len(items):
+        raise ValueError(f"{step}: record ids are not unique")
+    pending = list(messages)
+    try:
+        for attempt in range(config.llm_output_retries + 1):
+            if not pending:
+                break
+            replies: dict[str, Reply] = {}
+            to_send: list[tuple[str, str, str]] = []  # (record id, key, lookup)
+            for record_id in pending:
+                key, lookup = request_keys(
+                    backend=backend_name, model=config.llm_model, model_revision=config.llm_model_revision,
+                    prompt_hash=prompt.hash, messages=messages[record_id], decoding=decoding)
+                if replaying:
+                    found = cache.find_for_replay(lookup, config.llm_replay_from)
+                    if not found:
+                        raise UserError(
+                            f"replay: no cached answer for step {step}, record {record_id} (request {lookup[:16]}, "
+                            f"model {config.llm_model}, prompt {prompt.name} {prompt.hash}) in {cache.path}")
+                    if len(set(found.values())) > 1:
+                        raise UserError(
+                            f"replay: the cache holds different answers from {sorted(found)} for step {step}, "
+                            f"record {record_id}; choose one with --llm-replay-from")
+                    replayed_from.update(found)
+                    replies[record_id] = Reply(text=next(iter(found.values())))
+                    result.cache_hits += 1
+                    continue
+                cached = cache.get(key)
+                if cached is not None:
+                    replies[record_id] = Reply(text=cached)
+                    result.cache_hits += 1
+                else:
+                    to_send.append((record_id, key, lookup))
+            if to_send:
+                requests = [ChatRequest(messages=messages[r], schema=prompt.json_schema, schema_name=prompt.name,
+                                        decoding=decoding) for r, _, _ in to_send]
+                result.calls += len(requests)
+
+                def store(index: int, reply: Reply) -> None:
+                    # Stored as it arrives (resume) and before it is judged: a contract-breaking
+                    # reply is replayed as such, so replay walks the same repairs and rejections.
+                    if reply.ok:
+                        record_id, key, lookup = to_send[index]
+                        cache.put(key, lookup, backend=backend_name, model=config.llm_model,
+                                  prompt_hash=prompt.hash, messages=messages[record_id], reply=reply.text or "")
+
+                for (record_id, _, _), reply in zip(to_send, backend.complete(requests, on_reply=store)):
+                    replies[record_id] = reply
+            next_pending = []
+            for record_id in pending:
+                reply = replies[record_id]
+                if not reply.ok:
+                    # Not cached, so a rerun asks again; retries already happened in the backend.
+                    transport_failures += 1
+                    _reject(result, report, step, f"request_failed:{reply.error}", record_id)
+                    continue
+                value, problem = prompt.parse(reply.text or "")
+                if problem is None:
+                    result.values[record_id] = value
+                elif attempt < config.llm_output_retries:
+                    messages[record_id] = [
+                        *messages[record_id],
+                        {"role": "assistant", "content": reply.text or ""},
+                        {"role": "user", "content": REPAIR_MESSAGE.format(detail=problem.detail)},
+                    ]
+                    next_pending.append(record_id)
+                else:
+                    _reject(result, report, step, f"invalid_output:{problem.reason}", record_id)
+            pending = next_pending
+    finally:
+        if owns_cache:
+            cache.close()
+    if items and transport_failures == len(items):
+        where = getattr(backend, "endpoint", backend_name)
+        raise UserError(f"{step}: every request to the LLM failed ({dict(result.rejected)}); is {where} reachable?")
+    extra = {"replayed_from": sorted(replayed_from)} if replaying else {}
+    result.record = step_record(
+        step, prompt, backend_name, config.llm_model, config.llm_model_revision, records=len(items),
+        answered=len(result.values), rejected=dict(sorted(result.rejected.items())), calls=result.calls,
+        cache_hits=result.cache_hits, **extra)
+    report.llm_steps.append(result.record)
+    return result
+
+
+def _reject(result: StepResult, report: BuildReport, step: str, reason: str, record_id: str) -> None:
+    result.rejected[reason] += 1
+    report.skip(f"{step}:{reason}", record_id)

@@ -1,0 +1,144 @@
+"""The HotpotQA build from ../shared/data: --llm none, --llm openai against the loopback test
+server, and --llm replay (byte-identical data). Small on purpose: two lengths, 6 queries a pool."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from mmlongembed.builder import get_builder
+from mmlongembed.cli import main
+from mmlongembed.llm.fake_server import FakeOpenAIServer, audit_responder
+from mmlongembed.validate import read_table, validate_dir
+from tests._realdata import shared_data_dir
+
+pytestmark = pytest.mark.realdata
+
+SMALL = ["--lengths", "4096", "8192", "--max-queries-per-pool", "6", "--no-progress"]
+
+
+def pool_tables(root: Path, pool: str) -> tuple[dict, dict, dict, dict]:
+    pools = read_table(root / "data/pools/test.parquet")
+    row = {k: v[pools["pool"].index(pool)] for k, v in pools.items()}
+    return (row, read_table(root / f"data/{pool}/corpus/test.parquet"),
+            read_table(root / f"data/{pool}/queries/test.parquet"), read_table(root / f"data/{pool}/qrels/test.parquet"))
+
+
+@pytest.fixture(scope="module")
+def builds(tmp_path_factory):
+    data = shared_data_dir("hotpotqa")
+    out = tmp_path_factory.mktemp("hotpotqa")
+    cache = str(out / "cache")
+    common = ["build", "hotpotqa", "--sources", str(data.parent), "--llm-cache", cache, *SMALL]
+    assert main([*common, "--output", str(out / "none")]) == 0
+    with FakeOpenAIServer(responder=audit_responder(malformed_every=5, broken_every=17)) as server:
+        assert main([*common, "--output", str(out / "openai"), "--llm", "openai", "--llm-base-url", server.url,
+                     "--llm-model", "fake-model", "--llm-backoff", "0.01"]) == 0
+        asked = server.requests
+    # the server is gone: replay answers from the cache alone
+    assert main([*common, "--output", str(out / "replay"), "--llm", "replay", "--llm-model", "fake-model"]) == 0
+    return {name: out / name / "hotpotqa" for name in ("none", "openai", "replay")} | {"asked": asked}
+
+
+def test_every_build_validates_with_four_candidates_per_query(builds):
+    for name in ("none", "openai", "replay"):
+        problems, checked = validate_dir(builds[name])
+        assert problems == [] and checked["pools"] == 4
+        pools = read_table(builds[name] / "data/pools/test.parquet")
+        assert sorted(pools["pool"]) == ["hotpotqa-easy-4k", "hotpotqa-easy-8k", "hotpotqa-hard-4k", "hotpotqa-hard-8k"]
+        assert all(c == 4 * q and q == 6 for q, c in zip(pools["n_queries"], pools["n_candidates"]))
+
+
+def test_replay_rebuild_is_byte_identical(builds):
+    data = sorted(p.relative_to(builds["openai"]) for p in (builds["openai"] / "data").rglob("*.parquet"))
+    assert data and data == sorted(p.relative_to(builds["replay"]) for p in (builds["replay"] / "data").rglob("*.parquet"))
+    for path in data:
+        assert (builds["openai"] / path).read_bytes() == (builds["replay"] / path).read_bytes(), path
+
+
+def test_manifest_and_card_name_the_backend_of_the_audit(builds):
+    steps = {name: json.loads((builds[name] / "manifest.json").read_text())["llm_steps"] for name in ("none", "openai", "replay")}
+    assert steps["none"][0]["backend"] == "none" and "heuristic" in steps["none"][0]["model"]
+    live, replayed = steps["openai"][0], steps["replay"][0]
+    assert live["backend"] == "openai" and live["model"] == "fake-model" and live["calls"] == builds["asked"]
+    assert replayed["backend"] == "replay" and replayed["replayed_from"] == ["openai"] and replayed["calls"] == 0
+    assert (live["kept"], live["rejected"]) == (replayed["kept"], replayed["rejected"])
+    assert any(k.startswith("invalid_output:") for k in live["rejected"])  # the broken replies were counted
+    card = (builds["openai"] / "README.md").read_text()
+    assert f"| query_audit | openai | fake-model | `{live['prompt_hash']}` |" in card
+
+
+def test_evidence_keeps_its_relative_depth_from_4k_to_8k(builds):
+    def depths(pool):
+        _, corpus, _, _ = pool_tables(builds["none"], pool)
+        return {cid: [e["relative_position"] for e in json.loads(p)["evidence"]]
+                for cid, role, p in zip(corpus["_id"], corpus["role"], corpus["provenance"]) if role == "positive"}
+
+    short, long = depths("hotpotqa-hard-4k"), depths("hotpotqa-hard-8k")
+    shared = set(short) & set(long)
+    assert shared
+    drift = [abs(a - b) for cid in shared for a, b in zip(short[cid], long[cid])]
+    assert max(drift) < 0.15 and sum(drift) / len(drift) < 0.06
+
+
+def test_hard_negatives_lose_exactly_the_recorded_evidence(builds):
+    _, corpus, _, _ = pool_tables(builds["none"], "hotpotqa-hard-8k")
+    provenance = {cid: json.loads(p) for cid, p in zip(corpus["_id"], corpus["provenance"])}
+    for cid, role in zip(corpus["_id"], corpus["role"]):
+        if role != "hard_negative":
+            continue
+        p = provenance[cid]
+        positive = provenance[cid.rsplit(":", 1)[0]]
+        removed = {r["index"] for r in p["removed"]}
+        assert removed and {e["index"] for e in p["evidence"]} == {e["index"] for e in positive["evidence"]} - removed
+        assert p["variant"] in ("drop_first", "drop_last", "drop_middle", "drop_both")
+        if p["variant"] == "drop_first":
+            assert removed == {0}
+        if p["variant"] == "drop_last":
+            assert removed == {positive["n_evidence"] - 1}
+
+
+def test_validation_catches_broken_invariants(builds):
+    builder = get_builder("hotpotqa")
+    row, corpus, queries, qrels = pool_tables(builds["none"], "hotpotqa-hard-8k")
+    assert list(builder.validate_pool(row, corpus, queries, qrels)) == []
+    roles, texts = corpus["role"], corpus["text"]
+    provenance = [json.loads(p) for p in corpus["provenance"]]
+    hard = roles.index("hard_negative")
+    positive = corpus["_id"].index(corpus["_id"][hard].rsplit(":", 1)[0])
+    first = provenance[positive]["evidence"][0]
+    evidence = texts[positive][first["char_range"][0]:first["char_range"][1]].strip()
+
+    def problems(**columns):
+        return [p.check for p in builder.validate_pool(row, {**corpus, **columns}, queries, qrels)]
+
+    # a hard negative that still holds the evidence it claims to have lost
+    hard_of_first = next(i for i, p in enumerate(provenance) if roles[i] == "hard_negative"
+                         and p["removed"][0]["index"] == 0 and corpus["group"][i] == corpus["group"][positive])
+    broken = list(texts)
+    broken[hard_of_first] = broken[hard_of_first] + evidence
+    assert "removed_segment" in problems(text=broken)
+    # evidence recorded at the wrong place
+    moved = [dict(p) for p in provenance]
+    moved[positive] = {**moved[positive], "evidence": [{**first, "char_range": [first["char_range"][0] + 3,
+                                                                                  first["char_range"][1] + 3]}]
+                       + moved[positive]["evidence"][1:]}
+    assert "evidence_positions" in problems(provenance=[json.dumps(p) for p in moved])
+    # a padding unit that holds the answer
+    answer = provenance[positive]["answer"]
+    if answer.lower() not in ("yes", "no"):
+        pad = provenance[positive]["padding"][0]["char_range"]
+        text = texts[positive]
+        spliced = list(texts)
+        inserted = f" {answer} "  # as a whole word
+        spliced[positive] = text[:pad[0]] + inserted + text[pad[0] + len(inserted):]
+        assert "answer_in_padding" in problems(text=spliced)
+
+
+def test_defaults_follow_the_paper():
+    config = get_builder("hotpotqa").config_class()
+    assert config.llm == "none" and config.max_queries_per_pool == 160 and config.lengths == (8192, 16384, 32768)
+    assert config.negatives_per_query == 3
+

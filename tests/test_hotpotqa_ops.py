@@ -1,0 +1,154 @@
+"""mmlongembed.ops.evidence (whole-unit padding, evidence positions) and HotpotQA parsing."""
+
+from __future__ import annotations
+
+import pytest
+
+from builders.hotpotqa import (
+    answer_pattern, context_pieces, context_units, detokenize_wikitext, parse_instance, wikitext_articles)
+from mmlongembed.documents import TEXT, Segment, text_segments
+from mmlongembed.errors import FitError
+from mmlongembed.ops.evidence import (
+    Unit, evidence_spans, find_sentence_run, fit_run_in_place, insert_random, insert_spread, pick_fillers,
+    token_offsets_at, units_document)
+from mmlongembed.rng import derive_rng
+from mmlongembed.tokens import default_counter
+
+
+def unit(name: str, tokens: int, kind: str = "article", origin: str = "padding") -> Unit:
+    return Unit(name, kind, (Segment(kind=TEXT, tokens=tokens, text=f"{name}\n\n", paragraph_end=True, origin=origin),))
+
+
+def test_pick_fillers_takes_whole_units_into_the_window():
+    big = [unit(f"a{i}", 1000 + 37 * i) for i in range(10)]
+    small = [unit(f"p{i}", 40 + 7 * i, "paragraph") for i in range(30)]
+    for seed in range(20):
+        chosen = pick_fillers(big, small, 4000, 4100, derive_rng(seed, "t"))
+        assert 4000 <= sum(u.tokens for u in chosen) <= 4100
+        assert len({u.id for u in chosen}) == len(chosen)  # no unit twice in one document
+    with pytest.raises(FitError, match="not_enough_padding"):
+        pick_fillers(big[:2], [], 4000, 4100, derive_rng(0, "t"))
+    assert pick_fillers(big, small, -5, 10, derive_rng(0, "t")) == []
+
+
+def test_insert_spread_keeps_relative_depth_as_the_document_grows():
+    context = [unit(f"c{i}", 100, "context") for i in range(10)]
+    marker = Unit("evidence", "context", (Segment(kind=TEXT, tokens=20, text="E.\n\n", paragraph_end=True,
+                                                  origin="evidence:0"),))
+    for position in (1, 5, 9):
+        units = context[:position] + [marker] + context[position:]
+        before = sum(u.tokens for u in units[:position]) / sum(u.tokens for u in units)
+        extras = [unit(f"x{i}", 60 + (i % 5) * 10) for i in range(40)]
+        grown = insert_spread(units, extras, derive_rng(1, position))
+        after_index = grown.index(marker)
+        after = sum(u.tokens for u in grown[:after_index]) / sum(u.tokens for u in grown)
+        assert abs(after - before) < 0.06
+        assert [u for u in grown if u.kind == "context"] == units  # old units keep their order
+
+
+def test_insert_random_keeps_order_and_adds_everything():
+    units = [unit(f"c{i}", 10, "context") for i in range(5)]
+    extras = [unit(f"x{i}", 10) for i in range(7)]
+    grown = insert_random(units, extras, derive_rng(3))
+    assert [u for u in grown if u.kind == "context"] == units and len(grown) == 12
+
+
+def test_find_sentence_run_stays_inside_one_paragraph_and_skips_headings():
+    counter = default_counter()
+    text = ("Heading\nThe first sentence is here. The second one follows it. A third closes it.\n\n"
+            "Another paragraph starts. It ends now.\n\n")
+    source = Unit("article:x", "article", tuple(text_segments(text, counter)))
+    found, a, b = find_sentence_run([source], 5, 12, 8, derive_rng(0))
+    run = source.segments[a:b]
+    assert not any(s.paragraph_end for s in run[:-1]) and "Heading" not in "".join(s.text for s in run)
+    assert 5 <= sum(s.tokens for s in run) <= 12
+    with pytest.raises(FitError):
+        find_sentence_run([source], 500, 600, 550, derive_rng(0))
+
+
+def test_fit_run_in_place_moves_the_replaced_segments_whitespace():
+    counter = default_counter()
+    run = text_segments("Alpha beta. Gamma delta.\n\n", counter)
+    fitted = fit_run_in_place(run, " ", "\n\n", counter, "replacement:x")
+    text = "".join(s.text for s in fitted)
+    assert text == " Alpha beta. Gamma delta.\n\n" and fitted[-1].paragraph_end
+    assert all(s.tokens == counter.count(s.text) for s in fitted)
+    middle = fit_run_in_place(run, " ", "", counter, "replacement:x")
+    assert "".join(s.text for s in middle) == " Alpha beta. Gamma delta." and not middle[-1].paragraph_end
+
+
+def test_token_offsets_at_equal_prefix_counts():
+    counter = default_counter()
+    text = "Paris\nParis is the capital of France. It lies on the Seine.\n\nRouen\nRouen is a city.\n\n"
+    cuts = [0, 6, text.index(" It"), text.index("Rouen\n"), len(text)]
+    offsets = token_offsets_at(text, cuts, counter)
+    assert all(offsets[c] == counter.count(text[:c]) for c in cuts)
+
+
+RECORD = {
+    "_id": "abc", "question": "Which city on the Seine is the capital of France?", "answer": "Paris",
+    "type": "bridge", "level": "hard",
+    "supporting_facts": [["Seine", 1], ["Paris", 0]],
+    "context": [["Paris", ["Paris is the capital of France.", " It has many museums."]],
+                ["Seine", ["The Seine is a river.", " It flows through Paris."]]],
+}
+
+
+def test_parse_instance_orders_evidence_by_document_position_and_marks_it():
+    instance, reason = parse_instance(RECORD, "x:1")
+    assert reason == "" and instance.supporting == (("Paris", 0), ("Seine", 1))
+    counter = default_counter()
+    pieces = context_pieces(instance)
+    units = context_units(instance, counter, dict(zip(pieces, counter.count_many(pieces))))
+    document = units_document("d", units)
+    assert document.text == ("Paris\nParis is the capital of France. It has many museums.\n\n"
+                             "Seine\nThe Seine is a river. It flows through Paris.\n\n")
+    spans = evidence_spans(document)
+    assert document.text[spans[0].char_start:spans[0].char_end] == "Paris is the capital of France."
+    assert document.text[spans[1].char_start:spans[1].char_end].strip() == "It flows through Paris."
+
+
+def test_hub_layout_is_read_too():
+    hub = {"id": "h1", "question": RECORD["question"], "answer": "Paris", "type": "bridge", "level": "hard",
+           "supporting_facts": {"title": ["Paris", "Seine"], "sent_id": [0, 1]},
+           "context": {"title": ["Paris", "Seine"], "sentences": [RECORD["context"][0][1], RECORD["context"][1][1]]}}
+    instance, reason = parse_instance(hub, "hub")
+    assert reason == "" and instance.id == "h1" and len(instance.context) == 2
+
+
+@pytest.mark.parametrize("change, reason", [
+    ({"supporting_facts": [["Paris", 0]]}, "evidence_count_outside_2_to_5"),
+    ({"supporting_facts": [["Paris", 0], ["Seine", 5]]}, "supporting_fact_missing"),
+    ({"supporting_facts": [["Paris", 0], ["Nowhere", 0]]}, "supporting_fact_missing"),
+    ({"question": ""}, "malformed_record"),
+    ({"context": "not a list"}, "malformed_record"),
+])
+def test_bad_records_are_counted_skips(change, reason):
+    assert parse_instance({**RECORD, **change}, "x:1") == (None, reason)
+
+
+def test_answer_pattern_is_whole_word_and_exempts_yes_no():
+    pattern = answer_pattern("Ed Wood")
+    assert pattern.search("a film by ed wood.") and not pattern.search("Ed Woodson")
+    assert answer_pattern("yes") is None and answer_pattern("No") is None
+    assert answer_pattern("3.5%").search("grew 3.5% a year")
+
+
+def test_wikitext_articles_are_whole_and_detokenised():
+    raw = (" = Robert Boulter = \r\n Robert Boulter is an English film , television and theatre actor . \r\n"
+           " = = Career = = \r\n He had a guest @-@ starring role in 2000 . \r\n = Du Fu = \r\n Du Fu was a poet . \r\n")
+    articles = wikitext_articles(raw, "wiki")
+    assert [a for a, _ in articles] == ["wiki:0:Robert Boulter", "wiki:1:Du Fu"]
+    assert articles[0][1] == ("Robert Boulter\nRobert Boulter is an English film, television and theatre actor.\n\n"
+                              "Career\nHe had a guest-starring role in 2000.\n\n")
+    assert detokenize_wikitext(" ( born 1 May ) , he 's here . ") == "(born 1 May), he's here."
+
+
+def test_missing_sources_is_a_one_line_error(tmp_path):
+    from mmlongembed.build import run_build
+    from mmlongembed.builder import get_builder
+    from mmlongembed.errors import UserError
+
+    builder = get_builder("hotpotqa")
+    with pytest.raises(UserError, match="does not exist"):
+        run_build(builder, builder.config_class(sources=str(tmp_path / "absent")), tmp_path / "out", progress=False)

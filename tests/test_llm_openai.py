@@ -1,0 +1,232 @@
+"""The openai backend, the cache and replay, against a real HTTP server on loopback."""
+
+from __future__ import annotations
+
+import json
+import time
+
+import pytest
+
+from mmlongembed.builder import BuildReport
+from mmlongembed.errors import UserError
+from mmlongembed.llm import LLMConfig, audit_queries, load_prompt, run_llm_step, translate
+from mmlongembed.llm.backends import OpenAIBackend
+from mmlongembed.llm.cache import LLMCache
+from mmlongembed.llm.fake_server import Canned, FakeOpenAIServer, audit_responder
+from mmlongembed.llm.steps import AuditItem
+
+VALID = '{"valid": true, "reason": "anchored"}'
+INVALID = '{"valid": false, "reason": "vague"}'
+
+
+def config(server, tmp_path, **overrides) -> LLMConfig:
+    values = dict(llm="openai", llm_model="fake-model", llm_base_url=server.url, llm_cache=str(tmp_path / "cache"),
+                  llm_concurrency=4, llm_timeout=5.0, llm_max_retries=2, llm_backoff=0.01, llm_output_retries=2)
+    values.update(overrides)
+    return LLMConfig(**values)
+
+
+def items(n: int, prefix: str = "q") -> list[AuditItem]:
+    return [AuditItem(f"{prefix}{i}", f"Question number {i} about Paris?", "Paris", ("Paris is a city.",))
+            for i in range(n)]
+
+
+@pytest.fixture
+def server():
+    with FakeOpenAIServer(responder=lambda body: VALID) as running:
+        yield running
+
+
+def test_requests_are_greedy_and_ask_for_structured_json(server, tmp_path):
+    outcome = audit_queries(items(2), config(server, tmp_path), BuildReport())
+    assert outcome.kept == {"q0", "q1"}
+    body = server.bodies[0]
+    assert body["temperature"] == 0.0 and body["model"] == "fake-model"
+    assert body["response_format"]["type"] == "json_schema"
+    assert body["response_format"]["json_schema"]["schema"] == load_prompt("query_audit").json_schema
+    assert body["messages"][0]["content"] == load_prompt("query_audit").system
+
+
+def test_concurrency_is_bounded_and_used(server, tmp_path):
+    server.stall_seconds = 0.2
+    started = time.monotonic()
+    audit_queries(items(8), config(server, tmp_path, llm_concurrency=3), BuildReport())
+    elapsed = time.monotonic() - started
+    assert server.max_in_flight == 3
+    assert elapsed < 8 * 0.2 * 0.75  # ran in parallel, not one after another
+
+
+def test_retries_with_backoff_on_5xx_and_429(server, tmp_path):
+    server.fail_next(1, status=503)
+    server.fail_next(1, status=429, retry_after="0")
+    result = run_llm_step("query_audit", load_prompt("query_audit"),
+                          [("only", {"query": "Who?", "answer": "x", "evidence": "[1] x"})],
+                          config(server, tmp_path, llm_concurrency=1), BuildReport())
+    assert result.values["only"]["valid"] is True
+    assert server.requests == 3
+
+
+def test_backoff_doubles_and_honours_retry_after():
+    waits = []
+    backend = OpenAIBackend(LLMConfig(llm="openai", llm_base_url="http://127.0.0.1:9/v1", llm_max_retries=3,
+                                      llm_backoff=0.5), sleep=waits.append)
+    with FakeOpenAIServer(responder=lambda body: VALID) as server:
+        backend.endpoint = server.url + "/chat/completions"
+        server.fail_next(2, status=500)
+        server.fail_next(1, status=429, retry_after="7")
+        from mmlongembed.llm.backends import ChatRequest
+
+        reply = backend.complete([ChatRequest([{"role": "user", "content": "x"}], None, "t",
+                                              {"temperature": 0.0, "top_p": 1.0, "max_tokens": 8})])[0]
+    assert reply.ok and waits == [0.5, 1.0, 7.0]
+
+
+def test_exhausted_retries_reject_the_record_and_a_rerun_asks_again(server, tmp_path):
+    cfg = config(server, tmp_path, llm_max_retries=1, llm_concurrency=1)
+    server.fail_next(2, status=502)  # both tries of the first record
+    report = BuildReport()
+    outcome = audit_queries(items(2), cfg, report)
+    assert outcome.kept == {"q1"}
+    assert report.llm_steps[0]["rejected"] == {"request_failed:http_502": 1}
+    assert report.skipped["query_audit:request_failed:http_502"] == 1
+    again = audit_queries(items(2), cfg, BuildReport())  # failures are not cached
+    assert again.kept == {"q0", "q1"} and server.requests == 4
+
+
+def test_client_errors_are_not_retried(server, tmp_path):
+    server.fail_next(1, status=400)
+    report = BuildReport()
+    audit_queries(items(2), config(server, tmp_path, llm_concurrency=1), report)
+    assert report.llm_steps[0]["rejected"] == {"request_failed:http_400": 1}
+    assert server.requests == 2
+
+
+def test_a_stalled_request_times_out(tmp_path):
+    replies = {"number 0 ": Canned(content=VALID, delay=1.5)}
+    with FakeOpenAIServer(replies=replies, responder=lambda body: VALID) as server:
+        report = BuildReport()
+        started = time.monotonic()
+        outcome = audit_queries(items(2), config(server, tmp_path, llm_timeout=0.3, llm_max_retries=0), report)
+    assert time.monotonic() - started < 1.4
+    assert outcome.kept == {"q1"}
+    assert report.llm_steps[0]["rejected"] == {"request_failed:timeout": 1}
+
+
+def test_an_unreachable_server_is_one_line_error(tmp_path):
+    with FakeOpenAIServer() as server:
+        url = server.url
+    cfg = LLMConfig(llm="openai", llm_base_url=url, llm_cache=str(tmp_path), llm_max_retries=1, llm_backoff=0.01)
+    with pytest.raises(UserError, match="every request to the LLM failed") as error:
+        audit_queries(items(2), cfg, BuildReport())
+    assert "\n" not in str(error.value)
+
+
+def test_cache_hits_skip_the_server_and_give_identical_answers(tmp_path):
+    with FakeOpenAIServer(responder=audit_responder()) as server:
+        cfg = config(server, tmp_path)
+        first = audit_queries(items(6) + [AuditItem("short", "Who won?", "x", ("x",))], cfg, BuildReport())
+        calls = server.requests
+        report = BuildReport()
+        second = audit_queries(items(6) + [AuditItem("short", "Who won?", "x", ("x",))], cfg, report)
+    assert calls == 7 and server.requests == 7
+    assert report.llm_steps[0]["cache_hits"] == 7 and report.llm_steps[0]["calls"] == 0
+    assert first.verdicts == second.verdicts and "short" not in second.kept
+
+
+def test_the_cache_key_covers_model_revision_and_prompt(server, tmp_path):
+    audit_queries(items(2), config(server, tmp_path), BuildReport())
+    audit_queries(items(2), config(server, tmp_path, llm_model_revision="abc123"), BuildReport())
+    audit_queries(items(2), config(server, tmp_path, llm_max_output_len=64), BuildReport())
+    assert server.requests == 6
+
+
+def test_an_interrupted_run_resumes_without_repeating_calls(server, tmp_path, monkeypatch):
+    cfg = config(server, tmp_path, llm_concurrency=1)
+    original_put = LLMCache.put
+    stored = []
+
+    def put_then_interrupt(self, *args, **kwargs):
+        if len(stored) == 3:
+            raise KeyboardInterrupt
+        stored.append(args[0])
+        return original_put(self, *args, **kwargs)
+
+    monkeypatch.setattr(LLMCache, "put", put_then_interrupt)
+    with pytest.raises(KeyboardInterrupt):
+        audit_queries(items(8), cfg, BuildReport())
+    monkeypatch.setattr(LLMCache, "put", original_put)
+    asked_before = server.requests
+    assert asked_before < 8  # queued requests were dropped on the interrupt
+    report = BuildReport()
+    outcome = audit_queries(items(8), cfg, report)
+    assert outcome.kept == {f"q{i}" for i in range(8)}
+    assert report.llm_steps[0]["cache_hits"] == 3
+    assert server.requests - asked_before == 5
+
+
+def test_malformed_replies_are_repaired_then_rejected_with_a_counted_reason(tmp_path):
+    replies = {
+        "number 0 ": ['{"valid": tru', VALID],  # repaired on the second ask
+        "number 1 ": "not json at all",  # never repaired
+        "number 2 ": '{"reason": "no verdict"}',
+        "number 3 ": INVALID,
+    }
+    with FakeOpenAIServer(replies=replies, responder=lambda body: VALID) as server:
+        report = BuildReport()
+        outcome = audit_queries(items(5), config(server, tmp_path, llm_output_retries=2), report)
+        repair_body = next(b for b in server.bodies if len(b["messages"]) == 4 and "number 0 " in b["messages"][1]["content"])
+    assert outcome.kept == {"q0", "q4"}
+    step = report.llm_steps[0]
+    assert step["rejected"] == {"invalid_output:invalid_json": 1, "invalid_output:missing_key": 1}
+    assert step["marked_invalid"] == 1 and step["kept"] == 2
+    assert server.requests == 5 + 1 + 2 + 2  # first asks, one repair for q0, two repairs each for q1 and q2
+    assert repair_body["messages"][2] == {"role": "assistant", "content": '{"valid": tru'}
+    assert "not valid JSON" in repair_body["messages"][3]["content"]
+    assert report.skipped["query_audit:invalid_output:invalid_json"] == 1
+
+
+def test_replay_answers_from_the_cache_only_and_names_a_missing_entry(tmp_path):
+    replies = {"number 1 ": ['{"valid": tru', INVALID], "number 2 ": "garbage"}
+    with FakeOpenAIServer(replies=replies, responder=lambda body: VALID) as server:
+        cfg = config(server, tmp_path, llm_output_retries=1)
+        live_report = BuildReport()
+        live = audit_queries(items(4), cfg, live_report)
+    replay_cfg = LLMConfig(llm="replay", llm_model="fake-model", llm_cache=cfg.llm_cache, llm_output_retries=1)
+    replay_report = BuildReport()
+    replayed = audit_queries(items(4), replay_cfg, replay_report)  # the server is gone: cache only
+    assert replayed.verdicts == live.verdicts and replayed.kept == live.kept == {"q0", "q3"}
+    assert replay_report.skipped == live_report.skipped
+    step = replay_report.llm_steps[0]
+    assert step["backend"] == "replay" and step["replayed_from"] == ["openai"] and step["calls"] == 0
+    with pytest.raises(UserError, match=r"no cached answer for step query_audit, record x "):
+        audit_queries(items(1, prefix="new") + [AuditItem("x", "Question number 77 about Rome?", "R", ("R",))],
+                      replay_cfg, BuildReport())
+
+
+def test_replay_with_another_model_finds_nothing(server, tmp_path):
+    cfg = config(server, tmp_path)
+    audit_queries(items(1), cfg, BuildReport())
+    with pytest.raises(UserError, match="no cached answer"):
+        audit_queries(items(1), LLMConfig(llm="replay", llm_model="other-model", llm_cache=cfg.llm_cache), BuildReport())
+
+
+def test_api_key_is_sent_but_never_recorded(server, tmp_path, monkeypatch, capsys):
+    secret = "sk-test-0123456789-secret"
+    monkeypatch.setenv("MMLE_LLM_API_KEY", secret)
+    cfg = config(server, tmp_path)
+    report = BuildReport()
+    translate([("t1", "你好")], cfg, report)
+    assert server.authorizations[-1] == f"Bearer {secret}"
+    backend = OpenAIBackend(cfg)
+    recorded = json.dumps(report.as_dict()) + repr(backend) + str(vars(backend)) + "".join(capsys.readouterr())
+    cache_bytes = (tmp_path / "cache" / "llm-cache.sqlite3").read_bytes()
+    assert secret not in recorded and secret.encode() not in cache_bytes
+
+
+def test_translation_rejects_replies_that_keep_chinese(tmp_path):
+    with FakeOpenAIServer(replies={"你好": "Hello 你好"}, responder=lambda body: "Good morning.") as server:
+        report = BuildReport()
+        out = translate([("a", "你好"), ("b", "早上好")], config(server, tmp_path, llm_output_retries=1), report)
+        assert "response_format" not in server.bodies[0]  # plain-text prompt: no schema
+    assert out == {"b": "Good morning."}
+    assert report.llm_steps[0]["rejected"] == {"invalid_output:rule:chinese_characters": 1}
