@@ -30,8 +30,10 @@ from mmlongembed.text import normalise_newlines
 from mmlongembed.tokens import default_counter
 
 INSTRUCTION = "Given this summary, retrieve the original corresponding long document."
+# The parquet conversion of GovReport (report, summary; no id column): the original
+# launch/gov_report needs a loading script, which current `datasets` no longer runs.
 HUB_SOURCE = HubSource(
-    repo="launch/gov_report", revision="d5244d06af633b473c606d1f305eb4d99a37898e", config="plain_text",
+    repo="ccdv/govreport-summarization", revision="4e21184e01ae8017e2c036e180fe5e541fef60a0", config="document",
     split="test", licence="CC BY 4.0",
 )
 ZEROSCROLLS_PREFIX = "You are given a report by a government agency. Write a one-page summary of the report.\n\nReport:\n"
@@ -78,6 +80,11 @@ def _clean(text) -> str:
     return normalise_newlines(text).strip() if isinstance(text, str) else ""
 
 
+def _content_id(prefix: str, body) -> str:
+    """An id for sources without one: stable across row order, from the report's text."""
+    return f"{prefix}-" + hashlib.sha256(_clean(body).encode()).hexdigest()[:12]
+
+
 def read_local_reports(root: Path, report: BuildReport) -> Iterator[Report]:
     """GovReport's original JSONL (`id`, `report`|`document`, `summary`), L-Eval's JSONL
     (`input`, `outputs`) and ZeroSCROLLS' paired `*_input.json` / `*_output.json` files."""
@@ -87,7 +94,7 @@ def read_local_reports(root: Path, report: BuildReport) -> Iterator[Report]:
                 outputs = record.get("outputs") or []
                 summary = outputs[0] if isinstance(outputs, list) and outputs else ""
                 body = record.get("input")
-                rid = "leval-" + hashlib.sha256(_clean(body).encode()).hexdigest()[:12]
+                rid = _content_id("leval", body)
             else:
                 body = record.get("report", record.get("document"))
                 summary = record.get("summary")
@@ -114,7 +121,7 @@ class GovReportBuilder(Builder):
     whose head, tail or middle was swapped for a BM25-similar report's paragraphs."""
 
     name = "govreport"
-    version = "1.0.0"
+    version = "1.1.0"  # 1.1: Hub source is the parquet GovReport (ccdv/govreport-summarization)
     task = "logical_summarization"
     title = "MMLongEmbed Logical Summarization: GovReport"
     config_class = GovReportConfig
@@ -128,8 +135,9 @@ class GovReportBuilder(Builder):
             records = read_local_reports(root / "govreport" if (root / "govreport").is_dir() else root, report)
         else:
             records = (
-                Report(str(r.get("id")), _clean(r.get("document", r.get("report"))), _clean(r.get("summary")), "hub")
-                for r in hub_rows(HUB_SOURCE, self.name)
+                Report(str(r.get("id") or _content_id("govreport", r.get("report"))),
+                       _clean(r.get("report", r.get("document"))), _clean(r.get("summary")), f"hub:{number}")
+                for number, r in enumerate(hub_rows(HUB_SOURCE, self.name), 1)
             )
         kept, seen = [], {}
         for r in records:

@@ -32,7 +32,8 @@ from mmlongembed.ops.needle import (
     Stream, fit_to_patches, nearest_boundary, needle_token_index, patch_grid, text_needle_segment)
 from mmlongembed.pools import POSITIVE, Candidate, LengthBand, Pool, Query
 from mmlongembed.rng import derive_rng
-from mmlongembed.sources import iter_jsonl, read_json, read_text_file, require_dir
+from mmlongembed.sources import (
+    HubSource, fetch_url, hub_file, hub_rows, iter_jsonl, read_json, read_text_file, require_dir)
 from mmlongembed.text import normalise_newlines
 from mmlongembed.tokens import default_counter, image_tokens
 
@@ -49,6 +50,13 @@ _PG_START = re.compile(r"\*\*\*\s*START OF (?:THE|THIS) PROJECT GUTENBERG[^\n]*\
 _PG_END = re.compile(r"\*\*\*\s*END OF (?:THE|THIS) PROJECT GUTENBERG")
 _WIKI_TITLE = re.compile(r"^ ?= ([^=].*?) = ?$")
 _WIKI_HEADING = re.compile(r"^ ?(?:= )+(.*?)(?: =)+ ?$")
+# Without --sources: needles and names from NeedleBench, haystack text and photos from OBELICS
+# (web documents with interleaved images given as URLs), each at a pinned revision.
+NEEDLEBENCH = HubSource(repo="opencompass/NeedleBench", revision="bb30238fea08590e7b9b8021a40b51d44b105e55",
+                        licence="MIT")
+NEEDLEBENCH_FILES = ("needles.jsonl", "names.json")
+OBELICS = HubSource(repo="HuggingFaceM4/OBELICS", revision="692b1477acc9c9430c8991d987cf7ca4a2efc064",
+                    config="default", split="train", licence="CC BY 4.0 (images: their own licences)")
 
 
 @dataclass
@@ -89,6 +97,12 @@ class NeedleConfig(CommonConfig):
     mixed_image_share: float = field(
         default=0.3, metadata={"help": "share of image tokens in a mixed (interleaved) haystack"})
     language: str = field(default="English", metadata={"help": "NeedleBench language of the text needles"})
+    hub_documents: int = field(
+        default=400, metadata={"help": "without --sources: OBELICS documents read for the text haystack"})
+    hub_images: int = field(
+        default=200, metadata={"help": "without --sources: OBELICS images fetched for the image haystacks"})
+    image_timeout: float = field(
+        default=10.0, metadata={"help": "seconds to wait for one OBELICS image URL; failed fetches are skipped"})
 
 
 # -- sources ---------------------------------------------------------------------------------
@@ -187,6 +201,79 @@ def read_local_sources(root: Path, config: NeedleConfig, report: BuildReport) ->
         raise UserError(f"no haystack images under {image_root}: the mixed and image backgrounds need them")
     records = list(iter_jsonl(needles_path, report))
     return Sources(records, surnames(names_text), documents, photos, files, root)
+
+
+def _names(names_obj, language: str, where: str) -> str:
+    names_text = names_obj.get(language, "") if isinstance(names_obj, dict) else ""
+    if not isinstance(names_text, str) or not names_text:
+        raise UserError(f"{where} has no {language!r} names")
+    return names_text
+
+
+def fetch_photo(url: str, timeout: float, report: BuildReport):
+    """One haystack photo from its URL as a PIL RGB image, or None (counted by reason)."""
+    import http.client
+
+    from PIL import Image, UnidentifiedImageError
+
+    try:
+        data = fetch_url(url, timeout)
+    except (OSError, ValueError, http.client.HTTPException):
+        report.skip("image_fetch_failed", url[:120])
+        return None
+    try:
+        with Image.open(io.BytesIO(data)) as im:
+            return im.convert("RGB")
+    except (OSError, UnidentifiedImageError, Image.DecompressionBombError):
+        report.skip("unreadable_image", url[:120])
+        return None
+
+
+def read_hub_sources(config: NeedleConfig, builder_name: str, report: BuildReport) -> Sources:
+    """NeedleBench needles and names, and OBELICS haystacks: each document's text pieces (in
+    order) become one haystack text, its images are fetched from their URLs until
+    ``hub_images`` photos are in hand (the image and mixed backgrounds need them)."""
+    needles_path, names_path = (hub_file(NEEDLEBENCH, name, builder_name) for name in NEEDLEBENCH_FILES)
+    names_text = _names(read_json(names_path, report), config.language, f"{NEEDLEBENCH.repo} names.json")
+    records = list(iter_jsonl(needles_path, report))
+    want_photos = bool({"mixed", "image"} & set(config.backgrounds))
+    documents: list[tuple[str, str]] = []
+    photos: list[tuple[str, object]] = []
+    seen_urls: set[str] = set()
+    most_rows = 10 * max(config.hub_documents, config.hub_images, 1)  # a stream whose images all fail ends too
+    for number, row in enumerate(hub_rows(OBELICS, builder_name)):
+        if number >= most_rows:
+            report.notes.append(f"stopped reading {OBELICS.repo} after {most_rows} documents")
+            break
+        texts, images = row.get("texts") or [], row.get("images") or []
+        if not isinstance(texts, list) or not isinstance(images, list):
+            report.skip("malformed_obelics_row", str(number))
+            continue
+        doc_id = f"obelics:{number}"
+        if len(documents) < config.hub_documents:
+            pieces = [normalise_newlines(t).strip() for t in texts if isinstance(t, str) and t.strip()]
+            if pieces:
+                documents.append((doc_id, _rewrap("\n\n".join(pieces))))
+            else:
+                report.skip("empty_haystack_text", doc_id)
+        if want_photos:
+            for k, url in enumerate(images):
+                if len(photos) >= config.hub_images:
+                    break
+                if not isinstance(url, str) or url in seen_urls:
+                    continue
+                seen_urls.add(url)
+                photo = fetch_photo(url, config.image_timeout, report)
+                if photo is not None:
+                    photos.append((f"{doc_id}:image{k}", photo))
+        if len(documents) >= config.hub_documents and (not want_photos or len(photos) >= config.hub_images):
+            break
+    if not documents:
+        raise UserError(f"no haystack text in {OBELICS.repo}@{OBELICS.revision[:12]}")
+    if want_photos and not photos:
+        raise UserError(f"no OBELICS image could be fetched (see the image_fetch_failed count); the mixed and image "
+                        f"backgrounds need them: pass --backgrounds text, or --sources DIR with images/")
+    return Sources(records, surnames(names_text), documents, photos, [], None)
 
 
 # -- the build -------------------------------------------------------------------------------
@@ -360,15 +447,17 @@ class NeedleBuilder(Builder):
     def load_sources(self, config: NeedleConfig, report: BuildReport) -> Sources:
         self._check_config(config)
         if not config.sources:
-            raise UserError(
-                "the needle builder reads local files only in this version (OBELICS from the Hub is not wired "
-                "up yet); pass --sources DIR holding needlebench/, haystack_text/ and images/")
+            return read_hub_sources(config, self.name, report)
         return read_local_sources(require_dir(config.sources, "needle sources"), config, report)
 
     def source_identity(self, config: NeedleConfig) -> dict:
         root = Path(config.sources) if config.sources else None
         if root is None:
-            return {"kind": "none"}
+            return {"kind": "hub", "name": "NeedleBench needles + OBELICS haystack text and images",
+                    "needles": {**NEEDLEBENCH.identity, "files": list(NEEDLEBENCH_FILES),
+                                "licence": NEEDLEBENCH.licence},
+                    "haystack": {**OBELICS.identity, "licence": OBELICS.licence,
+                                 "documents": config.hub_documents, "images": config.hub_images}}
         paths = [*sorted((root / "needlebench").glob("needles.jsonl")), *sorted((root / "needlebench").glob("names.json")),
                  *sorted((root / "needlebench").glob("PaulGrahamEssays.jsonl"))]
         if (root / "haystack_text").is_dir():
@@ -739,7 +828,7 @@ class NeedleBuilder(Builder):
             "cells": cells,
             "payload_total_mb": total_mb,
             "confusability": confusability,
-            "sources": [
+            "sources": self._hub_card_sources() if not config.sources else [
                 {"name": "NeedleBench needles and names (OpenCompass)", "licence": "not stated",
                  "identity": "local `needlebench/needles.jsonl`, `names.json` (sha256 in manifest.json)"},
                 {"name": "Haystack text: WikiText-2 raw test, Project Gutenberg books, Paul Graham essays",
@@ -751,3 +840,15 @@ class NeedleBuilder(Builder):
                  "identity": "drawn from their specs (stored with each query and pool)"},
             ],
         }
+
+    @staticmethod
+    def _hub_card_sources() -> list[dict]:
+        return [
+            {"name": "NeedleBench needles and names (OpenCompass)", "licence": NEEDLEBENCH.licence,
+             "identity": f"`{NEEDLEBENCH.repo}` @ `{NEEDLEBENCH.revision}` ({', '.join(NEEDLEBENCH_FILES)})"},
+            {"name": "Haystack text and photos: OBELICS web documents (images fetched from their URLs)",
+             "licence": OBELICS.licence,
+             "identity": f"`{OBELICS.repo}` `{OBELICS.config}` @ `{OBELICS.revision}`"},
+            {"name": "Image needles", "licence": "generated by this toolkit",
+             "identity": "drawn from their specs (stored with each query and pool)"},
+        ]

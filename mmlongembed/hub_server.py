@@ -176,6 +176,20 @@ class LoopbackHub:
     def repo(self, repo_id: str, repo_type: str = "dataset") -> Repo:
         return self.repos[(repo_type, repo_id)]
 
+    def alias(self, repo_id: str, commit_id: str, revision: str = "main", repo_type: str = "dataset") -> Commit:
+        """Make the full commit id ``commit_id`` (e.g. a real Hub sha that code pins) resolve to the
+        files of ``revision`` (a branch, tag or commit of this server), so that clients asking for
+        that pinned revision get what a test pushed. Returns the aliased commit."""
+        if not re.fullmatch(r"[0-9a-f]{40}", commit_id):
+            raise ValueError(f"a commit id is 40 lowercase hex digits, not {commit_id!r}")
+        with self._lock:
+            repo = self.repo(repo_id, repo_type)
+            source = self._commit(repo, revision)
+            commit = Commit(commit_id, source.parent, source.title, source.description, source.date, source.author,
+                            dict(source.files))
+            repo.commits[commit_id] = commit
+        return commit
+
     def _new_commit(self, repo: Repo, parent: Commit | None, title: str, description: str, author: str,
                     files: dict[str, FileEntry]) -> Commit:
         oid = hashlib.sha1(uuid.uuid4().bytes).hexdigest()

@@ -28,22 +28,49 @@ class HubSource:
         return {"hub_repo": self.repo, "revision": self.revision, "config": self.config, "split": self.split}
 
 
+_REACHED: set[tuple[str, str]] = set()
+
+
+def _check_reachable(source: HubSource) -> None:
+    """One request for the repo at its pinned revision. The clients' downloads retry a refused
+    connection with backoff (tens of seconds, a warning per try); this fails at once instead,
+    and also says when the repo or the revision does not exist."""
+    key = (source.repo, source.revision)
+    if key not in _REACHED:
+        from huggingface_hub import HfApi
+
+        HfApi().dataset_info(source.repo, revision=source.revision, timeout=30)
+        _REACHED.add(key)
+
+
+def _hub_error(what: str, builder_name: str, error: Exception) -> UserError:
+    name = type(error).__name__
+    if "Offline" in name:
+        reason = "offline mode is on (HF_HUB_OFFLINE=1)"
+    elif "NotFound" in name or "404" in str(error)[:200]:
+        reason = "repo, revision or file not found"
+    elif "Connect" in name or "Timeout" in name or "connect" in str(error)[:200].lower():
+        reason = "no connection"
+    else:
+        first = str(error).splitlines()[0] if str(error) else ""
+        reason = f"{name}: {first[:120]}" if first else name
+    return UserError(f"cannot read {what} from the Hugging Face Hub ({reason}); "
+                     f"pass --sources DIR with local files to build {builder_name} offline")
+
+
 def hub_rows(source: HubSource, builder_name: str, streaming: bool = True) -> Iterator[dict]:
     """Rows of a Hub dataset at its pinned revision. When the Hub cannot be reached, one line
     says so and names the --sources option."""
     try:
         import datasets
 
+        _check_reachable(source)
         dataset = datasets.load_dataset(
             source.repo, source.config, split=source.split, revision=source.revision, streaming=streaming
         )
         yield from dataset
     except Exception as error:  # noqa: BLE001  (any failure to reach the Hub is reported the same way)
-        reason = str(error).splitlines()[0][:160] if str(error) else type(error).__name__
-        raise UserError(
-            f"cannot read {source.repo}@{source.revision[:12]} from the Hugging Face Hub ({reason}); "
-            f"pass --sources DIR with local files to build {builder_name} offline"
-        ) from None
+        raise _hub_error(f"{source.repo}@{source.revision[:12]}", builder_name, error) from None
 
 
 def require_dir(path: str | Path, what: str) -> Path:
@@ -87,3 +114,30 @@ def read_json(path: Path, report: BuildReport):
     except (UnicodeDecodeError, json.JSONDecodeError) as error:
         report.skip("malformed_json_file", f"{path.name}: {type(error).__name__}")
         return None
+
+
+def hub_file(source: HubSource, filename: str, builder_name: str) -> Path:
+    """One file of a Hub dataset repo at its pinned revision, downloaded (and cached) by the Hub
+    client. When the Hub cannot be reached, one line says so and names the --sources option."""
+    try:
+        from huggingface_hub import hf_hub_download
+
+        _check_reachable(source)
+        return Path(hf_hub_download(source.repo, filename, repo_type="dataset", revision=source.revision))
+    except Exception as error:  # noqa: BLE001  (reported like hub_rows)
+        raise _hub_error(f"{filename} of {source.repo}@{source.revision[:12]}", builder_name, error) from None
+
+
+def fetch_url(url: str, timeout: float, max_bytes: int = 20 * 1024 * 1024) -> bytes:
+    """The body of an http(s) URL (a web image named by a Hub dataset). Raises OSError (or
+    ValueError for other schemes) on any failure; callers count it as a skip."""
+    import urllib.request
+
+    if not url.lower().startswith(("http://", "https://")):
+        raise ValueError(f"not an http(s) URL: {url[:80]}")
+    request = urllib.request.Request(url, headers={"User-Agent": "mmlongembed (research benchmark builder)"})
+    with urllib.request.urlopen(request, timeout=timeout) as response:  # noqa: S310 (scheme checked above)
+        data = response.read(max_bytes + 1)
+    if len(data) > max_bytes:
+        raise OSError(f"more than {max_bytes} bytes")
+    return data

@@ -187,7 +187,7 @@ def test_cli_errors_are_one_line_with_exit_code_2(tmp_path):
 def test_hub_unreachable_names_the_sources_option(tmp_path):
     result = _run_cli("build", "govreport", "--output", str(tmp_path), env={"HF_HUB_OFFLINE": "1"})
     assert result.returncode == 2
-    assert "--sources" in result.stderr and "launch/gov_report" in result.stderr
+    assert "--sources" in result.stderr and "ccdv/govreport-summarization" in result.stderr
     assert len(result.stderr.strip().splitlines()) == 1
 
 

@@ -1,0 +1,325 @@
+"""The builders' Hub paths, end to end over real HTTP: each source is published to the loopback Hub
+in its original Hub format and file layout, made resolvable at the exact revision the builder pins,
+and `mmle build <builder>` runs without --sources in a subprocess whose HF_ENDPOINT points at the
+loopback server. No client is mocked: huggingface_hub and datasets do the talking."""
+
+from __future__ import annotations
+
+import io
+import json
+import socket
+import subprocess
+import sys
+import threading
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+
+import pytest
+
+from builders.govreport import HUB_SOURCE as GOVREPORT
+from builders.hotpotqa import HUB_PADDING as WIKITEXT
+from builders.hotpotqa import HUB_SOURCE as HOTPOTQA
+from builders.hotpotqa import parse_instance, write_sample_sources
+from builders.visual_grounding import NEEDLEBENCH, OBELICS
+from mmlongembed.rng import derive_rng
+from mmlongembed.testing import NAMES, NEEDLE_RECORDS, _needle_prose, write_govreport_jsonl
+from mmlongembed.validate import format_report, validate_dir
+from tests._publish_support import REPO_ROOT, TOKEN, client_env, hub  # noqa: F401  (hub is a fixture)
+
+
+# -- helpers ----------------------------------------------------------------------------------
+
+def publish(hub, source, files: dict[str, bytes]) -> None:  # noqa: F811
+    """Create ``source.repo`` on the loopback Hub, commit ``files`` in one commit, and make the
+    builder's pinned ``source.revision`` resolve to that commit."""
+    from huggingface_hub import CommitOperationAdd, HfApi
+
+    api = HfApi(endpoint=hub.endpoint, token=TOKEN)
+    api.create_repo(source.repo, repo_type="dataset", exist_ok=True)
+    api.create_commit(source.repo, repo_type="dataset", commit_message="upload",
+                      operations=[CommitOperationAdd(path, data) for path, data in files.items()])
+    hub.alias(source.repo, source.revision)
+
+
+def parquet_bytes(rows: list[dict], features=None) -> bytes:
+    import datasets
+
+    buffer = io.BytesIO()
+    datasets.Dataset.from_list(rows, features=features).to_parquet(buffer)
+    return buffer.getvalue()
+
+
+def card(configs: dict[str, dict[str, str]], extra: str = "") -> bytes:
+    """A dataset card whose YAML lists configs -> split -> data_files glob, like the real repos."""
+    lines = ["---", "license: other", "configs:"]
+    for name, splits in configs.items():
+        lines += [f"- config_name: {name}", "  data_files:"]
+        for split, path in splits.items():
+            lines += [f"  - split: {split}", f"    path: {path}"]
+    return ("\n".join(lines) + "\n---\n" + extra).encode()
+
+
+def mmle_build(args: list[str], env: dict, timeout: int = 120) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "mmlongembed.cli", "build", *args, "--no-progress"],
+                          env=env, capture_output=True, text=True, timeout=timeout, cwd=str(REPO_ROOT))
+
+
+def built_ok(proc: subprocess.CompletedProcess, out: Path) -> dict:
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    problems, checked = validate_dir(out)
+    assert not problems, format_report(problems, checked)
+    return json.loads((out / "manifest.json").read_text())
+
+
+def corpus_rows(build: Path) -> list[dict]:
+    import pyarrow.parquet as pq
+
+    rows = []
+    for path in sorted(build.glob("data/*/corpus/*.parquet")):
+        rows.extend(pq.read_table(str(path)).to_pylist())
+    return rows
+
+
+def pinned_requests(hub, source) -> list[str]:  # noqa: F811
+    return [path for _, path in hub.requests if source.repo in path and source.revision in path]
+
+
+def closed_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+# -- GovReport: ccdv/govreport-summarization, config document, split test ----------------------------
+
+def test_govreport_builds_from_the_hub_at_its_pinned_revision(hub, tmp_path):  # noqa: F811
+    records = write_govreport_jsonl(tmp_path / "reports.jsonl", n_reports=16, paragraphs=(5, 30))
+    rows = [{"report": r["report"], "summary": r["summary"]} for r in records]  # the repo has no id column
+    decoy = [{"report": r["report"] + " decoy", "summary": r["summary"]} for r in records[:4]]
+    publish(hub, GOVREPORT, {
+        "README.md": card({"document": {s: f"document/{s}-*" for s in ("train", "validation", "test")}}),
+        "document/train-00000-of-00002.parquet": parquet_bytes(decoy),
+        "document/train-00001-of-00002.parquet": parquet_bytes(decoy),
+        "document/validation-00000-of-00001.parquet": parquet_bytes(decoy),
+        "document/test-00000-of-00001.parquet": parquet_bytes(rows),
+    })
+    out = tmp_path / "out"
+    proc = mmle_build(["govreport", "--output", str(out), "--lengths", "2048", "4096",
+                       "--max-queries-per-pool", "4"], client_env(hub, tmp_path, token=None))
+
+    manifest = built_ok(proc, out / "govreport")
+    assert manifest["sources"]["kind"] == "hub"
+    assert manifest["sources"]["revision"] == GOVREPORT.revision and manifest["sources"]["split"] == "test"
+    texts = [row["text"] for row in corpus_rows(out / "govreport")]
+    assert texts and not any("decoy" in t for t in texts)  # the test split only, never train/validation
+    assert pinned_requests(hub, GOVREPORT)
+
+
+# -- HotpotQA: hotpotqa/hotpot_qa distractor validation + Salesforce/wikitext padding ----------------
+
+def _hotpot_features():
+    from datasets import Features, Sequence, Value
+
+    return Features({
+        "id": Value("string"), "question": Value("string"), "answer": Value("string"), "type": Value("string"),
+        "level": Value("string"),
+        "supporting_facts": Sequence({"title": Value("string"), "sent_id": Value("int32")}),
+        "context": Sequence({"title": Value("string"), "sentences": Sequence(Value("string"))}),
+    })
+
+
+def _hub_row(record: dict) -> dict:
+    """An original HotpotQA record in the Hub's column layout (struct of lists)."""
+    return {
+        "id": record["_id"], "question": record["question"], "answer": record["answer"], "type": record["type"],
+        "level": record["level"],
+        "supporting_facts": {"title": [t for t, _ in record["supporting_facts"]],
+                             "sent_id": [i for _, i in record["supporting_facts"]]},
+        "context": {"title": [t for t, _ in record["context"]], "sentences": [s for _, s in record["context"]]},
+    }
+
+
+def _wikitext_rows(raw: str) -> list[dict]:
+    """WikiText raw text as the Hub's `text` rows: one per line, newline kept, blank lines empty."""
+    return [{"text": line + "\n" if line.strip() else ""} for line in raw.replace("\r\n", "\n").split("\n")]
+
+
+def test_hotpotqa_hub_layout_converts_to_the_same_instances(tmp_path):
+    import datasets
+
+    write_sample_sources(tmp_path, n_instances=6, n_articles=1)
+    records = [json.loads(line) for line in (tmp_path / "hotpotqa" / "sample.jsonl").read_text().splitlines()]
+    path = tmp_path / "validation.parquet"
+    path.write_bytes(parquet_bytes([_hub_row(r) for r in records], _hotpot_features()))
+    loaded = datasets.load_dataset("parquet", data_files=str(path), split="train")
+    assert isinstance(loaded[0]["context"], dict) and isinstance(loaded[0]["supporting_facts"], dict)
+    for row, record in zip(loaded, records):
+        from_hub, reason = parse_instance(row, "x")
+        original, _ = parse_instance(record, "x")
+        assert from_hub is not None, reason
+        assert from_hub == original
+
+
+def test_hotpotqa_builds_from_the_hub_at_its_pinned_revisions(hub, tmp_path):  # noqa: F811
+    write_sample_sources(tmp_path)
+    records = [json.loads(line) for line in (tmp_path / "hotpotqa" / "sample.jsonl").read_text().splitlines()]
+    features = _hotpot_features()
+    decoy = dict(_hub_row(records[0]), id="TRAIN-only")
+    publish(hub, HOTPOTQA, {
+        "README.md": card({"distractor": {"train": "distractor/train-*", "validation": "distractor/validation-*"}}),
+        "distractor/train-00000-of-00001.parquet": parquet_bytes([decoy], features),
+        "distractor/validation-00000-of-00001.parquet": parquet_bytes([_hub_row(r) for r in records], features),
+    })
+    raw = (tmp_path / "haystack_text" / "wikitext-2-raw" / "wiki.sample.raw").read_text(encoding="utf-8")
+    lines = _wikitext_rows(raw)
+    half = len(lines) // 2
+    while lines[half]["text"] and not lines[half]["text"].startswith(" = "):  # split shards between articles
+        half += 1
+    other = [{"text": ""}, {"text": " = Wrong Config Article = \n"}, {"text": " Never padding . \n"}]
+    publish(hub, WIKITEXT, {
+        "README.md": card({c: {s: f"{c}/{s}-*" for s in ("train", "validation", "test")}
+                           for c in ("wikitext-103-raw-v1", "wikitext-2-raw-v1")}),
+        f"{WIKITEXT.config}/train-00000-of-00002.parquet": parquet_bytes(lines[:half]),
+        f"{WIKITEXT.config}/train-00001-of-00002.parquet": parquet_bytes(lines[half:]),
+        f"{WIKITEXT.config}/validation-00000-of-00001.parquet": parquet_bytes(other),
+        f"{WIKITEXT.config}/test-00000-of-00001.parquet": parquet_bytes(other),
+        **{f"wikitext-2-raw-v1/{s}-00000-of-00001.parquet": parquet_bytes(other)
+           for s in ("train", "validation", "test")},
+    })
+    out = tmp_path / "out"
+    proc = mmle_build(["hotpotqa", "--output", str(out), "--lengths", "1024", "2048", "--max-queries-per-pool", "4"],
+                      client_env(hub, tmp_path, token=None))
+
+    manifest = built_ok(proc, out / "hotpotqa")
+    sources = manifest["sources"]
+    assert (sources["revision"], sources["split"]) == (HOTPOTQA.revision, "validation")
+    assert (sources["padding"]["revision"], sources["padding"]["config"]) == (WIKITEXT.revision, WIKITEXT.config)
+    rows = corpus_rows(out / "hotpotqa")
+    by_id = {r["_id"]: r for r in records}
+    assert {r["source_id"] for r in rows} <= set(by_id)  # validation only
+    padding = [p["id"] for r in rows for p in json.loads(r["provenance"]).get("padding", [])]
+    assert any(p.startswith("article:wikitext-103:") for p in padding)
+    assert not any("Wrong Config" in r["text"] for r in rows)
+    for r in rows:  # the evidence of the Hub rows survived the conversion
+        provenance = json.loads(r["provenance"])
+        if r["role"] == "positive":
+            assert provenance["n_evidence"] == len(by_id[r["source_id"]]["supporting_facts"])
+    assert pinned_requests(hub, HOTPOTQA) and pinned_requests(hub, WIKITEXT)
+
+
+# -- Visual grounding: NeedleBench needles + OBELICS haystacks with images by URL -------------------
+
+class ImageServer:
+    """Web images on loopback: path -> bytes, 404 for anything else."""
+
+    def __init__(self, files: dict[str, bytes]):
+        self.files, self.requests = files, []
+        server = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def log_message(self, *args):
+                pass
+
+            def do_GET(self):
+                server.requests.append(self.path)
+                body = server.files.get(self.path)
+                self.send_response(200 if body is not None else 404)
+                self.send_header("Content-Length", str(len(body or b"")))
+                self.end_headers()
+                self.wfile.write(body or b"")
+
+        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.httpd.daemon_threads = True
+        self.url = f"http://127.0.0.1:{self.httpd.server_address[1]}"
+
+    def __enter__(self):
+        threading.Thread(target=self.httpd.serve_forever, daemon=True).start()
+        return self
+
+    def __exit__(self, *exc):
+        self.httpd.shutdown()
+        self.httpd.server_close()
+
+
+def _png(i: int, w: int, h: int) -> bytes:
+    from PIL import Image
+
+    pixels = (derive_rng(i, "hub-photo").random((h, w, 3)) * 255).astype("uint8")
+    buffer = io.BytesIO()
+    Image.fromarray(pixels).save(buffer, format="PNG")
+    return buffer.getvalue()
+
+
+def _obelics_rows(image_urls: list[list[str]]) -> list[dict]:
+    """OBELICS documents: `texts` and `images` are aligned lists, exactly one of each pair set."""
+    rng = derive_rng(0, "obelics-fixture")
+    rows = []
+    for d, urls in enumerate(image_urls):
+        texts, images = [], []
+        for url in urls:
+            texts += [_needle_prose(rng, 8), None]
+            images += [None, url]
+        texts.append(_needle_prose(rng, 8))
+        images.append(None)
+        rows.append({"images": images, "metadata": json.dumps([None] * len(images)),
+                     "general_metadata": json.dumps({"url": f"https://example.org/doc{d}"}), "texts": texts})
+    return rows
+
+
+def test_needle_builds_from_needlebench_and_obelics_on_the_hub(hub, tmp_path):  # noqa: F811
+    good = {f"/img{i}.png": _png(i, w, h) for i, (w, h) in enumerate([(300, 200), (240, 240), (200, 320), (256, 192)])}
+    files = {**good, "/notanimage.png": b"<html>gone</html>"}
+    with ImageServer(files) as web:
+        dead = f"http://127.0.0.1:{closed_port()}/img.png"
+        urls = [[f"{web.url}/img0.png", f"{web.url}/missing.png"], [f"{web.url}/img1.png", dead],
+                [f"{web.url}/notanimage.png", f"{web.url}/img2.png"], [f"{web.url}/img3.png", f"{web.url}/img0.png"]]
+        rows = _obelics_rows(urls)
+        publish(hub, NEEDLEBENCH, {
+            "README.md": card({"retrieval_needles": {"test": "needles.jsonl"}, "atc_needles": {"test": "names.json"},
+                               "en_haystack_texts": {"test": "PaulGrahamEssays.jsonl"}}),
+            "needles.jsonl": ("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in NEEDLE_RECORDS)
+                              + "{not json\n").encode(),
+            "names.json": json.dumps({"English": NAMES, "Chinese": "张三,李四"}, ensure_ascii=False).encode(),
+            "PaulGrahamEssays.jsonl": b'{"title": "essay", "text": "Not read by the Hub path."}\n',
+        })
+        publish(hub, OBELICS, {
+            "README.md": card({"default": {"train": "data/train-*"}}),
+            "data/train-00000-of-00002-5f2c1d0a9b8e7f61.parquet": parquet_bytes(rows[:2]),
+            "data/train-00001-of-00002-0a1b2c3d4e5f6789.parquet": parquet_bytes(rows[2:]),
+        })
+        out = tmp_path / "out"
+        proc = mmle_build(["needle", "--output", str(out), "--lengths", "256", "--depths", "0", "100",
+                           "--needles-per-pool", "4", "--hub-documents", "4", "--hub-images", "10",
+                           "--image-timeout", "5"], client_env(hub, tmp_path, token=None))
+        fetched = list(web.requests)
+
+    manifest = built_ok(proc, out / "needle")
+    sources = manifest["sources"]
+    assert sources["kind"] == "hub"
+    assert sources["needles"]["revision"] == NEEDLEBENCH.revision
+    assert (sources["haystack"]["revision"], sources["haystack"]["config"]) == (OBELICS.revision, "default")
+    skipped = manifest["report"]["skipped"]
+    assert skipped["image_fetch_failed"] == 2 and skipped["unreadable_image"] == 1
+    assert skipped["malformed_json_line"] == 1
+    assert sorted(set(fetched)) == sorted({*good, "/missing.png", "/notanimage.png"})
+    assert fetched.count("/img0.png") == 1  # a URL repeated across documents is fetched once
+    rows = corpus_rows(out / "needle")
+    assert {r["background"] for r in rows} == {"text", "mixed", "image"}
+    haystacks = {s for r in rows for s in json.loads(r["provenance"])["haystack"]["sources"]}
+    assert any(s.startswith("obelics:") and ":image" in s for s in haystacks)
+    assert any(s.startswith("obelics:") and ":image" not in s for s in haystacks)
+    assert pinned_requests(hub, NEEDLEBENCH) and pinned_requests(hub, OBELICS)
+
+
+# -- the Hub unreachable: one line that names --sources ----------------------------------------------
+
+@pytest.mark.parametrize("builder, repo", [("govreport", GOVREPORT.repo), ("hotpotqa", HOTPOTQA.repo),
+                                           ("needle", NEEDLEBENCH.repo)])
+def test_unreachable_hub_is_one_line_naming_sources(builder, repo, tmp_path):
+    env = client_env(type("Nowhere", (), {"endpoint": f"http://127.0.0.1:{closed_port()}"})(), tmp_path, token=None)
+    proc = mmle_build([builder, "--output", str(tmp_path / "out")], env, timeout=60)
+    assert proc.returncode == 2, proc.stderr[-2000:]
+    lines = proc.stderr.strip().splitlines()
+    assert len(lines) == 1, proc.stderr[-2000:]
+    assert "--sources" in lines[0] and repo in lines[0] and "Traceback" not in proc.stderr
+    assert not (tmp_path / "out" / builder).exists()
