@@ -391,7 +391,7 @@ class _Haystacks:
         cap = self.image_cap(length)
         out: list[Segment] = []
         total, previous = 0, -1
-        while True:
+        for _ in range(need_hi + 1):  # every photo costs at least one token
             candidate_index = self._next_photo(rng, previous)
             segment = self.photo(candidate_index, cap)
             if total + segment.tokens > need_hi:

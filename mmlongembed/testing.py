@@ -97,7 +97,7 @@ NAMES = ("Alan Baker,Beth Carter,Carl Dawson,Dana Ellis,Evan Foster,Fay Gordon,G
          "Tom Turner,Uma Vance,Vic Walsh,Wes Young,Zoe Zimmer,Amy Boyd,Ben Cole,Cal Dunn")
 
 
-def _needle_prose(rng: np.random.Generator, paragraphs: int) -> str:
+def needle_prose(rng: np.random.Generator, paragraphs: int) -> str:
     out = []
     for _ in range(paragraphs):
         sentences = []
@@ -122,13 +122,48 @@ def write_needle_sources(root: Path) -> Path:
     (root / "needlebench" / "names.json").write_text(json.dumps({"English": NAMES}), encoding="utf-8")
     with open(root / "needlebench" / "PaulGrahamEssays.jsonl", "w", encoding="utf-8") as handle:
         for i in range(3):
-            handle.write(json.dumps({"title": f"essay{i}", "text": _needle_prose(rng, 40)}) + "\n")
+            handle.write(json.dumps({"title": f"essay{i}", "text": needle_prose(rng, 40)}) + "\n")
     (root / "haystack_text" / "gutenberg").mkdir(parents=True)
     (root / "haystack_text" / "gutenberg" / "1.txt").write_text(
-        "Licence header\n*** START OF THE PROJECT GUTENBERG EBOOK X ***\n" + _needle_prose(rng, 80)
+        "Licence header\n*** START OF THE PROJECT GUTENBERG EBOOK X ***\n" + needle_prose(rng, 80)
         + "\n*** END OF THE PROJECT GUTENBERG EBOOK X ***\nfooter", encoding="utf-8")
     (root / "images").mkdir()
     for i, (w, h) in enumerate([(300, 200), (240, 240), (200, 320)]):
         pixels = (derive_rng(i, "photo").random((h, w, 3)) * 255).astype("uint8")
         Image.fromarray(pixels).save(root / "images" / f"photo{i}.png")
     return root
+
+
+def write_hotpotqa_sources(root: Path, padding_dir: Path = Path("haystack_text") / "wikitext-2-raw",
+                           n_instances: int = 16, n_articles: int = 12, seed: int = 11) -> None:
+    """Generated sources in the original formats (HotpotQA JSONL, WikiText raw) for a tiny build
+    on a fresh clone: made-up words, real structure (titles, sentences, supporting facts)."""
+    rng = random.Random(seed)
+
+    def word() -> str:
+        return "".join(rng.choice(SYLLABLES) for _ in range(rng.randint(2, 3)))
+
+    def sentence(subject: str) -> str:
+        return f"{subject} " + " ".join(word() for _ in range(rng.randint(6, 12))) + "."
+
+    (root / "hotpotqa").mkdir(parents=True, exist_ok=True)
+    with open(root / "hotpotqa" / "sample.jsonl", "w", encoding="utf-8") as handle:
+        for i in range(n_instances):
+            titles = [f"{word().title()} {word().title()} {i}-{k}" for k in range(4)]
+            context = [[t, [sentence(t.split()[0]) if j == 0 else " " + sentence(word().title())
+                            for j in range(rng.randint(3, 5))]] for t in titles]
+            facts = [[titles[0], 0], [titles[2], 1]] + ([[titles[3], 0]] if i % 3 == 0 else [])
+            record = {"_id": f"sample{i:03d}", "question": f"Which {word()} links {titles[0]} and {titles[2]}?",
+                      "answer": f"Zz{word()}", "type": "bridge", "level": "hard",
+                      "supporting_facts": facts, "context": context}
+            handle.write(json.dumps(record) + "\n")
+    padding = root / padding_dir
+    padding.mkdir(parents=True, exist_ok=True)
+    lines = []
+    for a in range(n_articles):
+        lines.append(f" = {word().title()} {word().title()} = ")
+        for p in range(rng.randint(2, 10)):
+            if p % 4 == 3:
+                lines.append(f" = = {word().title()} = = ")
+            lines.append(" " + " ".join(sentence(word().title()) for _ in range(rng.randint(3, 6))) + " ")
+    (padding / "wiki.sample.raw").write_text("\r\n".join(lines) + "\r\n", encoding="utf-8")

@@ -19,10 +19,10 @@ import pytest
 from builders.govreport import HUB_SOURCE as GOVREPORT
 from builders.hotpotqa import HUB_PADDING as WIKITEXT
 from builders.hotpotqa import HUB_SOURCE as HOTPOTQA
-from builders.hotpotqa import parse_instance, write_sample_sources
+from builders.hotpotqa import parse_instance
 from builders.visual_grounding import NEEDLEBENCH, OBELICS
 from mmlongembed.rng import derive_rng
-from mmlongembed.testing import NAMES, NEEDLE_RECORDS, _needle_prose, write_govreport_jsonl
+from mmlongembed.testing import NAMES, NEEDLE_RECORDS, needle_prose, write_govreport_jsonl, write_hotpotqa_sources
 from mmlongembed.validate import format_report, validate_dir
 from tests._publish_support import REPO_ROOT, TOKEN, client_env, hub  # noqa: F401  (hub is a fixture)
 
@@ -147,7 +147,7 @@ def _wikitext_rows(raw: str) -> list[dict]:
 def test_hotpotqa_hub_layout_converts_to_the_same_instances(tmp_path):
     import datasets
 
-    write_sample_sources(tmp_path, n_instances=6, n_articles=1)
+    write_hotpotqa_sources(tmp_path, n_instances=6, n_articles=1)
     records = [json.loads(line) for line in (tmp_path / "hotpotqa" / "sample.jsonl").read_text().splitlines()]
     path = tmp_path / "validation.parquet"
     path.write_bytes(parquet_bytes([_hub_row(r) for r in records], _hotpot_features()))
@@ -161,7 +161,7 @@ def test_hotpotqa_hub_layout_converts_to_the_same_instances(tmp_path):
 
 
 def test_hotpotqa_builds_from_the_hub_at_its_pinned_revisions(hub, tmp_path):  # noqa: F811
-    write_sample_sources(tmp_path)
+    write_hotpotqa_sources(tmp_path)
     records = [json.loads(line) for line in (tmp_path / "hotpotqa" / "sample.jsonl").read_text().splitlines()]
     features = _hotpot_features()
     decoy = dict(_hub_row(records[0]), id="TRAIN-only")
@@ -257,9 +257,9 @@ def _obelics_rows(image_urls: list[list[str]]) -> list[dict]:
     for d, urls in enumerate(image_urls):
         texts, images = [], []
         for url in urls:
-            texts += [_needle_prose(rng, 8), None]
+            texts += [needle_prose(rng, 8), None]
             images += [None, url]
-        texts.append(_needle_prose(rng, 8))
+        texts.append(needle_prose(rng, 8))
         images.append(None)
         rows.append({"images": images, "metadata": json.dumps([None] * len(images)),
                      "general_metadata": json.dumps({"url": f"https://example.org/doc{d}"}), "texts": texts})
