@@ -26,7 +26,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--model", default=None,
                         help="comma list of models: bm25 | minilm | st:<path> | hf:<path-or-name> | vllm:<name> | "
                              f"openai:<model>@<base_url>. Default {DEFAULT_MODELS!r}, where MiniLM scores only the "
-                             "pools it can take (text) and its image-pool skips do not fail the run")
+                             "pools it can take (text) and its image-pool skips do not fail the run (also when the pair is given "
+                             "explicitly; MiniLM alone or with other models fails on image pools)")
     parser.add_argument("--pools", nargs="+", default=["*"],
                         help="glob patterns of pool names to score (space or comma separated), default all")
     parser.add_argument("--batch-size", type=int, default=16,
@@ -86,7 +87,8 @@ def _run(args) -> int:
     if unknown or not modalities:
         raise UserError(f"--modalities: unknown {sorted(unknown)}; choose from {','.join(KNOWN_MODALITIES)}")
     specs = _split([args.model or DEFAULT_MODELS])
-    lenient = {"minilm"} if args.model is None else set()
+    # the default pair, whether left implicit or spelled out, lets MiniLM skip image pools without failing
+    lenient = {"minilm"} if set(specs) == set(_split([DEFAULT_MODELS])) else set()
     log = (lambda *a, **k: None) if args.quiet else print
 
     started = time.perf_counter()
@@ -119,6 +121,7 @@ def _run(args) -> int:
                      "seed": args.seed, "pools": _split(args.pools)},
         "results": outcome.results,
         "skipped": outcome.skipped,
+        "table4": reports.table4_data(outcome.results),
         "timings": {"total_s": round(time.perf_counter() - started, 3),
                     "dense_embed_items_per_s": round(embedded / embed_seconds, 2) if embed_seconds else None},
     }

@@ -99,6 +99,88 @@ def grid_table(rows) -> str:
     return "\n".join(lines)
 
 
+BACKGROUNDS = ("text", "mixed", "image")  # Table 4's columns, in the paper's order
+BACKGROUND_HEADERS = {"text": "Text", "mixed": "Mix", "image": "Image"}
+NEEDLE_MODALITIES = ("text", "image")
+_GRID_NAME = re.compile(r"^needle-(?P<needle>[a-z]+)-(?P<background>[a-z]+)-")
+
+
+def grid_cell(row) -> tuple[str, str] | None:
+    """(needle modality, background) of a Visual Grounding grid pool, from the pool's `extra` facts
+    (the builder writes them), else from its name `needle-<needle>-<background>-<length>-d<depth>`;
+    None where the pool is not one of the grid's (needle modality, background) cells."""
+    if row.get("depth") is None:
+        return None
+    extra = row.get("extra") or {}
+    needle, background = extra.get("needle_modality"), extra.get("background")
+    if not (needle and background):
+        match = _GRID_NAME.match(row["pool"])
+        if not match:
+            return None
+        needle, background = match["needle"], match["background"]
+    if needle not in NEEDLE_MODALITIES or background not in BACKGROUNDS:
+        return None
+    return needle, background
+
+
+def _std(values):
+    """Population standard deviation (ddof=0) of the values present: the spread across backgrounds."""
+    mean = _mean(values)
+    values = [v for v in values if v is not None]
+    return math.sqrt(sum((v - mean) ** 2 for v in values) / len(values)) if values else None
+
+
+def table4_data(rows) -> list[dict]:
+    """Paper Table 4: per model and needle modality, P@1 per background averaged over the grid's
+    lengths and depths (every pool weighs the same), and the mean and population std across the
+    three backgrounds. A background none of whose pools the model scored is None, and then so are
+    mean and std (they are over all three backgrounds or not at all). `n_pools` says how many pools
+    each cell averages, `expected_pools` how many pools of that cell any model scored."""
+    cells = [(grid_cell(r), r) for r in rows]
+    cells = [(c, r) for c, r in cells if c is not None]
+    if not cells:
+        return []
+    expected = defaultdict(set)
+    for cell, r in cells:
+        expected[cell].add(r["pool"])
+    out = []
+    for model in dict.fromkeys(r["model"] for _, r in cells):
+        for needle in NEEDLE_MODALITIES:
+            if not any(cell[0] == needle for cell, _ in cells):
+                continue
+            backgrounds = {}
+            for background in BACKGROUNDS:
+                values = [_value(r) for cell, r in cells if r["model"] == model and cell == (needle, background)]
+                backgrounds[background] = {"p@1": _mean(values), "n_pools": len(values),
+                                           "expected_pools": len(expected[(needle, background)])}
+            per_background = [b["p@1"] for b in backgrounds.values()]
+            complete = all(v is not None for v in per_background)
+            out.append({"model": model, "needle_modality": needle, "metric": MAIN_METRIC, "backgrounds": backgrounds,
+                        "mean": _mean(per_background) if complete else None,
+                        "std": _std(per_background) if complete else None})
+    return out
+
+
+def table4(rows) -> str:
+    """Rows: model x needle modality. Columns: Text / Mix / Image background (P@1 x100 averaged over the
+    grid's lengths and depths), Mean ± std across the three backgrounds."""
+    data = table4_data(rows)
+    if not data:
+        return ""
+    lines = ["| Model | Needle | " + " | ".join(BACKGROUND_HEADERS[b] for b in BACKGROUNDS) + " | Mean ± std |",
+             "|---|---|" + "---:|" * (len(BACKGROUNDS) + 1)]
+    for entry in data:
+        cells = []
+        for background in BACKGROUNDS:
+            cell = entry["backgrounds"][background]
+            partial = cell["p@1"] is not None and cell["n_pools"] < cell["expected_pools"]
+            cells.append(_fmt(cell["p@1"]) + (f" ({cell['n_pools']}/{cell['expected_pools']} pools)" if partial else ""))
+        spread = "–" if entry["mean"] is None else f"{_fmt(entry['mean'])} ± {_fmt(entry['std'])}"
+        lines.append(f"| {entry['model']} | {entry['needle_modality'].capitalize()} | " + " | ".join(cells)
+                     + f" | {spread} |")
+    return "\n".join(lines)
+
+
 def pool_table(rows) -> str:
     lines = ["| Model | Pool | Queries | Candidates | P@1 [95% CI] | P@5 | nDCG@10 | MRR | Truncated q/c | Tied positives |",
              "|---|---|---:|---:|---|---:|---:|---:|---:|---:|"]
@@ -119,6 +201,9 @@ def markdown(report: dict) -> str:
              "as the positive ranks above it (e.g. inputs identical after middle truncation).", ""]
     for title, body in (("Table 3 layout: by task and dataset", table3(rows)),
                         ("Table 12 layout: by length", table12(rows)),
+                        ("Table 4 layout: Visual Grounding by needle modality and background "
+                         "(P@1 averaged over lengths and depths; mean ± population std across backgrounds)",
+                         table4(rows)),
                         ("Needle grid (P@1 by depth and length)", grid_table(rows)),
                         ("Per pool", pool_table(rows) if rows else "")):
         if body:
@@ -199,10 +284,12 @@ def plot_depth_heatmaps(rows, directory: Path) -> list[Path]:
             for i, row in enumerate(values):
                 for j, v in enumerate(row):
                     ax.text(j, i, _fmt(v), ha="center", va="center", fontsize=8)
-            ax.set_xlabel("context length")
-            ax.set_ylabel("needle depth")
-            ax.set_title(f"{group} – {model} ({HEATMAP_METRIC})", fontsize=9)
-            fig.colorbar(image, ax=ax)
+            ax.set_xlabel("context length (tokens)")
+            ax.set_ylabel("needle depth (% of the document)")
+            cell = grid_cell(mine[0])
+            what = f"{cell[0]} needle, {BACKGROUND_HEADERS[cell[1]].lower()} background" if cell else group
+            ax.set_title(f"{model}: {what}\n{HEATMAP_METRIC} (x100 in cells)", fontsize=9)
+            fig.colorbar(image, ax=ax, label=HEATMAP_METRIC)
             fig.tight_layout()
             path = directory / f"heatmap_{_slug(model)}_{_slug(group)}.png"
             fig.savefig(path, dpi=120)

@@ -115,3 +115,39 @@ def standard_benchmark(root: Path) -> Path:
         make_pool("needle-text-essay-256-d75", dataset="needle", difficulty="grid", length=256, depth=75.0, words=100),
     ]
     return write_benchmark(root, pools)
+
+
+GRID_BACKGROUNDS = ("text", "mixed", "image")
+MISS_QUERY = "zzzz qqqq"  # shares no word with any candidate: BM25 ties it at zero, a miss under the tie rule
+
+
+def grid_pool(needle: str, background: str, length: int, depth: float, misses: int, n_queries: int = 4) -> Pool:
+    """One Visual Grounding grid cell, named and described as the needle builder does it
+    (`needle-<needle>-<background>-<length>-d<depth>`, facts needle_modality/background -> `extra`).
+    The first `misses` queries share no word with any candidate. Text background: text candidates;
+    mixed (and an image needle in text): text with an image; image: candidates that are one image each and
+    no text at all, so BM25 scores them all zero."""
+    name = f"needle-{needle}-{background}-{length}-d{depth:g}"
+    pool = make_pool(name, dataset="needle", task="visual_grounding", difficulty="grid", length=length,
+                     depth=depth, n_queries=n_queries, words=60,
+                     images=background == "mixed" or (needle == "image" and background == "text"))
+    pool.facts = {"needle_modality": needle, "background": background, "fixture": True}
+    pool.modality = "text" if background == needle == "text" else ("image" if background == needle else "mixed")
+    for query in pool.queries[:misses]:
+        query.text = MISS_QUERY
+    if background == "image":
+        for k, candidate in enumerate(pool.candidates):
+            picture = image_segment(png((40 * k % 256, 90, 160)), height=48, width=64)
+            candidate.document = candidate.document.with_segments((picture,))
+            candidate.n_tokens = candidate.document.tokens
+    return pool
+
+
+def grid_benchmark(root: Path, misses: dict) -> Path:
+    """A needle grid: `misses[(needle, background)]` lists the missed queries (of 4) of each pool, in the
+    order (256, d25), (256, d75), (512, d25), (512, d75)."""
+    cells = [(256, 25.0), (256, 75.0), (512, 25.0), (512, 75.0)]
+    pools = [grid_pool(needle, background, length, depth, miss)
+             for (needle, background), counts in misses.items()
+             for (length, depth), miss in zip(cells, counts)]
+    return write_benchmark(root, pools)

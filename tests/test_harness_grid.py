@@ -1,0 +1,111 @@
+"""The Visual Grounding grid in the reports: paper Table 4 (model x needle modality by background, mean and
+std across backgrounds) and the Figure 3 depth x length heatmaps, on a fixture grid with a known score pattern."""
+
+import json
+
+import pytest
+
+from tests._fixtures_harness import grid_benchmark
+from harness import report
+from harness.cli import main
+
+
+@pytest.fixture(autouse=True)
+def _offline(monkeypatch):
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+
+
+# Missed queries (of 4) per pool, in the order (256, d25), (256, d75), (512, d25), (512, d75). Every other
+# query shares its topic words with its positive only, so BM25 ranks it first; the image background's
+# candidates hold no text, so BM25 scores them all zero and misses every query there whatever this says.
+MISSES = {
+    ("text", "text"): [0, 1, 2, 1],    # P@1 1, .75, .5, .75  -> 0.75
+    ("text", "mixed"): [2, 2, 3, 1],   # P@1 .5, .5, .25, .75 -> 0.5
+    ("text", "image"): [0, 0, 0, 0],   # all-zero scores      -> 0.0
+    ("image", "text"): [4, 4, 0, 0],   # P@1 0, 0, 1, 1       -> 0.5
+    ("image", "mixed"): [1, 1, 1, 2],  # P@1 .75, .75, .75, .5 -> 0.6875
+    ("image", "image"): [0, 0, 0, 0],  # all-zero scores      -> 0.0
+}
+
+
+@pytest.fixture(scope="module")
+def grid(tmp_path_factory):
+    return grid_benchmark(tmp_path_factory.mktemp("grid") / "needle", MISSES)
+
+
+def run(tmp_path, dataset, *extra, name="out"):
+    output = tmp_path / name
+    code = main(["--dataset", str(dataset), "--output", str(output), "--cache-dir", str(tmp_path / "cache"),
+                 "--quiet", "--bootstrap", "50", *extra])
+    return code, json.loads((output / "results.json").read_text()), output
+
+
+def test_table4_bm25_on_a_known_score_pattern(tmp_path, grid, capsys):
+    code, result, output = run(tmp_path, grid, "--model", "bm25")
+    assert code == 0 and not result["skipped"]
+    p1 = {r["pool"]: r["metrics"]["p@1"]["value"] for r in result["results"]}
+    assert p1["needle-text-text-256-d75"] == 0.75 and p1["needle-image-text-256-d25"] == 0.0
+    assert p1["needle-image-image-512-d25"] == 0.0  # image-only candidates: zeros, not a crash
+    rows = {(e["model"], e["needle_modality"]): e for e in result["table4"]}
+    assert list(rows) == [("bm25", "text"), ("bm25", "image")]
+    text, image = rows["bm25", "text"], rows["bm25", "image"]
+    assert {b: c["p@1"] for b, c in text["backgrounds"].items()} == {"text": 0.75, "mixed": 0.5, "image": 0.0}
+    assert {b: c["p@1"] for b, c in image["backgrounds"].items()} == {"text": 0.5, "mixed": 0.6875, "image": 0.0}
+    assert all(c["n_pools"] == c["expected_pools"] == 4 for c in text["backgrounds"].values())
+    # mean and population std (ddof=0) across the three backgrounds
+    assert text["mean"] == pytest.approx(1.25 / 3) and text["std"] == pytest.approx(0.3118047822)
+    assert image["mean"] == pytest.approx(1.1875 / 3) and image["std"] == pytest.approx(0.2901746)
+    table = (output / "table.md").read_text()
+    assert "| Model | Needle | Text | Mix | Image | Mean ± std |" in table
+    assert "| bm25 | Text | 75.0 | 50.0 | 0.0 | 41.7 ± 31.2 |" in table
+    assert "| bm25 | Image | 50.0 | 68.8 | 0.0 | 39.6 ± 29.0 |" in table
+    assert "| bm25 | Image | 50.0 | 68.8 | 0.0 | 39.6 ± 29.0 |" in capsys.readouterr().out  # printed too
+    # Figure 3: one depth x length heatmap per (model, needle modality, background)
+    for needle, background in MISSES:
+        assert (output / f"heatmap_bm25_needle-{needle}-{background}.png").read_bytes()[:4] == b"\x89PNG"
+    assert len(list(output.glob("heatmap_*.png"))) == 6
+
+
+def test_default_pair_skips_image_pools_for_minilm_without_failing(tmp_path, grid):
+    code, result, output = run(tmp_path, grid, "--pools", "needle-text-*")
+    assert code == 0
+    skipped = {(s["model"], s["pool"]) for s in result["skipped"]}
+    assert all(not s["counts_as_failure"] and s["reason"] == "minilm cannot take image (takes text)"
+               for s in result["skipped"])
+    assert len(skipped) == 8 and ("minilm", "needle-text-mixed-256-d25") in skipped
+    minilm = next(e for e in result["table4"] if e["model"] == "minilm")
+    assert minilm["needle_modality"] == "text" and minilm["backgrounds"]["text"]["n_pools"] == 4
+    assert minilm["backgrounds"]["mixed"]["p@1"] is None and minilm["mean"] is None and minilm["std"] is None
+    assert "| minilm | Text | " in (output / "table.md").read_text()
+    assert [p.name for p in output.glob("heatmap_minilm_*.png")] == ["heatmap_minilm_needle-text-text.png"]
+    # the same pair spelled out is the same run; MiniLM alone on image pools still fails
+    code, _, _ = run(tmp_path, grid, "--pools", "needle-text-*", "--model", "bm25,minilm", name="explicit")
+    assert code == 0
+    code, _, _ = run(tmp_path, grid, "--pools", "needle-text-mixed-256-d25", "--model", "minilm", name="alone")
+    assert code == 1
+
+
+def _row(model, pool, value, extra=None):
+    parts = pool.split("-")
+    return {"model": model, "pool": pool, "length": int(parts[3]), "depth": float(parts[4][1:]),
+            "extra": extra if extra is not None else {}, "metrics": {"p@1": {"value": value}}}
+
+
+def test_table4_marks_partial_cells_and_reads_names_without_facts():
+    rows = [_row("a", "needle-text-text-256-d0", 1.0), _row("a", "needle-text-text-256-d100", 0.5),
+            _row("a", "needle-text-mixed-256-d0", 0.25), _row("a", "needle-text-image-256-d0", 0.0),
+            _row("b", "needle-text-text-256-d0", 0.5),  # b lacks one text pool and both other backgrounds
+            _row("a", "needle-text-essay-256-d0", 1.0),  # not a grid background: left out
+            {**_row("a", "needle-text-text-256-d0", 1.0), "pool": "govreport-easy-256", "depth": None}]
+    data = report.table4_data(rows)
+    assert [(e["model"], e["needle_modality"]) for e in data] == [("a", "text"), ("b", "text")]
+    assert data[0]["backgrounds"]["text"] == {"p@1": 0.75, "n_pools": 2, "expected_pools": 2}
+    assert data[0]["mean"] == pytest.approx(1 / 3)
+    assert data[1]["backgrounds"]["text"] == {"p@1": 0.5, "n_pools": 1, "expected_pools": 2}
+    assert data[1]["mean"] is None
+    table = report.table4(rows)
+    assert "| a | Text | 75.0 | 25.0 | 0.0 | 33.3 ± 31.2 |" in table
+    assert "| b | Text | 50.0 (1/2 pools) | – | – | – |" in table
+    # the builder's facts win over the name
+    facts = [_row("c", "needle-x-y-256-d0", 0.5, {"needle_modality": "image", "background": "mixed"})]
+    assert report.table4_data(facts)[0]["backgrounds"]["mixed"]["p@1"] == 0.5
