@@ -28,15 +28,15 @@ _LATIN_END = re.compile(r"[.!?][\"'”’)\]]*(?=\s+[\"'“‘(\[]?[A-Z0-9])")
 _CJK_END = re.compile(r"[。！？；…][”’」』）》]*")
 
 
-def split_paragraphs(text: str) -> list[str]:
-    """Paragraphs, each with the newline run that ends it. Leading blank lines stay with the first."""
+def _cut(text: str, cuts) -> list[str]:
+    """Cut text at the given offsets, never leaving a piece of whitespace alone: it joins the
+    piece before it (or, at the very start, the piece after it)."""
     pieces: list[str] = []
     start = 0
-    for match in _PARAGRAPH_END.finditer(text):
-        end = match.end()
-        if text[start:match.start()].strip():
-            pieces.append(text[start:end])
-            start = end
+    for cut in cuts:
+        if cut > start and text[start:cut].strip():
+            pieces.append(text[start:cut])
+            start = cut
     if start < len(text):
         tail = text[start:]
         if pieces and not tail.strip():
@@ -44,6 +44,11 @@ def split_paragraphs(text: str) -> list[str]:
         else:
             pieces.append(tail)
     return pieces
+
+
+def split_paragraphs(text: str) -> list[str]:
+    """Paragraphs, each with the newline run that ends it. Leading blank lines stay with the first."""
+    return _cut(text, (m.end() for m in _PARAGRAPH_END.finditer(text)))
 
 
 def _is_abbreviation(text: str, dot_index: int) -> bool:
@@ -71,19 +76,7 @@ def split_sentences(paragraph: str) -> list[str]:
         end = match.end()
         if paragraph[end:].strip():
             cuts.append(end)
-    pieces: list[str] = []
-    start = 0
-    for cut in sorted(set(cuts)):
-        if cut > start and paragraph[start:cut].strip():
-            pieces.append(paragraph[start:cut])
-            start = cut
-    if start < len(paragraph):
-        tail = paragraph[start:]
-        if pieces and not tail.strip():
-            pieces[-1] += tail
-        else:
-            pieces.append(tail)
-    return pieces
+    return _cut(paragraph, sorted(set(cuts)))
 
 
 def normalise_newlines(text: str) -> str:
