@@ -5,8 +5,11 @@ against MTEB's evaluator: P@k = (positives in the top k) / k, which with one pos
 1/k; nDCG@10 = 1/log2(rank+1) for rank <= 10; MRR = 1/rank over the full ranking. `hit@5`
 (the positive is in the top 5) is the readable form of P@5 and what the depth heatmaps show.
 
-Ties: a candidate scoring exactly as much as the positive is ranked above it (pessimistic), so
-a model that scores everything equal (e.g. BM25 with no term overlap) does not get lucky hits.
+Ties: a candidate scoring exactly as much as the positive may land above or below it, and every
+metric is its expected value over a uniformly random order of the tied candidates (tie-aware
+evaluation, McSherry & Najork, ECIR 2008). A model that scores everything equal (BM25 with no
+term overlap, inputs identical after middle truncation) gets chance, neither 0 nor a lucky 1,
+and the result does not depend on candidate order. Without ties this is trec_eval's definition.
 """
 
 from __future__ import annotations
@@ -18,30 +21,45 @@ MAIN_METRIC = "p@1"
 
 
 def positive_ranks(scores: np.ndarray, positive_index: list[int] | np.ndarray) -> np.ndarray:
-    """1-based rank of each query's positive among all candidates of the pool."""
+    """[n_queries, 2]: the best and the worst 1-based rank each query's positive can take among
+    all candidates of the pool (they differ when other candidates tie with it)."""
     positive_index = np.asarray(positive_index)
     positive_scores = scores[np.arange(len(scores)), positive_index][:, None]
-    better_or_tied = (scores >= positive_scores).sum(axis=1)  # includes the positive itself
-    return better_or_tied.astype(np.int64)
+    better = (scores > positive_scores).sum(axis=1)
+    tied = (scores == positive_scores).sum(axis=1)  # includes the positive itself
+    return np.stack([better + 1, better + tied], axis=1).astype(np.int64)
 
 
 def tied_positives(scores: np.ndarray, positive_index) -> int:
     """Queries whose positive scores exactly as much as some other candidate (e.g. inputs identical
-    after middle truncation): reported, because the pessimistic tie rule decides them."""
+    after middle truncation): reported, because the tie rule, not the model, decides them."""
     positive_index = np.asarray(positive_index)
     positive_scores = scores[np.arange(len(scores)), positive_index][:, None]
     return int(((scores == positive_scores).sum(axis=1) > 1).sum())
 
 
+_VALUE_AT_RANK = {
+    "p@1": lambda r: (r <= 1).astype(np.float64),
+    "p@5": lambda r: (r <= 5) / 5.0,
+    "hit@5": lambda r: (r <= 5).astype(np.float64),
+    "ndcg@10": lambda r: np.where(r <= 10, 1.0 / np.log2(r + 1.0), 0.0),
+    "mrr": lambda r: 1.0 / r,
+}
+
+
 def per_query(ranks: np.ndarray) -> dict[str, np.ndarray]:
-    ranks = np.asarray(ranks, dtype=np.float64)
-    return {
-        "p@1": (ranks <= 1).astype(np.float64),
-        "p@5": (ranks <= 5) / 5.0,
-        "hit@5": (ranks <= 5).astype(np.float64),
-        "ndcg@10": np.where(ranks <= 10, 1.0 / np.log2(ranks + 1.0), 0.0),
-        "mrr": 1.0 / ranks,
-    }
+    """Each metric per query: its mean over the ranks the positive can take (a 1-D array of exact
+    ranks, or the [n, 2] best/worst ranks from ``positive_ranks``)."""
+    ranks = np.asarray(ranks, dtype=np.int64)
+    if ranks.ndim == 1:
+        ranks = np.stack([ranks, ranks], axis=1)
+    first, last = ranks[:, 0], ranks[:, 1]
+    every_rank = np.arange(1, int(last.max(initial=1)) + 1, dtype=np.float64)
+    out = {}
+    for name, value_at in _VALUE_AT_RANK.items():
+        cumulative = np.concatenate([[0.0], np.cumsum(value_at(every_rank))])
+        out[name] = (cumulative[last] - cumulative[first - 1]) / (last - first + 1)
+    return out
 
 
 def bootstrap_ci(values: np.ndarray, n_resamples: int = 1000, seed: int = 0, alpha: float = 0.05) -> tuple[float, float]:

@@ -197,8 +197,9 @@ def pool_table(rows) -> str:
 def markdown(report: dict) -> str:
     rows = report["results"]
     parts = [f"# Scores on {report['dataset']['ref']}", "",
-             "P@1 x 100. Easy/Hard columns average the pool's lengths. A candidate scoring exactly as much "
-             "as the positive ranks above it (e.g. inputs identical after middle truncation).", ""]
+             "P@1 x 100. Easy/Hard columns average the pool's lengths. Candidates that score exactly as much "
+             "as the positive (e.g. inputs identical after middle truncation) count by expectation over "
+             "their possible orders: a model that cannot tell them apart gets chance.", ""]
     for title, body in (("Table 3 layout: by task and dataset", table3(rows)),
                         ("Table 12 layout: by length", table12(rows)),
                         ("Table 4 layout: Visual Grounding by needle modality and background "

@@ -16,16 +16,24 @@ def _offline(monkeypatch):
 
 
 # Missed queries (of 4) per pool, in the order (256, d25), (256, d75), (512, d25), (512, d75). Every other
-# query shares its topic words with its positive only, so BM25 ranks it first; the image background's
-# candidates hold no text, so BM25 scores them all zero and misses every query there whatever this says.
+# query shares its topic words with its positive only, so BM25 ranks it first; a missed query shares no word
+# with any candidate, so all candidates tie and it scores chance, 1/n. The image background's candidates
+# hold no text, so every query there ties with everything, whatever this says.
 MISSES = {
-    ("text", "text"): [0, 1, 2, 1],    # P@1 1, .75, .5, .75  -> 0.75
-    ("text", "mixed"): [2, 2, 3, 1],   # P@1 .5, .5, .25, .75 -> 0.5
-    ("text", "image"): [0, 0, 0, 0],   # all-zero scores      -> 0.0
-    ("image", "text"): [4, 4, 0, 0],   # P@1 0, 0, 1, 1       -> 0.5
-    ("image", "mixed"): [1, 1, 1, 2],  # P@1 .75, .75, .75, .5 -> 0.6875
-    ("image", "image"): [0, 0, 0, 0],  # all-zero scores      -> 0.0
+    ("text", "text"): [0, 1, 2, 1],
+    ("text", "mixed"): [2, 2, 3, 1],
+    ("text", "image"): [0, 0, 0, 0],
+    ("image", "text"): [4, 4, 0, 0],
+    ("image", "mixed"): [1, 1, 1, 2],
+    ("image", "image"): [0, 0, 0, 0],
 }
+CELLS = [(256, "25"), (256, "75"), (512, "25"), (512, "75")]
+
+
+def expected_p1(needle: str, background: str, misses: int, n_candidates: int) -> float:
+    if background == "image":
+        return 1 / n_candidates
+    return (4 - misses + misses / n_candidates) / 4
 
 
 @pytest.fixture(scope="module")
@@ -44,22 +52,33 @@ def test_table4_bm25_on_a_known_score_pattern(tmp_path, grid, capsys):
     code, result, output = run(tmp_path, grid, "--model", "bm25")
     assert code == 0 and not result["skipped"]
     p1 = {r["pool"]: r["metrics"]["p@1"]["value"] for r in result["results"]}
-    assert p1["needle-text-text-256-d75"] == 0.75 and p1["needle-image-text-256-d25"] == 0.0
-    assert p1["needle-image-image-512-d25"] == 0.0  # image-only candidates: zeros, not a crash
+    n = {r["pool"]: r["n_candidates"] for r in result["results"]}
+    expected = {}
+    for (needle, background), counts in MISSES.items():
+        cells = [expected_p1(needle, background, m, n[f"needle-{needle}-{background}-{length}-d{depth}"])
+                 for (length, depth), m in zip(CELLS, counts)]
+        for (length, depth), value in zip(CELLS, cells):
+            assert p1[f"needle-{needle}-{background}-{length}-d{depth}"] == pytest.approx(value)
+        expected[needle, background] = sum(cells) / len(cells)
     rows = {(e["model"], e["needle_modality"]): e for e in result["table4"]}
     assert list(rows) == [("bm25", "text"), ("bm25", "image")]
-    text, image = rows["bm25", "text"], rows["bm25", "image"]
-    assert {b: c["p@1"] for b, c in text["backgrounds"].items()} == {"text": 0.75, "mixed": 0.5, "image": 0.0}
-    assert {b: c["p@1"] for b, c in image["backgrounds"].items()} == {"text": 0.5, "mixed": 0.6875, "image": 0.0}
-    assert all(c["n_pools"] == c["expected_pools"] == 4 for c in text["backgrounds"].values())
-    # mean and population std (ddof=0) across the three backgrounds
-    assert text["mean"] == pytest.approx(1.25 / 3) and text["std"] == pytest.approx(0.3118047822)
-    assert image["mean"] == pytest.approx(1.1875 / 3) and image["std"] == pytest.approx(0.2901746)
+    for needle in ("text", "image"):
+        entry = rows["bm25", needle]
+        cells = [expected[needle, b] for b in ("text", "mixed", "image")]
+        assert {b: c["p@1"] for b, c in entry["backgrounds"].items()} == pytest.approx(
+            dict(zip(("text", "mixed", "image"), cells)))
+        assert all(c["n_pools"] == c["expected_pools"] == 4 for c in entry["backgrounds"].values())
+        # mean and population std (ddof=0) across the three backgrounds
+        mean = sum(cells) / 3
+        std = (sum((c - mean) ** 2 for c in cells) / 3) ** 0.5
+        assert entry["mean"] == pytest.approx(mean) and entry["std"] == pytest.approx(std)
+        line = (f"| bm25 | {needle.title()} | " + " | ".join(f"{100 * c:.1f}" for c in cells)
+                + f" | {100 * mean:.1f} ± {100 * std:.1f} |")
+        expected[needle] = line
     table = (output / "table.md").read_text()
     assert "| Model | Needle | Text | Mix | Image | Mean ± std |" in table
-    assert "| bm25 | Text | 75.0 | 50.0 | 0.0 | 41.7 ± 31.2 |" in table
-    assert "| bm25 | Image | 50.0 | 68.8 | 0.0 | 39.6 ± 29.0 |" in table
-    assert "| bm25 | Image | 50.0 | 68.8 | 0.0 | 39.6 ± 29.0 |" in capsys.readouterr().out  # printed too
+    assert expected["text"] in table and expected["image"] in table
+    assert expected["image"] in capsys.readouterr().out  # printed too
     # Figure 3: one depth x length heatmap per (model, needle modality, background)
     for needle, background in MISSES:
         assert (output / f"heatmap_bm25_needle-{needle}-{background}.png").read_bytes()[:4] == b"\x89PNG"

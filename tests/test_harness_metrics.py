@@ -22,16 +22,21 @@ def test_images_are_kept_or_dropped_whole():
     assert sum(costs[:n_head]) + sum(costs[len(costs) - n_tail:]) <= 10
 
 
-def test_ties_rank_the_positive_last():
-    scores = np.array([[0.0, 0.0, 0.0], [0.1, 0.9, 0.5]])
-    assert positive_ranks(scores, [1, 1]).tolist() == [3, 1]
-    assert tied_positives(scores, [1, 1]) == 1
+def test_ties_count_as_the_expected_value_over_their_orders():
+    scores = np.array([[0.0, 0.0, 0.0], [0.1, 0.9, 0.5], [0.7, 0.7, 0.9]])
+    ranks = positive_ranks(scores, [1, 1, 1])
+    assert ranks.tolist() == [[1, 3], [1, 1], [2, 3]]
+    assert tied_positives(scores, [1, 1, 1]) == 2
+    values = per_query(ranks)
+    assert values["p@1"].tolist() == pytest.approx([1 / 3, 1, 0])  # all equal: chance, not 0
+    assert values["mrr"].tolist() == pytest.approx([(1 + 1 / 2 + 1 / 3) / 3, 1, (1 / 2 + 1 / 3) / 2])
+    assert values["hit@5"].tolist() == [1, 1, 1]
 
 
 def test_per_query_definitions():
     values = per_query(np.array([1, 3, 11]))
     assert values["p@1"].tolist() == [1, 0, 0]
-    assert values["p@5"].tolist() == [0.2, 0.2, 0]
+    assert values["p@5"].tolist() == pytest.approx([0.2, 0.2, 0])
     assert values["mrr"].tolist() == pytest.approx([1, 1 / 3, 1 / 11])
     assert values["ndcg@10"].tolist() == pytest.approx([1, 0.5, 0])
 

@@ -67,14 +67,16 @@ def test_default_run_scores_text_pools_and_writes_reports(tmp_path, bench, capsy
 
 
 def test_bm25_ranks_by_words(tmp_path):
-    # a pool where the query shares no word with any candidate: every score ties at 0 -> P@1 is 0, not luck
+    # a pool where the query shares no word with any candidate: every score ties at 0 -> P@1 is chance
     pool = make_pool("x-easy-256", words=60)
     for query in pool.queries:
         query.text = "zzzz qqqq"
     bench = write_benchmark(tmp_path / "nowords", [pool, make_pool("y-easy-256", words=60)])
     code, report, _ = score(tmp_path, bench, "--model", "bm25")
     assert code == 0
-    assert by_pool(report, "bm25")["x-easy-256"]["metrics"]["p@1"]["value"] == 0.0
+    blind = by_pool(report, "bm25")["x-easy-256"]
+    assert blind["metrics"]["p@1"]["value"] == pytest.approx(1 / blind["n_candidates"])
+    assert blind["tied_positives"] == blind["n_queries"]
     assert by_pool(report, "bm25")["y-easy-256"]["metrics"]["p@1"]["value"] == 1.0
 
 
