@@ -18,7 +18,7 @@ from typing import Iterable, Iterator
 
 from mmlongembed.bm25 import BM25Index, bm25_tokenize
 from mmlongembed.builder import Builder, BuildReport, CommonConfig, Problem, register
-from mmlongembed.documents import Document, text_document
+from mmlongembed.documents import text_document
 from mmlongembed.errors import FitError, UserError
 from mmlongembed.manifest import files_identity
 from mmlongembed.ops.donor import exchangeable_offsets, replace_span_with_donor, text_sha256

@@ -271,8 +271,8 @@ def read_hub_sources(config: NeedleConfig, builder_name: str, report: BuildRepor
     if not documents:
         raise UserError(f"no haystack text in {OBELICS.repo}@{OBELICS.revision[:12]}")
     if want_photos and not photos:
-        raise UserError(f"no OBELICS image could be fetched (see the image_fetch_failed count); the mixed and image "
-                        f"backgrounds need them: pass --backgrounds text, or --sources DIR with images/")
+        raise UserError("no OBELICS image could be fetched (see the image_fetch_failed count); the mixed and image "
+                        "backgrounds need them: pass --backgrounds text, or --sources DIR with images/")
     return Sources(records, surnames(names_text), documents, photos, [], None)
 
 

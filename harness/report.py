@@ -88,7 +88,7 @@ def grid_table(rows) -> str:
     if not grid:
         return ""
     lengths = sorted({r["length"] for r in grid})
-    lines = [f"| Model | Grid | Depth % | " + " | ".join(_length_name(n) for n in lengths) + " |",
+    lines = ["| Model | Grid | Depth % | " + " | ".join(_length_name(n) for n in lengths) + " |",
              "|---|---|---:|" + "---:|" * len(lengths)]
     for model in dict.fromkeys(r["model"] for r in grid):
         for group in sorted({grid_group(r) for r in grid if r["model"] == model}):

@@ -63,8 +63,6 @@ def _with_extra_columns(data: dict, features: dict, rows: Sequence[dict], owner:
 def corpus_table(pool: Pool):
     import datasets
 
-    from mmlongembed.documents import IMAGE_PLACEHOLDER  # noqa: F401  (documented in the layout)
-
     data: dict[str, list] = {k: [] for k in (
         "_id", "title", "text", "images", "n_tokens", "n_text_tokens", "n_image_tokens",
         "role", "group", "source_id", "provenance")}

@@ -14,7 +14,7 @@ from pathlib import Path
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from mmlongembed.documents import Document, image_segment, text_document
+from mmlongembed.documents import image_segment, text_document
 from mmlongembed.output import data_files, write_tables
 from mmlongembed.pools import EASY_NEGATIVE, HARD_NEGATIVE, POSITIVE, Candidate, LengthBand, Pool, Query
 from mmlongembed.tokens import default_counter

@@ -16,9 +16,6 @@ import sys
 import textwrap
 from pathlib import Path
 
-import pytest
-
-from mmlongembed.hub_server import LoopbackHub
 from mmlongembed.documents import text_document
 from mmlongembed.output import data_files, pool_statistics, write_json, write_tables
 from mmlongembed.pools import Candidate, LengthBand, Pool, Query
@@ -138,13 +135,3 @@ print("HASHES=" + json.dumps(out))
 
 
 REPO = f"{USER}/mmle-bench"
-
-
-@pytest.fixture()
-def hub(monkeypatch):
-    # The loopback Hub speaks classic LFS, not Xet; the flag is read at import time, so patch it.
-    from huggingface_hub import constants
-
-    monkeypatch.setattr(constants, "HF_HUB_DISABLE_XET", True)
-    with LoopbackHub({TOKEN: USER}) as server:
-        yield server

@@ -2,7 +2,6 @@
 a config, with the real Qwen3 tokenizer, embeds an interleaved image-and-text pool."""
 
 import json
-import os
 from pathlib import Path
 
 import numpy as np

@@ -24,12 +24,12 @@ from builders.visual_grounding import NEEDLEBENCH, OBELICS
 from mmlongembed.rng import derive_rng
 from mmlongembed.testing import NAMES, NEEDLE_RECORDS, needle_prose, write_govreport_jsonl, write_hotpotqa_sources
 from mmlongembed.validate import format_report, validate_dir
-from tests._publish_support import REPO_ROOT, TOKEN, client_env, hub  # noqa: F401  (hub is a fixture)
+from tests._publish_support import REPO_ROOT, TOKEN, client_env
 
 
 # -- helpers ----------------------------------------------------------------------------------
 
-def publish(hub, source, files: dict[str, bytes]) -> None:  # noqa: F811
+def publish(hub, source, files: dict[str, bytes]) -> None:
     """Create ``source.repo`` on the loopback Hub, commit ``files`` in one commit, and make the
     builder's pinned ``source.revision`` resolve to that commit."""
     from huggingface_hub import CommitOperationAdd, HfApi
@@ -80,7 +80,7 @@ def corpus_rows(build: Path) -> list[dict]:
     return rows
 
 
-def pinned_requests(hub, source) -> list[str]:  # noqa: F811
+def pinned_requests(hub, source) -> list[str]:
     return [path for _, path in hub.requests if source.repo in path and source.revision in path]
 
 
@@ -92,7 +92,7 @@ def closed_port() -> int:
 
 # -- GovReport: ccdv/govreport-summarization, config document, split test ----------------------------
 
-def test_govreport_builds_from_the_hub_at_its_pinned_revision(hub, tmp_path):  # noqa: F811
+def test_govreport_builds_from_the_hub_at_its_pinned_revision(hub, tmp_path):
     records = write_govreport_jsonl(tmp_path / "reports.jsonl", n_reports=16, paragraphs=(5, 30))
     rows = [{"report": r["report"], "summary": r["summary"]} for r in records]  # the repo has no id column
     decoy = [{"report": r["report"] + " decoy", "summary": r["summary"]} for r in records[:4]]
@@ -160,7 +160,7 @@ def test_hotpotqa_hub_layout_converts_to_the_same_instances(tmp_path):
         assert from_hub == original
 
 
-def test_hotpotqa_builds_from_the_hub_at_its_pinned_revisions(hub, tmp_path):  # noqa: F811
+def test_hotpotqa_builds_from_the_hub_at_its_pinned_revisions(hub, tmp_path):
     write_hotpotqa_sources(tmp_path)
     records = [json.loads(line) for line in (tmp_path / "hotpotqa" / "sample.jsonl").read_text().splitlines()]
     features = _hotpot_features()
@@ -266,7 +266,7 @@ def _obelics_rows(image_urls: list[list[str]]) -> list[dict]:
     return rows
 
 
-def test_needle_builds_from_needlebench_and_obelics_on_the_hub(hub, tmp_path):  # noqa: F811
+def test_needle_builds_from_needlebench_and_obelics_on_the_hub(hub, tmp_path):
     good = {f"/img{i}.png": _png(i, w, h) for i, (w, h) in enumerate([(300, 200), (240, 240), (200, 320), (256, 192)])}
     files = {**good, "/notanimage.png": b"<html>gone</html>"}
     with ImageServer(files) as web:

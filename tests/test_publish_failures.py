@@ -6,7 +6,7 @@ import pytest
 
 from mmlongembed.errors import UserError
 from mmlongembed.publish import publish
-from tests._publish_support import REPO, TOKEN, USER, hub, make_pool, write_build  # noqa: F401 (hub: fixture)
+from tests._publish_support import REPO, TOKEN, make_pool, write_build
 
 @pytest.fixture()
 def build(tmp_path):

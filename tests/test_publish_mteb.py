@@ -6,11 +6,9 @@ import json
 
 import pytest
 
-from mmlongembed.hub_server import LoopbackHub
 from mmlongembed.publish import publish
-from tests._publish_support import TOKEN, USER, client_env, make_pool, run_python, write_build
+from tests._publish_support import REPO, TOKEN, client_env, make_pool, run_python, write_build
 
-REPO = f"{USER}/mmle-bench"
 
 # MTEB's retrieval loader reads configs "<subset>-corpus|queries|qrels" when the task is multi-subset,
 # which is exactly the release layout with one subset per pool.
@@ -39,15 +37,6 @@ result = mteb.evaluate(model, ReleasedPools(), cache=None, show_progress_bar=Fal
 scores = result.task_results[0].scores["test"]
 print("SCORES=" + json.dumps({s["hf_subset"]: s["ndcg_at_10"] for s in scores}))
 """
-
-
-@pytest.fixture()
-def hub(monkeypatch):
-    from huggingface_hub import constants
-
-    monkeypatch.setattr(constants, "HF_HUB_DISABLE_XET", True)
-    with LoopbackHub({TOKEN: USER}) as server:
-        yield server
 
 
 @pytest.mark.slow

@@ -5,11 +5,10 @@ from __future__ import annotations
 import json
 
 import pyarrow.parquet as pq
-import pytest
 import yaml
 
 from mmlongembed.publish import pool_summaries, publish, release_notes
-from tests._publish_support import REPO, TOKEN, USER, hub, make_pool, write_build  # noqa: F401 (hub: fixture)
+from tests._publish_support import REPO, TOKEN, make_pool, write_build
 
 def push(hub, build, version, **kw):
     return publish(build, REPO, version, endpoint=hub.endpoint, token=TOKEN, log=lambda m: None, wait_s=0.01, **kw)

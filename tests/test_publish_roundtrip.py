@@ -4,17 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from mmlongembed.hub_server import LoopbackHub
-from tests._publish_support import (TOKEN, USER, client_env, load_hashes, make_pool, parquet_hashes, run_push_cli,
+from tests._publish_support import (REPO, TOKEN, client_env, load_hashes, make_pool, parquet_hashes, run_push_cli,
                              write_build)
 
-REPO = f"{USER}/mmle-bench"
-
-
-@pytest.fixture()
-def hub():
-    with LoopbackHub({TOKEN: USER}) as server:
-        yield server
 
 
 @pytest.fixture()
