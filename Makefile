@@ -36,6 +36,7 @@ test: $(STAMP)
 bench: $(STAMP)
 	$(BIN)/python bench/token_counter.py
 	$(BIN)/python bench/bm25.py
+	$(BIN)/python bench/harness_throughput.py
 
 score: $(STAMP)
 	$(BIN)/mmle score --dataset $(OUT)/$(DATASET) $(SCORE_ARGS)
