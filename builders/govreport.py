@@ -343,7 +343,6 @@ class GovReportBuilder(Builder):
 
     def card_context(self, config: GovReportConfig, pools: list[Pool]) -> dict:
         return {
-            "description": self.__doc__.strip().split("\n\n")[0].replace("\n", " "),
             "instruction": INSTRUCTION,
             "hard_variants": [v for v, _ in HARD_VARIANTS],
             "sources": [{

@@ -665,7 +665,6 @@ class HotpotQABuilder(Builder):
     def card_context(self, config: HotpotQAConfig, pools: list[Pool]) -> dict:
         local = bool(config.sources)
         return {
-            "description": self.__doc__.strip().split("\n\n")[0].replace("\n", " "),
             "instruction": INSTRUCTION,
             "sources": [
                 {"name": "HotpotQA (Yang et al., EMNLP 2018), distractor setting", "licence": HUB_SOURCE.licence,

@@ -821,7 +821,6 @@ class NeedleBuilder(Builder):
                           "bm25": confusability["per_pool"].get(pool.name)})
         total_mb = round(sum(c["payload_mb"] for c in cells), 1)
         return {
-            "description": self.__doc__.strip().split("\n\n")[0].replace("\n", " "),
             "instructions": {"text": TEXT_INSTRUCTION, "image_text": IMAGE_TEXT_INSTRUCTION,
                              "image_image": IMAGE_IMAGE_INSTRUCTION},
             "depths": list(self.depths(config)),

@@ -71,6 +71,9 @@ def run_build(builder: Builder, config, output_root: Path, overwrite: bool = Fal
             "shortcuts": report.shortcuts, "first_pool": pools[0].name, "llm_steps": report.llm_steps,
             "config": manifest["config"], **builder.card_context(config, pools),
         }
+        # the card's opening line: the builder's own summary, its docstring's first paragraph
+        summary = (type(builder).__doc__ or builder.title).strip().split("\n\n")[0]
+        context["description"] = " ".join(context.get("description", summary).split())
         (tmp_dir / "README.md").write_text(render_card(builder.card_template, context), encoding="utf-8")
         problems, checked = validate_dir(tmp_dir)
         print(summary_table(stats, report), file=sys.stderr)
