@@ -167,13 +167,11 @@ class GovReportBuilder(Builder):
 
     # -- pools ---------------------------------------------------------------------------
     def build_pools(self, records: list[Report], config: GovReportConfig, report: BuildReport) -> list[Pool]:
-        from tqdm.auto import tqdm
-
         counter = default_counter()
         bands = [LengthBand.halving(t) for t in sorted(set(config.lengths))]
         documents = {
             r.id: text_document(r.id, r.report, counter)
-            for r in tqdm(records, desc="tokenising reports", unit="report", disable=len(records) < 50)
+            for r in report.bar(records, "tokenising reports", "report")
         }
         summaries = {r.id: r.summary for r in records}
         bucket_of: dict[str, LengthBand] = {}
@@ -264,9 +262,7 @@ class GovReportBuilder(Builder):
                 shingles[rid] = _shingles(documents[rid].render()[0])
             return shingles[rid]
 
-        from tqdm.auto import tqdm
-
-        for rid in tqdm(order, desc=f"{pool.name}: hard negatives", unit="report", disable=len(order) < 50):
+        for rid in report.bar(order, f"{pool.name}: hard negatives", "report"):
             if len(pool.queries) >= config.max_queries_per_pool:
                 break
             try:

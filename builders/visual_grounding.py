@@ -496,8 +496,6 @@ class NeedleBuilder(Builder):
 
     # -- pools ---------------------------------------------------------------------------
     def build_pools(self, sources: Sources, config: NeedleConfig, report: BuildReport) -> list[Pool]:
-        from tqdm.auto import tqdm
-
         self._check_config(config)
         counter = default_counter()
         templates, template_skips = parse_templates(sources.needle_records, config.language)
@@ -512,8 +510,7 @@ class NeedleBuilder(Builder):
                  for m in config.needle_modalities for b in config.backgrounds
                  for length in sorted(set(config.lengths)) for d in self.depths(config)]
         pools = []
-        for needle_modality, background, band, depth in tqdm(cells, desc="building cells", unit="pool",
-                                                             disable=len(cells) < 8):
+        for needle_modality, background, band, depth in report.bar(cells, "building cells", "pool", min_items=8):
             name = cell_name(needle_modality, background, band, depth)
             needles, family = self._draw_needles(name, needle_modality, templates, sources, haystacks, n_per_pool,
                                                  config)

@@ -45,7 +45,7 @@ def run_build(builder: Builder, config, output_root: Path, overwrite: bool = Fal
     final_dir = Path(output_root) / builder.name
     if final_dir.exists() and not overwrite:
         raise UserError(f"output directory {final_dir} already exists; pass --overwrite to replace it")
-    report = BuildReport()
+    report = BuildReport(progress=progress)
     sources = builder.load_sources(config, report)
     pools = builder.build_pools(sources, config, report)
     if not any(p.queries for p in pools):

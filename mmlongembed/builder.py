@@ -24,6 +24,14 @@ class BuildReport:
     notes: list[str] = field(default_factory=list)
     llm_steps: list[dict] = field(default_factory=list)
     shortcuts: dict[str, Any] = field(default_factory=dict)
+    progress: bool = True  # whether long steps show progress bars (the CLI's --no-progress)
+
+    def bar(self, items, description: str, unit: str, min_items: int = 50):
+        """A progress bar over a long step: hidden for short ones and when progress is off."""
+        from tqdm.auto import tqdm
+
+        items = list(items)
+        return tqdm(items, desc=description, unit=unit, disable=not self.progress or len(items) < min_items)
 
     def skip(self, reason: str, item: str = "") -> None:
         self.skipped[reason] += 1

@@ -76,17 +76,24 @@ def length_histogram(pools: Sequence[Pool], path: Path) -> None:
     for p in pools:
         by_length[p.band.target].append(p)
     targets = sorted(by_length) or [0]
-    fig, axes = plt.subplots(1, len(targets), figsize=(3.2 * len(targets) + 1, 3), squeeze=False)
-    for ax, target in zip(axes[0], targets):
+    columns = min(len(targets), 4)  # long grids wrap onto several rows
+    rows = -(-len(targets) // columns)
+    fig, axes = plt.subplots(rows, columns, figsize=(3.2 * columns + 1, 2.8 * rows), squeeze=False)
+    for ax in axes.flat[len(targets):]:
+        ax.set_visible(False)
+    for ax, target in zip(axes.flat, targets):
+        by_difficulty: dict[str, list[int]] = defaultdict(list)
         for p in by_length.get(target, []):
-            lengths = [c.n_tokens for c in p.candidates]
-            if lengths:
-                ax.hist(lengths, bins=20, alpha=0.6, label=f"{p.difficulty} ({len(lengths)})")
+            by_difficulty[p.difficulty].extend(c.n_tokens for c in p.candidates)
+        for difficulty, lengths in sorted(by_difficulty.items()):
+            ax.hist(lengths, bins=20, alpha=0.6, label=f"{difficulty} ({len(lengths)})")
         band = by_length[target][0].band if by_length.get(target) else None
         ax.set_title(f"{band.name} band" if band else "no pools")
         ax.set_xlabel("tokens (Qwen3 + image patches)")
-        ax.legend(fontsize=7)
-    axes[0][0].set_ylabel("candidates")
+        if by_difficulty:
+            ax.legend(fontsize=7)
+    for row in axes:
+        row[0].set_ylabel("candidates")
     fig.tight_layout()
     fig.savefig(path, dpi=110, metadata={"Software": None})
     plt.close(fig)
