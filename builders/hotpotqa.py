@@ -278,7 +278,7 @@ class HotpotQABuilder(Builder):
     for a multi-hop question, against copies that lack one piece."""
 
     name = "hotpotqa"
-    version = "1.0.0"
+    version = "1.1.0"  # 1.1: an instance serves a pool once; positives share no paragraph
     task = "multi_source_reasoning"
     title = "MMLongEmbed Multi-Source Reasoning: HotpotQA"
     config_class = HotpotQAConfig
@@ -470,15 +470,25 @@ class HotpotQABuilder(Builder):
         pool = Pool(name=pool_name(self.name, "easy", band), task=self.task, dataset=self.name, difficulty="easy",
                     band=band)
         k = config.negatives_per_query
+        # Every query ranks every candidate of the pool, so an instance serves a pool once: as a
+        # positive or as one easy negative, never both (its context would then be a second
+        # document holding that query's evidence), and positives share no Wikipedia paragraph.
+        claimed: set[str] = set()
+        pool_titles: set[str] = set()
         for instance in order:
             if len(pool.queries) >= config.max_queries_per_pool:
                 break
+            if instance.id in claimed:
+                continue  # already an easy negative of an earlier query
             built = positives_of(instance)
             if len(built) <= level:
                 continue  # counted when its positives were built
+            titles = {t for t, _ in instance.context}
+            if titles & pool_titles:
+                report.skip(f"easy_{band.name}_shares_a_paragraph_with_another_query", instance.id)
+                continue
             positive = built[level]
             rng = derive_rng(config.seed, self.name, pool.name, instance.id, "negatives")
-            titles = {t for t, _ in instance.context}
             evidence = evidence_texts(instance)
             offsets = exchangeable_offsets(positive.n_tokens, k, derive_rng(config.seed, pool.name, instance.id, "offsets"))
             negatives = []
@@ -486,8 +496,9 @@ class HotpotQABuilder(Builder):
                 other = instances[int(j)]
                 if len(negatives) == k:
                     break
-                if other.id == instance.id or titles & {t for t, _ in other.context}:
-                    continue  # a shared Wikipedia paragraph could carry this query's evidence
+                other_titles = {t for t, _ in other.context}
+                if other.id == instance.id or other.id in claimed or other_titles & (titles | pool_titles):
+                    continue  # a shared Wikipedia paragraph could carry some query's evidence
                 other_units = units_of[other.id]
                 if any(e in u.text for u in other_units for e in evidence):
                     continue
@@ -498,6 +509,8 @@ class HotpotQABuilder(Builder):
             if len(negatives) < k:
                 report.skip(f"easy_{band.name}_not_enough_negatives", instance.id)
                 continue
+            claimed |= {instance.id, *(other.id for other, _ in negatives)}
+            pool_titles |= titles | {t for other, _ in negatives for t, _ in other.context}
             pool.queries.append(self._query(instance))
             pool.candidates.append(self._positive_candidate(instance, positive))
             pool.qrels.append((f"q:{instance.id}", f"d:{instance.id}", 1))
@@ -536,17 +549,23 @@ class HotpotQABuilder(Builder):
     def _hard_pool(self, band, level, order, positives_of, supply, config, counter, report) -> Pool:
         pool = Pool(name=pool_name(self.name, "hard", band), task=self.task, dataset=self.name, difficulty="hard",
                     band=band)
+        pool_titles: set[str] = set()  # positives share no Wikipedia paragraph (see _easy_pool)
         for instance in order:
             if len(pool.queries) >= config.max_queries_per_pool:
                 break
             built = positives_of(instance)
             if len(built) <= level:
                 continue
+            titles = {t for t, _ in instance.context}
+            if titles & pool_titles:
+                report.skip(f"hard_{band.name}_shares_a_paragraph_with_another_query", instance.id)
+                continue
             positive = built[level]
             variants = self._hard_variants(instance, positive, band, pool.name, supply, config, counter)
             if isinstance(variants, str):
                 report.skip(f"hard_{band.name}_{variants}", instance.id)
                 continue
+            pool_titles |= titles
             pool.queries.append(self._query(instance))
             pool.candidates.append(self._positive_candidate(instance, positive))
             pool.qrels.append((f"q:{instance.id}", f"d:{instance.id}", 1))
@@ -632,6 +651,15 @@ class HotpotQABuilder(Builder):
             for span in spans:
                 a, b = span["char_range"]
                 evidence_of[group][span["index"]] = text[a:b].strip()
+        # Every query ranks the whole pool: no candidate but its positive may hold all its evidence.
+        for group, evidence in evidence_of.items():
+            sentences = sorted((e for e in evidence.values() if e), key=len, reverse=True)
+            if not sentences:
+                continue
+            for cid, text in text_of.items():
+                if cid != positive_of[group] and all(e in text for e in sentences):
+                    yield Problem(name, "second_document_with_all_evidence",
+                                  f"{cid} holds all the evidence of {group}, whose positive is {positive_of[group]}")
         for cid, role, group in zip(corpus["_id"], corpus["role"], corpus["group"]):
             text, provenance = text_of[cid], provenance_of[cid]
             yield from _check_positions(name, cid, text, provenance.get("evidence", []), counter)

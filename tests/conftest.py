@@ -15,3 +15,24 @@ def hub(monkeypatch):
     monkeypatch.setattr(constants, "HF_HUB_DISABLE_XET", True)
     with LoopbackHub({TOKEN: USER}) as server:
         yield server
+
+
+@pytest.fixture(autouse=True, scope="session")
+def _private_datasets_cache(tmp_path_factory):
+    """The tests' `datasets` cache is their own: a cache shared with earlier runs on the same
+    machine could hand a test rows it did not write."""
+    import os
+
+    cache = tmp_path_factory.mktemp("hf_datasets_cache")
+    previous = os.environ.get("HF_DATASETS_CACHE")
+    os.environ["HF_DATASETS_CACHE"] = str(cache)
+    import datasets.config
+
+    previous_constant = datasets.config.HF_DATASETS_CACHE
+    datasets.config.HF_DATASETS_CACHE = cache
+    yield
+    datasets.config.HF_DATASETS_CACHE = previous_constant
+    if previous is None:
+        os.environ.pop("HF_DATASETS_CACHE", None)
+    else:
+        os.environ["HF_DATASETS_CACHE"] = previous

@@ -35,6 +35,14 @@ def built(sources, tmp_path_factory):
     return run_build(get_builder("govreport"), config, out, progress=False)
 
 
+def _load(built: Path, config: str):
+    """Through `datasets`, as users load it; with a cache of this build's own (`datasets` keys a
+    local directory's cache by name and config only, see harness.data)."""
+    import datasets
+
+    return datasets.load_dataset(str(built), config, split="test", cache_dir=str(built.parent / ".hf_cache"))
+
+
 def _data_hashes(root: Path) -> dict:
     return {str(p.relative_to(root)): hashlib.sha256(p.read_bytes()).hexdigest() for p in sorted(root.rglob("*.parquet"))}
 
@@ -42,14 +50,12 @@ def _data_hashes(root: Path) -> dict:
 def test_build_validates_and_loads_through_datasets(built):
     problems, checked = validate_dir(built)
     assert not problems, format_report(problems, checked)
-    import datasets
-
-    pools = datasets.load_dataset(str(built), "pools", split="test")
+    pools = _load(built, "pools")
     assert set(pools["pool"]) == {f"govreport-{d}-{n}k" for d in ("easy", "hard") for n in (2, 4)}
     for row in pools:
-        corpus = datasets.load_dataset(str(built), f"{row['pool']}-corpus", split="test")
-        queries = datasets.load_dataset(str(built), f"{row['pool']}-queries", split="test")
-        qrels = datasets.load_dataset(str(built), f"{row['pool']}-qrels", split="test")
+        corpus = _load(built, f"{row['pool']}-corpus")
+        queries = _load(built, f"{row['pool']}-queries")
+        qrels = _load(built, f"{row['pool']}-qrels")
         assert len(corpus) == row["n_candidates"] == 4 * len(queries) == 4 * row["n_queries"]
         assert len(qrels) == len(queries)
         assert all(row["band_min"] <= n <= row["band_max"] for n in corpus["n_tokens"])
@@ -57,9 +63,7 @@ def test_build_validates_and_loads_through_datasets(built):
 
 
 def test_hard_negatives_record_provenance_and_match_length(built):
-    import datasets
-
-    corpus = datasets.load_dataset(str(built), "govreport-hard-4k-corpus", split="test")
+    corpus = _load(built, "govreport-hard-4k-corpus")
     by_id = {r["_id"]: r for r in corpus}
     variants = set()
     for row in corpus:

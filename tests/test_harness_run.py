@@ -179,3 +179,15 @@ def test_module_entry_point_help():
     for option in ("--dataset", "--model", "--pools", "--batch-size", "--output", "--cache-dir", "--max-length",
                    "--modalities", "--pooling", "--instruction"):
         assert option in result.stdout
+
+
+def test_two_builds_with_one_name_are_never_confused(tmp_path):
+    """`datasets` caches a local directory by dataset name and config alone; a rebuilt or second
+    build of the same name must still be read from its own files."""
+    from harness.data import Benchmark
+
+    first = write_benchmark(tmp_path / "a" / "bench", [make_pool("x-easy-256", n_queries=3, words=40)])
+    second = write_benchmark(tmp_path / "b" / "bench", [make_pool("x-easy-256", n_queries=5, words=40)])
+    assert [p.n_queries for p in Benchmark(str(first)).pools] == [3]
+    assert [p.n_queries for p in Benchmark(str(second)).pools] == [5]
+    assert len(Benchmark(str(second)).load("x-easy-256-queries")) == 5
