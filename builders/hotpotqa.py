@@ -272,6 +272,36 @@ class PaddingSupply:
                 [u for u in paragraphs if u.id not in exclude_ids and u.id[len("paragraph:"):] not in exclude_titles])
 
 
+class PoolEvidenceGuard:
+    """Keeps a pool free of second documents that hold a query's evidence. Every query ranks the
+    whole pool, so no candidate but a query's positive may carry that query's gold paragraphs,
+    whether as its own context or as padding (whole HotpotQA paragraphs of other questions)."""
+
+    def __init__(self):
+        self.titles_in_pool: set[str] = set()  # every paragraph title any candidate holds
+        self.gold_in_pool: set[str] = set()  # the gold paragraph titles of the pool's queries
+
+    @staticmethod
+    def titles(units: Iterable[Unit]) -> set[str]:
+        return {u.id.split(":", 1)[1] for u in units if u.id.startswith(("context:", "paragraph:"))}
+
+    def admit(self, instance: Instance, candidates: list[Iterable[Unit]]) -> bool:
+        """Take a query with its candidates (positive first) if no earlier candidate holds its
+        gold paragraphs, none of its candidates holds an earlier query's, and its negatives hold
+        its gold only as their own context (a hard variant is the positive minus one sentence)."""
+        gold = {title for title, _ in instance.supporting}
+        held = [self.titles(units) for units in candidates]
+        if gold & self.titles_in_pool or set().union(*held) & self.gold_in_pool:
+            return False
+        own_context = {t for t, _ in instance.context}
+        padding_of_negatives = set().union(*held[1:]) - own_context if len(held) > 1 else set()
+        if gold & padding_of_negatives:
+            return False
+        self.titles_in_pool |= set().union(*held)
+        self.gold_in_pool |= gold
+        return True
+
+
 @register
 class HotpotQABuilder(Builder):
     """Multi-Source Reasoning from HotpotQA: find the document that holds every piece of evidence
@@ -472,9 +502,9 @@ class HotpotQABuilder(Builder):
         k = config.negatives_per_query
         # Every query ranks every candidate of the pool, so an instance serves a pool once: as a
         # positive or as one easy negative, never both (its context would then be a second
-        # document holding that query's evidence), and positives share no Wikipedia paragraph.
+        # document holding that query's evidence); see also PoolEvidenceGuard.
         claimed: set[str] = set()
-        pool_titles: set[str] = set()
+        guard = PoolEvidenceGuard()
         for instance in order:
             if len(pool.queries) >= config.max_queries_per_pool:
                 break
@@ -484,9 +514,6 @@ class HotpotQABuilder(Builder):
             if len(built) <= level:
                 continue  # counted when its positives were built
             titles = {t for t, _ in instance.context}
-            if titles & pool_titles:
-                report.skip(f"easy_{band.name}_shares_a_paragraph_with_another_query", instance.id)
-                continue
             positive = built[level]
             rng = derive_rng(config.seed, self.name, pool.name, instance.id, "negatives")
             evidence = evidence_texts(instance)
@@ -496,9 +523,8 @@ class HotpotQABuilder(Builder):
                 other = instances[int(j)]
                 if len(negatives) == k:
                     break
-                other_titles = {t for t, _ in other.context}
-                if other.id == instance.id or other.id in claimed or other_titles & (titles | pool_titles):
-                    continue  # a shared Wikipedia paragraph could carry some query's evidence
+                if other.id == instance.id or other.id in claimed or titles & {t for t, _ in other.context}:
+                    continue  # a shared Wikipedia paragraph could carry this query's evidence
                 other_units = units_of[other.id]
                 if any(e in u.text for u in other_units for e in evidence):
                     continue
@@ -509,8 +535,10 @@ class HotpotQABuilder(Builder):
             if len(negatives) < k:
                 report.skip(f"easy_{band.name}_not_enough_negatives", instance.id)
                 continue
+            if not guard.admit(instance, [positive.units, *(made.units for _, made in negatives)]):
+                report.skip(f"easy_{band.name}_evidence_shared_with_another_query", instance.id)
+                continue
             claimed |= {instance.id, *(other.id for other, _ in negatives)}
-            pool_titles |= titles | {t for other, _ in negatives for t, _ in other.context}
             pool.queries.append(self._query(instance))
             pool.candidates.append(self._positive_candidate(instance, positive))
             pool.qrels.append((f"q:{instance.id}", f"d:{instance.id}", 1))
@@ -549,23 +577,21 @@ class HotpotQABuilder(Builder):
     def _hard_pool(self, band, level, order, positives_of, supply, config, counter, report) -> Pool:
         pool = Pool(name=pool_name(self.name, "hard", band), task=self.task, dataset=self.name, difficulty="hard",
                     band=band)
-        pool_titles: set[str] = set()  # positives share no Wikipedia paragraph (see _easy_pool)
+        guard = PoolEvidenceGuard()
         for instance in order:
             if len(pool.queries) >= config.max_queries_per_pool:
                 break
             built = positives_of(instance)
             if len(built) <= level:
                 continue
-            titles = {t for t, _ in instance.context}
-            if titles & pool_titles:
-                report.skip(f"hard_{band.name}_shares_a_paragraph_with_another_query", instance.id)
-                continue
             positive = built[level]
             variants = self._hard_variants(instance, positive, band, pool.name, supply, config, counter)
             if isinstance(variants, str):
                 report.skip(f"hard_{band.name}_{variants}", instance.id)
                 continue
-            pool_titles |= titles
+            if not guard.admit(instance, [positive.units, *(made.units for _, made, _ in variants)]):
+                report.skip(f"hard_{band.name}_evidence_shared_with_another_query", instance.id)
+                continue
             pool.queries.append(self._query(instance))
             pool.candidates.append(self._positive_candidate(instance, positive))
             pool.qrels.append((f"q:{instance.id}", f"d:{instance.id}", 1))
