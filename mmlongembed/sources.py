@@ -55,7 +55,7 @@ def _hub_error(what: str, builder_name: str, error: Exception) -> UserError:
         first = str(error).splitlines()[0] if str(error) else ""
         reason = f"{name}: {first[:120]}" if first else name
     return UserError(f"cannot read {what} from the Hugging Face Hub ({reason}); "
-                     f"pass --sources DIR with local files to build {builder_name} offline")
+                     f"pass --sources DIR (make: SOURCES=DIR) with local files to build {builder_name} offline")
 
 
 def hub_rows(source: HubSource, builder_name: str, streaming: bool = True) -> Iterator[dict]:
