@@ -337,7 +337,7 @@ class GovReportBuilder(Builder):
         write_govreport_jsonl(Path(directory) / "reports.jsonl", n_reports=16, paragraphs=(5, 30))
         return GovReportConfig(sources=str(directory), lengths=(2048, 4096), max_queries_per_pool=4)
 
-    def card_context(self, config: GovReportConfig, pools: list[Pool]) -> dict:
+    def card_context(self, config: GovReportConfig, pools: list[Pool], report: BuildReport) -> dict:
         return {
             "instruction": INSTRUCTION,
             "hard_variants": [v for v, _ in HARD_VARIANTS],

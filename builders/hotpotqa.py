@@ -716,7 +716,7 @@ class HotpotQABuilder(Builder):
         write_hotpotqa_sources(root, padding_dir=LOCAL_PADDING)
         return HotpotQAConfig(sources=str(root), lengths=(1024, 2048), max_queries_per_pool=4)
 
-    def card_context(self, config: HotpotQAConfig, pools: list[Pool]) -> dict:
+    def card_context(self, config: HotpotQAConfig, pools: list[Pool], report: BuildReport) -> dict:
         local = bool(config.sources)
         return {
             "instruction": INSTRUCTION,

@@ -20,7 +20,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Iterable
 
-from mmlongembed.bm25 import BM25Index, bm25_tokenize
 from mmlongembed.builder import Builder, BuildReport, CommonConfig, Problem, register
 from mmlongembed.documents import IMAGE, IMAGE_PLACEHOLDER, TEXT, Document, Segment, image_segment, text_segments
 from mmlongembed.errors import UserError
@@ -31,6 +30,7 @@ from mmlongembed.ops.length import exact_tokens
 from mmlongembed.ops.needle import (
     Stream, fit_to_patches, nearest_boundary, needle_token_index, patch_grid, text_needle_segment)
 from mmlongembed.pools import POSITIVE, Candidate, LengthBand, Pool, Query
+from mmlongembed.report import shortcut_check
 from mmlongembed.rng import derive_rng
 from mmlongembed.sources import (
     HubSource, fetch_url, hub_file, hub_rows, iter_jsonl, read_json, read_text_file, require_dir)
@@ -419,13 +419,6 @@ def _needle_side(config: NeedleConfig, length: int) -> int:
     return max(1, math.isqrt(budget)) * 32
 
 
-def _expected_p_at_1(scores, positive: int) -> float:
-    """P@1 with ties at the top broken at random: 1/k if the positive is among k tied best."""
-    best = max(scores)
-    tied = [i for i, s in enumerate(scores) if s == best]
-    return 1 / len(tied) if positive in tied else 0.0
-
-
 @register
 class NeedleBuilder(Builder):
     """Visual Grounding: find the one document of a pool that holds the query's needle (a
@@ -440,7 +433,6 @@ class NeedleBuilder(Builder):
     licence = "other"
 
     def __init__(self):
-        self._confusability: dict | None = None
         self._cell_stats: list[dict] = []
 
     # -- sources -------------------------------------------------------------------------
@@ -518,8 +510,9 @@ class NeedleBuilder(Builder):
                                     config, report, counter)
             if pool is not None:
                 pools.append(pool)
-        self._confusability = self.confusability(pools)
-        for modality, figures in sorted(self._confusability["by_modality"].items()):
+        for pool in pools:  # measured here for the notes below; the build reuses them
+            report.shortcuts[pool.name] = shortcut_check(pool)
+        for modality, figures in sorted(self.confusability(pools, report.shortcuts)["by_modality"].items()):
             shown = ", ".join(f"{length}: {p:.3f}" for length, p in sorted(figures.items()))
             report.notes.append(f"BM25 P@1 of {modality}-needle queries against their pools, by length: {shown}")
         return pools
@@ -709,24 +702,14 @@ class NeedleBuilder(Builder):
 
     # -- measures ------------------------------------------------------------------------
     @staticmethod
-    def confusability(pools: list[Pool]) -> dict:
-        """BM25 P@1 of each pool's queries ranking all of the pool's candidates (ties at the top
-        broken at random, in expectation), averaged per needle modality and length."""
+    def confusability(pools: list[Pool], shortcuts: dict[str, dict]) -> dict:
+        """BM25 P@1 of each pool's queries ranking all of the pool's candidates (the build's
+        shortcut check, ties at the top shared), averaged per needle modality and length."""
         per_pool = {}
         sums: dict[tuple[str, int], list[float]] = defaultdict(list)
         by_background: dict[tuple[str, str, int], list[float]] = defaultdict(list)
         for pool in pools:
-            # placeholders are markup, not words (the harness's BM25 drops them the same way)
-            corpus = [bm25_tokenize(c.document.render()[0].replace(IMAGE_PLACEHOLDER, " ")) for c in pool.candidates]
-            index = BM25Index(corpus) if any(corpus) else None  # image-only pools have no words at all
-            position = {c.id: i for i, c in enumerate(pool.candidates)}
-            positive = {q: c for q, c, s in pool.qrels if s > 0}
-            hits = []
-            for q in pool.queries:
-                tokens = [] if pool.query_modality == "image" else bm25_tokenize(q.text)
-                scores = index.scores(tokens).tolist() if index is not None else [0.0] * len(pool.candidates)
-                hits.append(_expected_p_at_1(scores, position[positive[q.id]]))
-            p = sum(hits) / len(hits) if hits else 0.0
+            p = shortcuts[pool.name]["bm25"]
             per_pool[pool.name] = round(p, 4)
             modality = pool.facts["needle_modality"]
             sums[(modality, pool.band.target)].append(p)
@@ -804,8 +787,8 @@ class NeedleBuilder(Builder):
         write_needle_sources(Path(directory))
         return NeedleConfig(sources=str(directory), lengths=(256, 512), depths=(0.0, 100.0), needles_per_pool=4)
 
-    def card_context(self, config: NeedleConfig, pools: list[Pool]) -> dict:
-        confusability = self._confusability or self.confusability(pools)
+    def card_context(self, config: NeedleConfig, pools: list[Pool], report: BuildReport) -> dict:
+        confusability = self.confusability(pools, report.shortcuts)
         cells = []
         for pool in pools:
             payload = 0

@@ -52,7 +52,8 @@ def run_build(builder: Builder, config, output_root: Path, overwrite: bool = Fal
         raise UserError(f"{builder.name}: the sources gave no pool any query ({dict(report.skipped)})")
     pools = [p for p in pools if p.queries] or pools
     for pool in pools:
-        report.shortcuts[pool.name] = shortcut_check(pool)
+        if pool.name not in report.shortcuts:  # a builder may have measured it for its own report
+            report.shortcuts[pool.name] = shortcut_check(pool)
     stats = [{**pool_statistics(p), "difficulty": p.difficulty} for p in pools]
     manifest = build_manifest(builder, config, report, pools, stats)
 
@@ -69,7 +70,7 @@ def run_build(builder: Builder, config, output_root: Path, overwrite: bool = Fal
             "n_rows": sum(s["candidates"] + s["queries"] for s in stats), "manifest": manifest,
             "pool_stats": stats, "skipped": dict(sorted(report.skipped.items())),
             "shortcuts": report.shortcuts, "first_pool": pools[0].name, "llm_steps": report.llm_steps,
-            "config": manifest["config"], **builder.card_context(config, pools),
+            "config": manifest["config"], **builder.card_context(config, pools, report),
         }
         # the card's opening line: the builder's own summary, its docstring's first paragraph
         summary = (type(builder).__doc__ or builder.title).strip().split("\n\n")[0]

@@ -104,8 +104,9 @@ class Builder:
         seconds on a laptop); the registry-wide test builds and validates it for every builder."""
         raise NotImplementedError
 
-    def card_context(self, config, pools: list[Pool]) -> dict:
-        """Extra variables for this builder's card template."""
+    def card_context(self, config, pools: list[Pool], report: BuildReport) -> dict:
+        """Extra variables for this builder's card template (``report`` holds the build's
+        skips, LLM steps and shortcut checks)."""
         return {}
 
 

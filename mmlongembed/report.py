@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import Sequence
 
 from mmlongembed.bm25 import BM25Index, bm25_tokenize
+from mmlongembed.documents import IMAGE_PLACEHOLDER
 from mmlongembed.pools import POSITIVE, Pool
 
 
@@ -21,10 +22,19 @@ def format_table(headers: Sequence[str], rows: Sequence[Sequence], align_right_f
     return "\n".join([line(cells[0]), rule, *(line(r) for r in cells[1:])])
 
 
+def expected_p_at_1(scores: Sequence[float], positive: int) -> float:
+    """P@1 with ties at the top broken at random, in expectation: 1/k if the positive is among
+    the k best (the harness's tie rule, so build-time and scoring figures agree)."""
+    best = max(scores)
+    tied = [i for i, s in enumerate(scores) if s == best]
+    return 1 / len(tied) if positive in tied else 0.0
+
+
 def shortcut_check(pool: Pool, with_bm25: bool = True) -> dict:
     """P@1 of rankers that should not work, inside each query's own candidate group:
     the longest candidate, the shortest candidate, and BM25 of the query text (index over the
-    whole pool). A length ranker near chance means length gives nothing away.
+    whole pool; image placeholders are markup, not words). A length ranker near chance means
+    length gives nothing away. Ties count by expectation (``expected_p_at_1``).
 
     Where every group is its positive alone (the synthetic grid: one needle per document, all
     documents of the pool compete), the whole pool is the group."""
@@ -36,22 +46,21 @@ def shortcut_check(pool: Pool, with_bm25: bool = True) -> dict:
     queries = {q.id: q for q in pool.queries}
     index = None
     if with_bm25 and pool.candidates:
-        index = BM25Index.from_texts([c.document.render()[0] for c in pool.candidates])
+        index = BM25Index([_words(c.document.render()[0]) for c in pool.candidates])
         position = {c.id: i for i, c in enumerate(pool.candidates)}
-    hits = {"longest": 0, "shortest": 0, "bm25": 0}
+    hits = {"longest": 0.0, "shortest": 0.0, "bm25": 0.0}
     sizes = []
     for group, members in groups.items():
         if group not in queries:
             continue
         sizes.append(len(members))
-        is_positive = [c.role == POSITIVE and c.group == group for c in members]
+        positive = next(i for i, c in enumerate(members) if c.role == POSITIVE and c.group == group)
         lengths = [c.n_tokens for c in members]
-        hits["longest"] += is_positive[max(range(len(members)), key=lambda i: (lengths[i], -i))]
-        hits["shortest"] += is_positive[min(range(len(members)), key=lambda i: (lengths[i], i))]
+        hits["longest"] += expected_p_at_1(lengths, positive)
+        hits["shortest"] += expected_p_at_1([-n for n in lengths], positive)
         if index is not None:
-            scores = index.scores(bm25_tokenize(queries[group].text))
-            member_scores = [scores[position[c.id]] for c in members]
-            hits["bm25"] += is_positive[max(range(len(members)), key=lambda i: (member_scores[i], -i))]
+            scores = index.scores(_words(queries[group].text))
+            hits["bm25"] += expected_p_at_1([scores[position[c.id]] for c in members], positive)
     n = len(sizes)
     if not n:
         return {"groups": 0, "chance": 0.0, "longest": 0.0, "shortest": 0.0, "bm25": None}
@@ -62,6 +71,10 @@ def shortcut_check(pool: Pool, with_bm25: bool = True) -> dict:
         "shortest": hits["shortest"] / n,
         "bm25": hits["bm25"] / n if index is not None else None,
     }
+
+
+def _words(text: str) -> list[str]:
+    return bm25_tokenize(text.replace(IMAGE_PLACEHOLDER, " "))
 
 
 def length_histogram(pools: Sequence[Pool], path: Path) -> None:

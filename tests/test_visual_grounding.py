@@ -12,12 +12,13 @@ import pytest
 from PIL import Image
 
 from builders.visual_grounding import (
-    NeedleBuilder, NeedleConfig, _expected_p_at_1, cell_name, read_local_sources, sigmoid_depths)
+    NeedleBuilder, NeedleConfig, cell_name, read_local_sources, sigmoid_depths)
 from mmlongembed.build import run_build
 from mmlongembed.builder import BuildReport
 from mmlongembed.cli import main as cli_main
 from mmlongembed.documents import IMAGE_PLACEHOLDER
 from mmlongembed.pools import LengthBand
+from mmlongembed.report import expected_p_at_1
 from mmlongembed.testing import write_needle_sources
 from mmlongembed.validate import read_table
 from tests._realdata import shared_data_dir
@@ -207,13 +208,13 @@ def test_image_queries_carry_the_needle_picture(sources_dir):
 
 def test_confusability_is_measured_per_pool(sources_dir):
     builder, pools, report = build(tiny_config(sources_dir, lengths=(256,), depths=(50.0,), backgrounds=("text",)))
-    figures = builder.confusability(pools)
+    figures = builder.confusability(pools, report.shortcuts)
     assert set(figures["by_modality"]) == {"text", "image"}
     # a description query shares no words with documents whose needle is a picture: BM25 is at chance
     assert figures["by_modality"]["image"][256] == pytest.approx(1 / 4, abs=0.26)
     assert 0.0 <= figures["by_modality"]["text"][256] <= 1.0
-    assert _expected_p_at_1([1.0, 1.0, 0.5, 1.0], 1) == pytest.approx(1 / 3)
-    assert _expected_p_at_1([1.0, 2.0], 0) == 0.0
+    assert expected_p_at_1([1.0, 1.0, 0.5, 1.0], 1) == pytest.approx(1 / 3)
+    assert expected_p_at_1([1.0, 2.0], 0) == 0.0
 
 
 def test_cli_builds_a_subset_of_the_grid(sources_dir, tmp_path, capsys):
