@@ -26,7 +26,7 @@ from mmlongembed.ops.length import truncate_to_band
 from mmlongembed.pools import EASY_NEGATIVE, HARD_NEGATIVE, POSITIVE, Candidate, LengthBand, Pool, Query, pool_name
 from mmlongembed.rng import derive_rng
 from mmlongembed.sources import HubSource, hub_rows, iter_jsonl, read_json, require_dir
-from mmlongembed.text import normalise_newlines
+from mmlongembed.text import normalise_whitespace
 from mmlongembed.tokens import default_counter
 
 INSTRUCTION = "Given this summary, retrieve the original corresponding long document."
@@ -77,7 +77,9 @@ def _jaccard(a: set, b: set) -> float:
 
 
 def _clean(text) -> str:
-    return normalise_newlines(text).strip() if isinstance(text, str) else ""
+    """GAO reports double-space their sentences, CRS and L-Eval texts do not: one convention for
+    all, one paragraph per line, so a donor block never differs from its host in its spacing."""
+    return normalise_whitespace(text) if isinstance(text, str) else ""
 
 
 def _content_id(prefix: str, body) -> str:

@@ -25,9 +25,9 @@ from mmlongembed.llm import AuditItem, LLMConfig, audit_queries
 from mmlongembed.manifest import files_identity
 from mmlongembed.ops.donor import exchangeable_offsets
 from mmlongembed.ops.evidence import (
-    EVIDENCE_ORIGIN, Unit, edge_whitespace, evidence_spans, find_sentence_run, fit_run_in_place, insert_random,
-    insert_spread, pick_fillers, token_offsets_at, unit_spans, units_document)
-from mmlongembed.ops.length import exact_tokens
+    EVIDENCE_ORIGIN, Unit, evidence_spans, find_sentence_run, insert_random, insert_spread, pick_fillers,
+    token_offsets_at, unit_spans, units_document)
+from mmlongembed.ops.length import edge_whitespace, exact_tokens, fit_block_edges, trim_edges
 from mmlongembed.pools import (
     EASY_NEGATIVE, HARD_NEGATIVE, POSITIVE, Candidate, LengthBand, Pool, Query, hard_negative_tolerance, pool_name)
 from mmlongembed.rng import derive_rng
@@ -475,7 +475,7 @@ class HotpotQABuilder(Builder):
             # The first length scatters padding at random gaps (evidence depth varies across
             # queries); longer ones spread new padding so each evidence keeps its depth.
             units = insert_random(units, fillers, rng) if level == 0 else insert_spread(units, fillers, rng)
-            document = units_document(f"{instance.id}@{band.name}", units)
+            document = trim_edges(units_document(f"{instance.id}@{band.name}", units), counter)
             n_tokens = exact_tokens(document, counter)
             if not lo <= n_tokens <= band.hi - hard_negative_tolerance(band.hi):
                 report.skip(f"positive_{band.name}_recount_outside_window", instance.id)
@@ -567,7 +567,7 @@ class HotpotQABuilder(Builder):
         except FitError:
             return None
         units = insert_random(other_units, fillers, rng)
-        document = units_document(f"{other.id}@{band.name}:for:{instance.id}", units)
+        document = trim_edges(units_document(f"{other.id}@{band.name}:for:{instance.id}", units), counter)
         n_tokens = exact_tokens(document, counter)
         text = document.text
         if not band.contains(n_tokens) or any(e in text for e in evidence):
@@ -643,13 +643,13 @@ class HotpotQABuilder(Builder):
                 if found is None:
                     return "no_replacement_sentences"
                 source, a, b = found
-                run = fit_run_in_place(source.segments[a:b], lead, tail, counter, f"replacement:{source.id}")
+                run = fit_block_edges(source.segments[a:b], lead, tail, counter, f"replacement:{source.id}")
                 unit = units[u]
                 units[u] = Unit(unit.id, unit.kind, (*unit.segments[:s], *run, *unit.segments[s + 1:]))
                 removed.append({"index": k, "sha256": sha(segment.text.strip()), "tokens": segment.tokens,
                                 "replacement": {"source": source.id, "sentences": [a, b],
                                                 "tokens": sum(x.tokens for x in run)}})
-            document = units_document(f"{instance.id}@{band.name}:{variant}", units)
+            document = trim_edges(units_document(f"{instance.id}@{band.name}:{variant}", units), counter)
             n_tokens = exact_tokens(document, counter)
             if not band.contains(n_tokens) or abs(n_tokens - positive.n_tokens) > tolerance:
                 return "length_mismatch"

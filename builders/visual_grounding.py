@@ -26,7 +26,7 @@ from mmlongembed.errors import UserError
 from mmlongembed.manifest import files_identity
 from mmlongembed.needles import images as synth
 from mmlongembed.needles.text import SUBJECT_KINDS, TextNeedle, draw_text_family, parse_templates, surnames
-from mmlongembed.ops.length import exact_tokens
+from mmlongembed.ops.length import exact_tokens, trim_edges
 from mmlongembed.ops.needle import (
     Stream, fit_to_patches, nearest_boundary, needle_token_index, patch_grid, text_needle_segment)
 from mmlongembed.pools import POSITIVE, Candidate, LengthBand, Pool, Query
@@ -667,13 +667,16 @@ class NeedleBuilder(Builder):
                                   paragraph_end=shaped.paragraph_end, origin="needle")
             else:
                 segment = needle_segment
-            segments = [*window[:boundary], segment, *window[boundary:]]
-            document = Document(id=f"d:{needle.id}", segments=tuple(segments))
+            document = trim_edges(Document(id=f"d:{needle.id}",
+                                           segments=(*window[:boundary], segment, *window[boundary:])), counter)
             n_tokens = exact_tokens(document, counter)
             if not band.contains(n_tokens):
                 continue
+            segments = document.segments
+            at = next(i for i, s in enumerate(segments) if s.origin == "needle")
+            segment = segments[at]
             text, images = document.render()
-            prefix_chars = sum(len(IMAGE_PLACEHOLDER) if s.is_visual else len(s.text) for s in segments[:boundary])
+            prefix_chars = sum(len(IMAGE_PLACEHOLDER) if s.is_visual else len(s.text) for s in segments[:at])
             sizes = [(s.height, s.width) for s in segments if s.is_visual]
             if needle.modality == "text":
                 char_start = prefix_chars + segment.text.index(needle.text)

@@ -8,13 +8,11 @@ embedding cache and decoded only by the models that need them.
 from __future__ import annotations
 
 import fnmatch
-import hashlib
 import io
 import json
 import os
 from dataclasses import dataclass, field
 from functools import cached_property
-from pathlib import Path
 from typing import Iterator
 
 from mmlongembed.documents import IMAGE_PLACEHOLDER
@@ -105,25 +103,10 @@ class Benchmark:
         import datasets
 
         datasets.disable_progress_bars()  # our own bars report progress; theirs would interleave
-        return datasets.load_dataset(self.path, config, split=SPLIT, revision=self.revision,
-                                     cache_dir=self.local_cache_dir)
-
-    @cached_property
-    def local_cache_dir(self) -> str | None:
-        """For a local build, a `datasets` cache of its own, named by the build's files.
-
-        `datasets` (5.2) keys its cache of a local directory by the dataset's name and config but
-        not by the directory or its files: scoring `b/govreport` after `a/govreport` silently
-        returned `a`'s rows. A Hub repo is keyed by its commit and needs none of this."""
-        if self.revision is not None or not os.path.isdir(self.path):
-            return None
-        digest = hashlib.sha256()
-        root = Path(self.path).resolve()
-        for file in sorted(p for p in root.rglob("*") if p.is_file()):
-            stat = file.stat()
-            digest.update(f"{file.relative_to(root)}\0{stat.st_size}\0{stat.st_mtime_ns}\n".encode())
-        base = Path(os.environ.get("HF_DATASETS_CACHE", Path.home() / ".cache" / "huggingface" / "datasets"))
-        return str(base / "mmle-local" / f"{root.name}-{digest.hexdigest()[:16]}")
+        # A build's data files are named by their content (mmlongembed.layout), so `datasets`,
+        # which caches a local directory by its name, config and data file paths, never returns
+        # the rows of another build of the same name.
+        return datasets.load_dataset(self.path, config, split=SPLIT, revision=self.revision)
 
     @cached_property
     def pools(self) -> list[PoolInfo]:

@@ -1,7 +1,8 @@
-"""The build pipeline: sources -> pools -> write (temporary dir) -> validate -> move into place."""
+"""The build pipeline: sources -> pools -> write (temporary dir) -> validate -> card -> move into place."""
 
 from __future__ import annotations
 
+import shutil
 import sys
 from pathlib import Path
 
@@ -10,13 +11,15 @@ from mmlongembed.card import render_card
 from mmlongembed.errors import UserError
 from mmlongembed.manifest import public_config, toolkit_identity
 from mmlongembed.output import (
-    commit_output_dir, data_files, pool_statistics, prepare_output_dir, write_json, write_tables)
+    Written, commit_output_dir, pool_statistics, prepare_output_dir, write_json, write_tables)
 from mmlongembed.report import format_table, length_histogram, shortcut_check
+from mmlongembed.shortcuts import MIN_EXCESS, Z_FAIL
 from mmlongembed.tokens import default_counter
-from mmlongembed.validate import format_report, validate_dir
+from mmlongembed.validate import Validation, format_report, validate_tables
 
 
-def build_manifest(builder: Builder, config, report: BuildReport, pools, stats) -> dict:
+def build_manifest(builder: Builder, config, report: BuildReport, stats, written: Written,
+                   validation: Validation) -> dict:
     return {
         "builder": {"name": builder.name, "version": builder.version, "task": builder.task},
         "toolkit": toolkit_identity(),
@@ -27,15 +30,22 @@ def build_manifest(builder: Builder, config, report: BuildReport, pools, stats) 
         "llm_steps": report.llm_steps,
         "report": report.as_dict(),
         "pools": stats,
+        "label_free_audit": validation.shortcuts,
+        "storage": written.storage.as_dict(),
+        "files": written.files,
     }
 
 
-def summary_table(stats: list[dict], report: BuildReport) -> str:
-    rows = [
-        (s["pool"], s["queries"], s["candidates"], s["tokens_min"], s["tokens_median"], s["tokens_max"])
-        for s in stats
-    ]
-    table = format_table(["pool", "queries", "candidates", "min", "median", "max"], rows)
+def summary_table(stats: list[dict], report: BuildReport, validation: Validation) -> str:
+    rows = []
+    for s in stats:
+        audit = validation.shortcuts.get(s["pool"], {})
+        worst = (f"{audit['worst_rule']} {audit['worst_p_at_1']:.2f} vs {audit['chance']:.2f}"
+                 if audit.get("applicable") else "n/a (all positives)")
+        rows.append((s["pool"], s["queries"], s["candidates"], s["tokens_min"], s["tokens_median"], s["tokens_max"],
+                     worst))
+    table = format_table(["pool", "queries", "candidates", "min", "median", "max", "worst query-blind rule (P@1)"],
+                         rows)
     if report.skipped:
         table += "\n\n" + format_table(["skipped: reason", "records"], sorted(report.skipped.items()))
     return table
@@ -55,36 +65,38 @@ def run_build(builder: Builder, config, output_root: Path, overwrite: bool = Fal
         if pool.name not in report.shortcuts:  # a builder may have measured it for its own report
             report.shortcuts[pool.name] = shortcut_check(pool)
     stats = [{**pool_statistics(p), "difficulty": p.difficulty} for p in pools]
-    manifest = build_manifest(builder, config, report, pools, stats)
 
     tmp_dir = prepare_output_dir(final_dir, overwrite)
     try:
-        write_tables(pools, tmp_dir, progress=progress)
+        written = write_tables(pools, tmp_dir, seed=config.seed, builder=builder.name, progress=progress)
+        specs = {spec.name: spec for spec in written.specs}
+        validation = validate_tables(tmp_dir, specs, builder.name, progress=progress)
         length_histogram(pools, tmp_dir / "figures" / "length_histogram.png")
+        manifest = build_manifest(builder, config, report, stats, written, validation)
         write_json(tmp_dir / "manifest.json", manifest)
         write_json(tmp_dir / "build_config.json", manifest["config"])
-        files = data_files(pools)
         context = {
             "title": builder.title, "builder": builder.name, "builder_version": builder.version,
-            "licence": builder.licence, "languages": builder.languages, "data_files": files,
+            "licence": builder.licence, "languages": builder.languages, "configs": written.specs,
             "n_rows": sum(s["candidates"] + s["queries"] for s in stats), "manifest": manifest,
             "pool_stats": stats, "skipped": dict(sorted(report.skipped.items())),
-            "shortcuts": report.shortcuts, "first_pool": pools[0].name, "llm_steps": report.llm_steps,
+            "shortcuts": report.shortcuts, "label_free_audit": validation.shortcuts, "audit_z": Z_FAIL,
+            "audit_min_excess": MIN_EXCESS,
+            "storage": written.storage.as_dict(), "first_pool": pools[0].name, "llm_steps": report.llm_steps,
             "config": manifest["config"], **builder.card_context(config, pools, report),
         }
         # the card's opening line: the builder's own summary, its docstring's first paragraph
         summary = (type(builder).__doc__ or builder.title).strip().split("\n\n")[0]
         context["description"] = " ".join(context.get("description", summary).split())
         (tmp_dir / "README.md").write_text(render_card(builder.card_template, context), encoding="utf-8")
-        problems, checked = validate_dir(tmp_dir)
-        print(summary_table(stats, report), file=sys.stderr)
-        print(format_report(problems, checked), file=sys.stderr)
-        if problems:
-            raise UserError(f"validation failed with {len(problems)} problems; nothing was written to {final_dir}")
+        print(summary_table(stats, report, validation), file=sys.stderr)
+        print(written.storage.summary(), file=sys.stderr)
+        print(format_report(validation.problems, dict(validation.checked)), file=sys.stderr)
+        if validation.problems:
+            raise UserError(f"validation failed with {len(validation.problems)} problems; nothing was written to "
+                            f"{final_dir}")
         commit_output_dir(tmp_dir, final_dir)
     except BaseException:
-        import shutil
-
         shutil.rmtree(tmp_dir, ignore_errors=True)
         raise
     return final_dir

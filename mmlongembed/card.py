@@ -16,7 +16,7 @@ def size_category(n_rows: int) -> str:
     return "1M<n<10M"
 
 
-def yaml_header(*, licence: str, languages, pretty_name: str, data_files: dict[str, str], n_rows: int) -> str:
+def yaml_header(*, licence: str, languages, pretty_name: str, configs: list, n_rows: int) -> str:
     header = {
         "license": licence,
         "language": list(languages),
@@ -24,10 +24,7 @@ def yaml_header(*, licence: str, languages, pretty_name: str, data_files: dict[s
         "task_categories": ["text-retrieval", "visual-document-retrieval"],
         "tags": ["long-context", "embedding", "retrieval", "multimodal", "mmlongembed"],
         "size_categories": [size_category(n_rows)],
-        "configs": [
-            {"config_name": name, "data_files": [{"split": "test", "path": path}]}
-            for name, path in data_files.items()
-        ],
+        "configs": [spec.card_entry() for spec in configs],
     }
     return "---\n" + yaml.safe_dump(header, sort_keys=False, allow_unicode=True) + "---\n"
 
@@ -45,5 +42,5 @@ def render_card(template_name: str, context: dict) -> str:
     body = env.get_template(template_name).render(**context)
     return yaml_header(
         licence=context["licence"], languages=context["languages"], pretty_name=context["title"],
-        data_files=context["data_files"], n_rows=context["n_rows"],
+        configs=context["configs"], n_rows=context["n_rows"],
     ) + body

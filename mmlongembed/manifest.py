@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Iterable
 
 from mmlongembed import __version__
-from mmlongembed.output import LAYOUT_VERSION
+from mmlongembed.layout import LAYOUT_VERSION
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 # Whole words only: `hf_token` or `api_key` is a secret, `needle_tokens` a length.

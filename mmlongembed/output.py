@@ -1,4 +1,14 @@
-"""Write a built benchmark in the published layout (docs/LAYOUT.md), atomically.
+"""Write a built benchmark in the published layout (docs/LAYOUT.md), blind and atomically.
+
+Every builder writes through here, so every release inherits the same guarantees:
+
+- the corpus, queries and qrels configs hold only what a model may see; ids are opaque keyed
+  hashes and corpus rows are in a seeded random order, so neither an id, a column nor a row
+  position points to the positive;
+- what each row is (role, group, source, variant, provenance, task extras) goes to the pool's
+  `-audit` config, keyed by the same opaque ids;
+- an image or a text held by several rows of a shard is stored once (dictionary encoding);
+- files are named by their content hash (see ``mmlongembed.layout``).
 
 Everything is written into a temporary sibling directory and renamed into place only when
 complete, so a crash never leaves a half-written benchmark behind.
@@ -6,20 +16,106 @@ complete, so a crash never leaves a half-written benchmark behind.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import shutil
 import statistics
 import tempfile
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Sequence
 
 from mmlongembed.errors import UserError
+from mmlongembed.layout import (
+    AUDIT_COLUMNS, CANDIDATE_KIND, MODEL_COLUMNS, PARTS, POOL_COLUMN, QUERY_KIND, SPLIT, ConfigSpec, OpaqueIds,
+    config_name)
 from mmlongembed.pools import Pool
+from mmlongembed.rng import derive_rng
 
-LAYOUT_VERSION = "1"
-SPLIT = "test"
+# A shard's distinct images are one parquet dictionary page, which must stay under 2 GiB;
+# pools beyond this many image bytes go to further shards of the same length.
+SHARD_IMAGE_BYTES = 768 << 20
+DICTIONARY_PAGE_LIMIT = 1 << 30
+PARQUET_OPTIONS = dict(compression="zstd", store_schema=False, dictionary_pagesize_limit=DICTIONARY_PAGE_LIMIT,
+                       use_dictionary=[POOL_COLUMN, "text", "images.list.element.bytes", "kind", "role", "group",
+                                       "source_id", "variant"])
 
+
+@dataclass
+class StorageStats:
+    """What the images and texts of a build would cost stored per row, against what they cost."""
+
+    image_refs: int = 0
+    image_bytes_referenced: int = 0
+    distinct_images: int = 0
+    distinct_image_bytes: int = 0
+    text_bytes: int = 0
+    data_bytes_on_disk: int = 0
+
+    @property
+    def ratio(self) -> float:
+        """Bytes on disk over the bytes of the distinct images plus the texts (1.0: nothing repeated)."""
+        payload = self.distinct_image_bytes + self.text_bytes
+        return self.data_bytes_on_disk / payload if payload else 0.0
+
+    def as_dict(self) -> dict:
+        return {"image_refs": self.image_refs, "image_bytes_referenced": self.image_bytes_referenced,
+                "distinct_images": self.distinct_images, "distinct_image_bytes": self.distinct_image_bytes,
+                "text_bytes": self.text_bytes, "data_bytes_on_disk": self.data_bytes_on_disk,
+                "ratio_to_distinct_payload": round(self.ratio, 4)}
+
+    def summary(self) -> str:
+        mb = 1e6
+        return (f"storage: {self.data_bytes_on_disk / mb:.1f} MB of data on disk for "
+                f"{self.distinct_image_bytes / mb:.1f} MB of distinct images ({self.distinct_images} images, "
+                f"{self.image_refs} placements, {self.image_bytes_referenced / mb:.1f} MB if stored per placement) "
+                f"+ {self.text_bytes / mb:.1f} MB of text: {self.ratio:.2f}x")
+
+
+@dataclass
+class Written:
+    specs: list[ConfigSpec]
+    storage: StorageStats
+    files: dict[str, dict] = field(default_factory=dict)  # repo path -> sha256, bytes
+
+
+# -- rows ------------------------------------------------------------------------------------------
+
+def pool_rows(pool: Pool, seed: int, builder: str) -> dict[str, list[dict]]:
+    """The pool's rows per part, with opaque ids, candidates and queries in seeded random order."""
+    ids = OpaqueIds(seed, builder, pool.name)
+    corpus_order = derive_rng(seed, builder, pool.name, "corpus-order").permutation(len(pool.candidates))
+    query_order = derive_rng(seed, builder, pool.name, "query-order").permutation(len(pool.queries))
+    candidates = [pool.candidates[int(i)] for i in corpus_order]
+    queries = [pool.queries[int(i)] for i in query_order]
+    corpus, audit = [], []
+    for c in candidates:
+        text, images = c.document.render()
+        image_tokens = c.document.image_tokens
+        corpus.append({"_id": ids(c.id), "title": c.title, "text": text, "images": images,
+                       "n_tokens": c.n_tokens, "n_text_tokens": c.n_tokens - image_tokens,
+                       "n_image_tokens": image_tokens})
+        audit.append({"_id": ids(c.id), "kind": CANDIDATE_KIND, "internal_id": c.id, "role": c.role,
+                      "group": ids(c.group), "source_id": c.source_id,
+                      "variant": str(c.provenance.get("variant", "")),
+                      "provenance": json.dumps(c.provenance, sort_keys=True, ensure_ascii=False), **c.extra})
+    query_rows = []
+    for q in queries:
+        query_rows.append({"_id": ids(q.id), "text": q.text, "images": list(q.images), "instruction": q.instruction,
+                           "n_tokens": q.n_tokens})
+        audit.append({"_id": ids(q.id), "kind": QUERY_KIND, "internal_id": q.id, "role": QUERY_KIND,
+                      "group": ids(q.id), "source_id": q.source_id, "variant": "", "provenance": "{}", **q.extra})
+    position = {q.id: k for k, q in enumerate(queries)}
+    qrels = [{"query-id": ids(q), "corpus-id": ids(c), "score": s}
+             for q, c, s in sorted(pool.qrels, key=lambda r: (position.get(r[0], -1), r[1]))]
+    shadowed = {k for row in (*pool.candidates, *pool.queries) for k in row.extra} & {*AUDIT_COLUMNS, POOL_COLUMN}
+    if shadowed:
+        raise ValueError(f"{pool.name}: extra column(s) {sorted(shadowed)} shadow layout columns")
+    return {"corpus": corpus, "queries": query_rows, "qrels": qrels, "audit": audit}
+
+
+# -- arrow tables ----------------------------------------------------------------------------------
 
 def _list_of(feature):
     import datasets
@@ -43,87 +139,169 @@ def _value_feature(values: Sequence):
     return datasets.Value("string")
 
 
-def _with_extra_columns(data: dict, features: dict, rows: Sequence[dict], owner: str):
-    """The table with the task-specific columns added; every row must have the same ones."""
+def _images_array(rows: list[dict], dictionary: dict[bytes, int], store: list[bytes]):
+    """list<struct<bytes, path>> whose bytes are dictionary-encoded: each distinct image is held
+    (and written) once, however many rows place it."""
+    import pyarrow as pa
+
+    offsets, indices = [0], []
+    for row in rows:
+        for image in row["images"]:
+            index = dictionary.get(image)
+            if index is None:
+                index = dictionary[image] = len(store)
+                store.append(image)
+            indices.append(index)
+        offsets.append(len(indices))
+    values = pa.DictionaryArray.from_arrays(pa.array(indices, pa.int32()), pa.array(store, pa.binary()))
+    struct = pa.StructArray.from_arrays([values, pa.nulls(len(indices), pa.string())], names=["bytes", "path"])
+    return pa.ListArray.from_arrays(pa.array(offsets, pa.int32()), struct)
+
+
+def _features(part: str, rows: list[dict]):
     import datasets
 
-    keys = sorted({k for row in rows for k in row})
-    for key in keys:
-        if key in data:
-            raise ValueError(f"{owner}: extra column {key!r} shadows a layout column")
-        values = []
-        for row in rows:
-            if key not in row:
-                raise ValueError(f"{owner}: some rows lack the extra column {key!r}")
-            values.append(row[key])
-        data[key], features[key] = values, _value_feature(values)
-    return datasets.Dataset.from_dict(data, features=datasets.Features(features))
+    string, int64 = datasets.Value("string"), datasets.Value("int64")
+    fixed = {
+        "corpus": {"_id": string, "title": string, "text": string, "images": _list_of(datasets.Image()),
+                   "n_tokens": int64, "n_text_tokens": int64, "n_image_tokens": int64},
+        "queries": {"_id": string, "text": string, "images": _list_of(datasets.Image()), "instruction": string,
+                    "n_tokens": int64},
+        "qrels": {"query-id": string, "corpus-id": string, "score": int64},
+        "audit": {c: string for c in AUDIT_COLUMNS},
+    }[part]
+    features = {POOL_COLUMN: string, **fixed}
+    if part == "audit":
+        for key in sorted({k for row in rows for k in row} - set(fixed)):
+            features[key] = _value_feature([row.get(key) for row in rows])
+    return datasets.Features(features)
 
 
-def corpus_table(pool: Pool):
+def shard_table(part: str, pool_rows_in_order: list[tuple[str, list[dict]]]):
+    """One arrow table of the given part for several pools, rows of each pool together."""
+    import pyarrow as pa
+
+    rows = [{**row, POOL_COLUMN: pool} for pool, pool_rows_ in pool_rows_in_order for row in pool_rows_]
+    features = _features(part, rows)
+    schema = features.arrow_schema
+    columns = {}
+    dictionary: dict[bytes, int] = {}
+    store: list[bytes] = []
+    for name in features:
+        if name == "images":
+            columns[name] = _images_array(rows, dictionary, store)
+        else:
+            columns[name] = pa.array([row.get(name) for row in rows], type=schema.field(name).type)
+    table = pa.table(columns)
+    return table, features
+
+
+def write_parquet(table, features, directory: Path, stem: str) -> Path:
+    """Write ``table`` as ``<stem>-<content hash>.parquet`` with the datasets features in its
+    metadata (so load_dataset decodes images); returns the path."""
+    import pyarrow.parquet as pq
+
+    directory.mkdir(parents=True, exist_ok=True)
+    scratch = directory / f".{stem}.writing"
+    metadata = {"huggingface": json.dumps({"info": {"features": features.to_dict()}})}
+    with pq.ParquetWriter(str(scratch), table.schema, **PARQUET_OPTIONS) as writer:
+        writer.write_table(table, row_group_size=max(1, table.num_rows))
+        writer.add_key_value_metadata(metadata)
+    digest = _sha256(scratch)
+    final = directory / f"{stem}-{digest[:12]}.parquet"
+    scratch.rename(final)
+    return final
+
+
+def _sha256(path: Path) -> str:
+    digest = hashlib.sha256()
+    with open(path, "rb") as handle:
+        for block in iter(lambda: handle.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+# -- shards and the whole build ----------------------------------------------------------------------
+
+def plan_shards(pools: Sequence[Pool]) -> list[tuple[str, str, list[Pool]]]:
+    """(dataset, shard name, pools): the pools of one dataset and length share files, split
+    where their distinct images would outgrow one dictionary page."""
+    groups: dict[tuple[str, int], list[Pool]] = {}
+    for pool in pools:
+        groups.setdefault((pool.dataset, pool.band.target), []).append(pool)
+    shards = []
+    for (dataset, _target), members in sorted(groups.items()):
+        chunks: list[list[Pool]] = [[]]
+        seen: set[int] = set()
+        size = 0
+        for pool in members:
+            fresh = {id(s.image): len(s.image) for c in pool.candidates for s in c.document.segments
+                     if s.is_visual and s.image is not None and id(s.image) not in seen}
+            if chunks[-1] and size + sum(fresh.values()) > SHARD_IMAGE_BYTES:
+                chunks.append([])
+                seen, size = set(), 0
+                fresh = {id(s.image): len(s.image) for c in pool.candidates for s in c.document.segments
+                         if s.is_visual and s.image is not None}
+            chunks[-1].append(pool)
+            seen |= set(fresh)
+            size += sum(fresh.values())
+        band_name = members[0].band.name
+        for k, chunk in enumerate(chunks):
+            shards.append((dataset, band_name if len(chunks) == 1 else f"{band_name}-{k}", chunk))
+    return shards
+
+
+def write_tables(pools: Sequence[Pool], root: Path, *, seed: int, builder: str, progress: bool = True) -> Written:
+    """Write the pools table and every pool's four configs; returns the card's config specs,
+    storage figures and the sha256 of every data file."""
+    from tqdm.auto import tqdm
+
+    root = Path(root)
+    specs: list[ConfigSpec] = []
+    files: dict[str, dict] = {}
+    stats = StorageStats()
+    distinct: dict[bytes, None] = {}
+    shards = plan_shards(pools)
+
+    def record(path: Path) -> str:
+        relative = path.relative_to(root).as_posix()
+        files[relative] = {"sha256": _sha256(path), "bytes": path.stat().st_size}
+        stats.data_bytes_on_disk += path.stat().st_size
+        return relative
+
+    specs.append(ConfigSpec("pools", record(write_pools_table(pools, root / "data" / "pools"))))
+    pool_specs: dict[str, list[ConfigSpec]] = {}
+    bar = tqdm(total=sum(len(p.candidates) + len(p.queries) for p in pools), desc="writing pools", unit="row",
+               disable=not progress)
+    try:
+        for dataset, shard, chunk in shards:
+            rows = {pool.name: pool_rows(pool, seed, builder) for pool in chunk}
+            for part in PARTS:
+                ordered = [(pool.name, rows[pool.name][part]) for pool in chunk]
+                if part in ("corpus", "queries"):
+                    for row in (row for _, part_rows in ordered for row in part_rows):
+                        stats.text_bytes += len(row["text"].encode("utf-8"))
+                        stats.image_refs += len(row["images"])
+                        stats.image_bytes_referenced += sum(len(b) for b in row["images"])
+                        distinct.update(dict.fromkeys(row["images"]))
+                table, features = shard_table(part, ordered)
+                path = record(write_parquet(table, features, root / "data" / dataset / part, shard))
+                columns = MODEL_COLUMNS.get(part) or tuple(c for c in features if c != POOL_COLUMN)
+                for pool in chunk:
+                    pool_specs.setdefault(pool.name, []).append(
+                        ConfigSpec(config_name(pool.name, part), path, pool.name, tuple(columns)))
+            bar.update(sum(len(p.candidates) + len(p.queries) for p in chunk))
+    finally:
+        bar.close()
+    stats.distinct_images = len(distinct)
+    stats.distinct_image_bytes = sum(len(b) for b in distinct)
+    specs += [spec for pool in pools for spec in pool_specs[pool.name]]
+    return Written(specs, stats, files)
+
+
+def write_pools_table(pools: Sequence[Pool], directory: Path) -> Path:
     import datasets
-
-    data: dict[str, list] = {k: [] for k in (
-        "_id", "title", "text", "images", "n_tokens", "n_text_tokens", "n_image_tokens",
-        "role", "group", "source_id", "provenance")}
-    for c in pool.candidates:
-        text, images = c.document.render()
-        image_tokens = c.document.image_tokens
-        data["_id"].append(c.id)
-        data["title"].append(c.title)
-        data["text"].append(text)
-        data["images"].append([{"bytes": b, "path": None} for b in images])
-        data["n_tokens"].append(c.n_tokens)
-        data["n_text_tokens"].append(c.n_tokens - image_tokens)
-        data["n_image_tokens"].append(image_tokens)
-        data["role"].append(c.role)
-        data["group"].append(c.group)
-        data["source_id"].append(c.source_id)
-        data["provenance"].append(json.dumps(c.provenance, sort_keys=True, ensure_ascii=False))
-    features = {
-        "_id": datasets.Value("string"), "title": datasets.Value("string"), "text": datasets.Value("string"),
-        "images": _list_of(datasets.Image()),
-        "n_tokens": datasets.Value("int64"), "n_text_tokens": datasets.Value("int64"),
-        "n_image_tokens": datasets.Value("int64"), "role": datasets.Value("string"),
-        "group": datasets.Value("string"), "source_id": datasets.Value("string"),
-        "provenance": datasets.Value("string"),
-    }
-    return _with_extra_columns(data, features, [c.extra for c in pool.candidates], f"{pool.name} corpus")
-
-
-def queries_table(pool: Pool):
-    import datasets
-
-    data: dict[str, list] = {k: [] for k in ("_id", "text", "images", "instruction", "n_tokens", "source_id")}
-    for q in pool.queries:
-        data["_id"].append(q.id)
-        data["text"].append(q.text)
-        data["images"].append([{"bytes": b, "path": None} for b in q.images])
-        data["instruction"].append(q.instruction)
-        data["n_tokens"].append(q.n_tokens)
-        data["source_id"].append(q.source_id)
-    features = {
-        "_id": datasets.Value("string"), "text": datasets.Value("string"), "images": _list_of(datasets.Image()),
-        "instruction": datasets.Value("string"), "n_tokens": datasets.Value("int64"),
-        "source_id": datasets.Value("string"),
-    }
-    return _with_extra_columns(data, features, [q.extra for q in pool.queries], f"{pool.name} queries")
-
-
-def qrels_table(pool: Pool):
-    import datasets
-
-    features = datasets.Features({
-        "query-id": datasets.Value("string"), "corpus-id": datasets.Value("string"), "score": datasets.Value("int64")})
-    return datasets.Dataset.from_dict(
-        {"query-id": [q for q, _, _ in pool.qrels], "corpus-id": [c for _, c, _ in pool.qrels],
-         "score": [s for _, _, s in pool.qrels]},
-        features=features,
-    )
-
-
-def pools_table(pools: Sequence[Pool]):
-    import datasets
+    import pyarrow as pa
 
     rows = [p.row() for p in pools]
     features = datasets.Features({
@@ -134,16 +312,9 @@ def pools_table(pools: Sequence[Pool]):
         "query_modality": datasets.Value("string"), "n_queries": datasets.Value("int64"),
         "n_candidates": datasets.Value("int64"), "extra": datasets.Value("string"),
     })
-    return datasets.Dataset.from_dict({k: [r[k] for r in rows] for k in features}, features=features)
-
-
-def data_files(pools: Sequence[Pool]) -> dict[str, str]:
-    """config name -> data file path inside the repo (the card's `configs:` header)."""
-    files = {"pools": f"data/pools/{SPLIT}.parquet"}
-    for pool in pools:
-        for part in ("corpus", "queries", "qrels"):
-            files[f"{pool.name}-{part}"] = f"data/{pool.name}/{part}/{SPLIT}.parquet"
-    return files
+    schema = features.arrow_schema
+    table = pa.table({k: pa.array([r[k] for r in rows], type=schema.field(k).type) for k in features})
+    return write_parquet(table, features, directory, SPLIT)
 
 
 def pool_statistics(pool: Pool) -> dict:
@@ -158,9 +329,11 @@ def pool_statistics(pool: Pool) -> dict:
         "tokens_median": int(statistics.median(lengths)) if lengths else 0,
         "tokens_max": lengths[-1] if lengths else 0,
         "band": [pool.band.lo, pool.band.hi],
-        "images": sum(len(c.document.render()[1]) for c in pool.candidates),
+        "images": sum(1 for c in pool.candidates for s in c.document.segments if s.is_visual),
     }
 
+
+# -- the output directory ----------------------------------------------------------------------------
 
 def prepare_output_dir(final_dir: Path, overwrite: bool) -> Path:
     final_dir = Path(final_dir)
@@ -182,36 +355,5 @@ def commit_output_dir(tmp_dir: Path, final_dir: Path) -> None:
         shutil.rmtree(trash, ignore_errors=True)
 
 
-def write_tables(pools: Sequence[Pool], root: Path, progress: bool = True) -> None:
-    from tqdm.auto import tqdm
-
-    import datasets
-
-    datasets.disable_progress_bars()  # one bar per pool below is enough
-    files = data_files(pools)
-    for path in files.values():
-        (root / path).parent.mkdir(parents=True, exist_ok=True)
-    pools_table(pools).to_parquet(str(root / files["pools"]))
-    for pool in tqdm(pools, desc="writing pools", unit="pool", disable=not progress):
-        corpus_table(pool).to_parquet(str(root / files[f"{pool.name}-corpus"]))
-        queries_table(pool).to_parquet(str(root / files[f"{pool.name}-queries"]))
-        qrels_table(pool).to_parquet(str(root / files[f"{pool.name}-qrels"]))
-
-
 def write_json(path: Path, obj) -> None:
     path.write_text(json.dumps(obj, indent=2, sort_keys=True, ensure_ascii=False) + "\n", encoding="utf-8")
-
-
-def data_files_from_card(card_path: Path) -> dict[str, str]:
-    """config name -> data file, read back from the card's YAML header (what load_dataset sees)."""
-    import yaml
-
-    text = Path(card_path).read_text(encoding="utf-8")
-    if not text.startswith("---\n"):
-        raise UserError(f"{card_path} has no YAML header")
-    header = yaml.safe_load(text[4:text.index("\n---", 4)])
-    files = {}
-    for config in header.get("configs", []):
-        data = config["data_files"]
-        files[config["config_name"]] = data[0]["path"] if isinstance(data, list) else data
-    return files

@@ -4,8 +4,11 @@ A release is one commit on ``main`` holding the whole build, then a tag ``vMAJOR
 that commit. The tag is created only after the commit has landed, so a failed push never leaves a
 tagged half-release, and an existing tag is never moved.
 
+A build is validated first (``mmle validate``); a build with any problem is refused, so nothing
+invalid leaves the machine.
+
 Several tasks may share a repo: a build replaces, as a unit, every pool of the (task, dataset)
-pairs it contains (their ``data/<pool>/`` files are deleted in the same commit) and keeps the
+pairs it contains (their ``data/<dataset>/`` files are deleted in the same commit) and keeps the
 other pools; the ``pools`` table and the card's ``configs:`` header are merged accordingly.
 
 Retries: uploads are retried by ``huggingface_hub`` itself; the commit and the tag are retried here
@@ -36,13 +39,13 @@ from typing import Callable
 import yaml
 
 from mmlongembed.errors import UserError
+from mmlongembed.layout import PARTS, SPLIT, ConfigSpec, config_name
 
 REPO_TYPE = "dataset"
 BRANCH = "main"
 VERSION_RE = re.compile(r"^v?(0|[1-9]\d*)\.(0|[1-9]\d*)\.(0|[1-9]\d*)$")
 REPO_ID_RE = re.compile(r"^[A-Za-z0-9][\w.-]*/[A-Za-z0-9][\w.-]*$")
-POOLS_TABLE = "data/pools/test.parquet"
-POOL_PARTS = ("corpus", "queries", "qrels")
+LEGACY_POOLS_TABLE = "data/pools/test.parquet"  # layout 1 named it so; layout 2 names files by content
 RELEASE_ID_PREFIX = "mmle-release-id: "
 TRANSIENT_STATUS = (408, 429, 500, 502, 503, 504)
 
@@ -106,7 +109,7 @@ def _config_paths(config: dict) -> list[str]:
 
 
 def _pool_of_config(name: str, pools: set[str]) -> str | None:
-    for part in POOL_PARTS:
+    for part in PARTS:
         if name.endswith(f"-{part}") and name[: -len(part) - 1] in pools:
             return name[: -len(part) - 1]
     return None
@@ -140,6 +143,11 @@ class Build:
     body: str
     manifest: dict
     pools: list[dict]  # rows of the pools table
+    pools_path: str  # the pools table's path in the repo
+
+    @property
+    def datasets(self) -> set[str]:
+        return {row["dataset"] for row in self.pools}
 
     @property
     def units(self) -> set[tuple[str, str]]:
@@ -153,11 +161,15 @@ class Build:
 
 
 def load_build(root: Path, token: str | None = None) -> Build:
-    """Check that `root` is a complete build in the published layout (docs/LAYOUT.md)."""
+    """Check that `root` is a complete build in the published layout (docs/LAYOUT.md) that
+    `mmle validate` accepts."""
+    from mmlongembed.layout import configs_from_card
+    from mmlongembed.validate import format_report, validate_build
+
     root = Path(root)
     if not root.is_dir():
         raise UserError(f"build directory {root} does not exist")
-    for required in ("README.md", "manifest.json", POOLS_TABLE):
+    for required in ("README.md", "manifest.json"):
         if not (root / required).is_file():
             raise UserError(f"{root} is not a built benchmark: {required} is missing (run `mmle build` and `mmle validate`)")
     files = sorted(p.relative_to(root).as_posix() for p in root.rglob("*")
@@ -175,19 +187,31 @@ def load_build(root: Path, token: str | None = None) -> Build:
         manifest = json.loads((root / "manifest.json").read_text(encoding="utf-8"))
     except json.JSONDecodeError as err:
         raise UserError(f"manifest.json does not parse: {err}") from None
-    configs = header.get("configs")
-    if not isinstance(configs, list) or not configs:
-        raise UserError("README.md: the YAML header has no `configs:` list")
-    for config in configs:
-        for path in _config_paths(config):
-            if path not in files:
-                raise UserError(f"README.md: config {config.get('config_name')!r} names {path}, which is not in the build")
-    pools = _pools_rows(root / POOLS_TABLE)
+    specs = configs_from_card(root / "README.md")
+    for spec in specs.values():
+        if spec.path not in files:
+            raise UserError(f"README.md: config {spec.name!r} names {spec.path}, which is not in the build")
+    if "pools" not in specs:
+        raise UserError("README.md: no `pools` config")
+    pools = _pools_rows(root / specs["pools"].path)
     for row in pools:
-        for part in POOL_PARTS:
-            if f"data/{row['pool']}/{part}/test.parquet" not in files:
-                raise UserError(f"pool {row['pool']}: data/{row['pool']}/{part}/test.parquet is missing")
-    return Build(root, files, header, body, manifest, pools)
+        for part in PARTS:
+            if config_name(row["pool"], part) not in specs:
+                raise UserError(f"pool {row['pool']}: the card has no config {config_name(row['pool'], part)}")
+    validation = validate_build(root)
+    if validation.problems:
+        report = format_report(validation.problems, dict(validation.checked), limit=3).splitlines()
+        raise UserError(f"refusing to publish {root}: `mmle validate` finds {len(validation.problems)} problems "
+                        f"({report[1].strip() if len(report) > 1 else report[0]})")
+    return Build(root, files, header, body, manifest, pools, specs["pools"].path)
+
+
+def _pools_path(header: dict) -> str:
+    """The pools table's path named by a card's `configs:` header (layout 1: a fixed name)."""
+    for entry in header.get("configs") or []:
+        if entry.get("config_name") == "pools":
+            return ConfigSpec.from_card_entry(entry).path
+    return LEGACY_POOLS_TABLE
 
 
 # -- release notes -------------------------------------------------------------------------------------
@@ -368,29 +392,44 @@ def publish(build_dir: Path, repo_id: str, version: str, *, private: bool | None
         # 2. What is on main now: other tasks' pools stay, this build's tasks are replaced.
         remote_files = {f.path for f in pusher.retry("list files", lambda: list(api.list_repo_tree(
             repo_id, repo_type=REPO_TYPE, revision=head, recursive=True))) if isinstance(f, RepoFile)}
+        remote_header: dict = {}
+        if "README.md" in remote_files:
+            remote_header, _ = _read_card(pusher.retry("read card", lambda: pusher.download("README.md", head))
+                                          .decode("utf-8"))
+        remote_pools_path = _pools_path(remote_header)
         remote_rows = []
-        if POOLS_TABLE in remote_files:
-            remote_rows = _pools_rows(pusher.retry("read pools", lambda: pusher.download(POOLS_TABLE, head)))
+        if remote_pools_path in remote_files:
+            remote_rows = _pools_rows(pusher.retry("read pools", lambda: pusher.download(remote_pools_path, head)))
         kept_rows = [r for r in remote_rows if (r["task"], r["dataset"]) not in build.units
                      and r["pool"] not in {p["pool"] for p in build.pools}]
         kept_pools = {r["pool"] for r in kept_rows}
+        kept_datasets = {r["dataset"] for r in kept_rows}
         replaced = {r["pool"] for r in remote_rows} - kept_pools
-        deletions = sorted(p for p in remote_files if p not in build.files and any(
-            p.startswith(f"data/{pool}/") for pool in replaced))
+        replaced_datasets = ({r["dataset"] for r in remote_rows} | build.datasets) - kept_datasets
+
+        def superseded(path: str) -> bool:
+            parts = path.split("/")
+            return (path.startswith("data/pools/") or any(path.startswith(f"data/{pool}/") for pool in replaced)
+                    or (len(parts) > 2 and parts[0] == "data" and parts[1] in replaced_datasets))
 
         overrides: dict[str, bytes] = {}  # merged files, when other tasks' pools stay in the repo
+        uploads = list(build.files)
         if kept_rows:
-            overrides[POOLS_TABLE] = _merged_pools_table(build.root / POOLS_TABLE, kept_rows)
-            remote_header, _ = _read_card(pusher.download("README.md", head).decode("utf-8")) \
-                if "README.md" in remote_files else ({}, "")
-            overrides["README.md"] = _merged_card(build, remote_header, kept_pools).encode("utf-8")
+            merged = _merged_pools_table(build.root / build.pools_path, kept_rows)
+            merged_path = f"data/pools/{SPLIT}-{hashlib.sha256(merged).hexdigest()[:12]}.parquet"
+            uploads = [rel for rel in uploads if rel != build.pools_path] + [merged_path]
+            overrides[merged_path] = merged
+            overrides["README.md"] = _merged_card(build, remote_header, kept_pools, merged_path).encode("utf-8")
+        deletions = sorted(p for p in remote_files if p not in uploads and superseded(p))
 
         # 3. Release notes against the previous tag.
         previous = _previous_tag(tags, parse_version(tag))
         old_summary: dict[str, dict] = {}
         if previous is not None:
             old_manifest = pusher.retry("read previous manifest", lambda: pusher.download("manifest.json", previous))
-            old_table = pusher.retry("read previous pools", lambda: pusher.download(POOLS_TABLE, previous))
+            old_card = pusher.retry("read previous card", lambda: pusher.download("README.md", previous))
+            old_pools_path = _pools_path(_read_card(old_card.decode("utf-8"))[0] if old_card else {})
+            old_table = pusher.retry("read previous pools", lambda: pusher.download(old_pools_path, previous))
             old_stats = _manifest_pool_stats(json.loads(old_manifest)) if old_manifest else {}
             old_summary = pool_summaries(_pools_rows(old_table) if old_table else [], old_stats)
         new_stats = {**{r["pool"]: old_summary.get(r["pool"], {}) for r in kept_rows},
@@ -410,7 +449,7 @@ def publish(build_dir: Path, repo_id: str, version: str, *, private: bool | None
 
         def operations():
             ops = []
-            for rel in build.files:
+            for rel in uploads:
                 if rel in overrides:
                     ops.append(CommitOperationAdd(rel, overrides[rel]))
                 elif staging is not None:
@@ -424,7 +463,7 @@ def publish(build_dir: Path, repo_id: str, version: str, *, private: bool | None
             return api.create_commit(repo_id, operations(), commit_message=summary, commit_description=description,
                                      repo_type=REPO_TYPE, revision=BRANCH, parent_commit=head)
 
-        log(f"pushing {len(build.files)} files to {repo_id} ({len(deletions)} to delete)")
+        log(f"pushing {len(uploads)} files to {repo_id} ({len(deletions)} to delete)")
         try:
             commit_info = pusher.retry("commit", commit, recover=lambda: pusher.landed(release_id))
             # CommitInfo is itself a str (the URL), so test for the recovered plain oid the other way round.
@@ -500,13 +539,16 @@ def _merged_pools_table(path: Path, kept_rows: list[dict]) -> bytes:
     return sink.getvalue()
 
 
-def _merged_card(build: Build, remote_header: dict, kept_pools: set[str]) -> str:
-    """The build's card with `configs:` = the build's configs + the kept pools' configs."""
+def _merged_card(build: Build, remote_header: dict, kept_pools: set[str], pools_path: str) -> str:
+    """The build's card with `configs:` = the build's configs (the pools config pointing at the
+    merged pools table) + the kept pools' configs."""
     header = dict(build.header)
     names = {c.get("config_name") for c in build.header.get("configs", [])}
     kept = [c for c in remote_header.get("configs") or []
             if c.get("config_name") not in names and _pool_of_config(c.get("config_name", ""), kept_pools)]
-    header["configs"] = list(build.header["configs"]) + kept
+    own = [ConfigSpec("pools", pools_path).card_entry() if c.get("config_name") == "pools" else c
+           for c in build.header["configs"]]
+    header["configs"] = own + kept
     return _write_card(header, build.body)
 
 

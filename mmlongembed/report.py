@@ -30,11 +30,11 @@ def expected_p_at_1(scores: Sequence[float], positive: int) -> float:
     return 1 / len(tied) if positive in tied else 0.0
 
 
-def shortcut_check(pool: Pool, with_bm25: bool = True) -> dict:
-    """P@1 of rankers that should not work, inside each query's own candidate group:
-    the longest candidate, the shortest candidate, and BM25 of the query text (index over the
-    whole pool; image placeholders are markup, not words). A length ranker near chance means
-    length gives nothing away. Ties count by expectation (``expected_p_at_1``).
+def shortcut_check(pool: Pool) -> dict:
+    """BM25 P@1 of the query text inside each query's own candidate group (index over the whole
+    pool; image placeholders are markup, not words): how far surface matching gets. Ties count by
+    expectation (``expected_p_at_1``). Query-blind rules (length, formatting, ids, order) are the
+    label-free audit's (``mmlongembed.shortcuts``), run on the data as written.
 
     Where every group is its positive alone (the synthetic grid: one needle per document, all
     documents of the pool compete), the whole pool is the group."""
@@ -44,33 +44,22 @@ def shortcut_check(pool: Pool, with_bm25: bool = True) -> dict:
     if groups and all(len(members) == 1 for members in groups.values()):
         groups = {group: list(pool.candidates) for group in groups}
     queries = {q.id: q for q in pool.queries}
-    index = None
-    if with_bm25 and pool.candidates:
-        index = BM25Index([_words(c.document.render()[0]) for c in pool.candidates])
-        position = {c.id: i for i, c in enumerate(pool.candidates)}
-    hits = {"longest": 0.0, "shortest": 0.0, "bm25": 0.0}
-    sizes = []
+    if not pool.candidates:
+        return {"groups": 0, "chance": 0.0, "bm25": None}
+    index = BM25Index([_words(c.document.render()[0]) for c in pool.candidates])
+    position = {c.id: i for i, c in enumerate(pool.candidates)}
+    hits, sizes = 0.0, []
     for group, members in groups.items():
         if group not in queries:
             continue
         sizes.append(len(members))
         positive = next(i for i, c in enumerate(members) if c.role == POSITIVE and c.group == group)
-        lengths = [c.n_tokens for c in members]
-        hits["longest"] += expected_p_at_1(lengths, positive)
-        hits["shortest"] += expected_p_at_1([-n for n in lengths], positive)
-        if index is not None:
-            scores = index.scores(_words(queries[group].text))
-            hits["bm25"] += expected_p_at_1([scores[position[c.id]] for c in members], positive)
+        scores = index.scores(_words(queries[group].text))
+        hits += expected_p_at_1([scores[position[c.id]] for c in members], positive)
     n = len(sizes)
     if not n:
-        return {"groups": 0, "chance": 0.0, "longest": 0.0, "shortest": 0.0, "bm25": None}
-    return {
-        "groups": n,
-        "chance": sum(1 / s for s in sizes) / n,
-        "longest": hits["longest"] / n,
-        "shortest": hits["shortest"] / n,
-        "bm25": hits["bm25"] / n if index is not None else None,
-    }
+        return {"groups": 0, "chance": 0.0, "bm25": None}
+    return {"groups": n, "chance": sum(1 / s for s in sizes) / n, "bm25": hits / n}
 
 
 def _words(text: str) -> list[str]:

@@ -167,3 +167,21 @@ def write_hotpotqa_sources(root: Path, padding_dir: Path = Path("haystack_text")
                 lines.append(f" = = {word().title()} = = ")
             lines.append(" " + " ".join(sentence(word().title()) for _ in range(rng.randint(3, 6))) + " ")
     (padding / "wiki.sample.raw").write_text("\r\n".join(lines) + "\r\n", encoding="utf-8")
+
+
+def write_fixture_build(root: Path, pools, title: str = "Test benchmark", seed: int = 0,
+                        builder: str = "fixture") -> Path:
+    """Hand-made pools written in the published layout with the core writer, with a minimal card
+    and a manifest that records the data files (harness and publishing tests)."""
+    from mmlongembed.card import yaml_header
+    from mmlongembed.output import pool_statistics, write_json, write_tables
+
+    root = Path(root)
+    root.mkdir(parents=True, exist_ok=True)
+    written = write_tables(pools, root, seed=seed, builder=builder, progress=False)
+    header = yaml_header(licence="cc-by-4.0", languages=["en"], pretty_name=title, configs=written.specs,
+                         n_rows=sum(len(p.queries) + len(p.candidates) for p in pools))
+    (root / "README.md").write_text(header + f"# {title}\n", encoding="utf-8")
+    write_json(root / "manifest.json", {"builder": {"name": builder}, "toolkit": "mmlongembed-test",
+                                        "files": written.files, "pools": [pool_statistics(p) for p in pools]})
+    return root

@@ -81,3 +81,22 @@ def split_sentences(paragraph: str) -> list[str]:
 
 def normalise_newlines(text: str) -> str:
     return text.replace("\r\n", "\n").replace("\r", "\n")
+
+
+_HORIZONTAL_SPACE = re.compile(r"[^\S\n]+")
+_BLANK_LINES = re.compile(r"\n{2,}")
+
+
+def normalise_whitespace(text: str, paragraph_separator: str = "\n") -> str:
+    """One whitespace convention for every source a benchmark mixes (reports from two agencies,
+    a donor and its host, padding and context): no tabs, no runs of spaces, no spaces at line
+    ends, paragraphs separated by ``paragraph_separator`` (``"\n"``: one paragraph per line,
+    blank lines dropped; ``"\n\n"``: blank-line separated, single newlines kept), no
+    whitespace at either end. Otherwise spliced text would carry its source in its spacing."""
+    lines = [_HORIZONTAL_SPACE.sub(" ", line).strip() for line in normalise_newlines(text).split("\n")]
+    joined = "\n".join(lines).strip()
+    if paragraph_separator == "\n":
+        return "\n".join(line for line in joined.split("\n") if line)
+    if paragraph_separator == "\n\n":
+        return _BLANK_LINES.sub("\n\n", joined)
+    raise ValueError(f"paragraph separator must be '\\n' or '\\n\\n', got {paragraph_separator!r}")

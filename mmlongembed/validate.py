@@ -1,29 +1,44 @@
 """`mmle validate <dir>`: recount every length and check every invariant of a written build.
 
-It reads the build the way a user would (parquet files of the published layout), recounts tokens
-from the final text and the stored image sizes, and runs the generic checks below plus the
-builder's own (`Builder.validate_pool`). Problems are collected, never raised one by one.
+It reads the build the way a user would (the card's configs over the parquet files), recounts
+tokens from the final text and the stored image sizes, queries included, checks every data file
+against the sha256 the manifest recorded, the pools table against the configs, the layout's
+blindness (model configs expose only model columns; the label-free shortcut audit), and runs the
+builder's own checks (`Builder.validate_pool`) on each pool with its audit joined in. Problems
+are collected, never raised one by one; a build that cannot be read at all (no card, no
+manifest, no pools table) is a one-line error.
 """
 
 from __future__ import annotations
 
+import hashlib
 import io
 import json
 from collections import Counter, defaultdict
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from mmlongembed.builder import Problem, get_builder
 from mmlongembed.documents import count_rendered
 from mmlongembed.errors import UserError
-from mmlongembed.output import data_files_from_card
+from mmlongembed.layout import MODEL_COLUMNS, PARTS, ConfigSpec, PoolTables, config_name, configs_from_card, \
+    read_config, read_pool
 from mmlongembed.pools import POSITIVE, hard_negative_tolerance
+from mmlongembed.shortcuts import audit_pool
 from mmlongembed.tokens import default_counter
 
 
-def read_table(path: Path) -> dict:
-    import pyarrow.parquet as pq
+class InvalidBuild(UserError):
+    """The directory cannot be validated at all: one line, exit code 1."""
 
-    return pq.read_table(path).to_pydict()
+    exit_code = 1
+
+
+@dataclass
+class Validation:
+    problems: list[Problem] = field(default_factory=list)
+    checked: Counter = field(default_factory=Counter)
+    shortcuts: dict[str, dict] = field(default_factory=dict)  # pool -> label-free audit
 
 
 def _image_size(image: dict) -> tuple[int, int]:
@@ -33,7 +48,14 @@ def _image_size(image: dict) -> tuple[int, int]:
         return im.height, im.width
 
 
-def check_pool(pool_row: dict, corpus: dict, queries: dict, qrels: dict) -> list[Problem]:
+def _recount(text: str, images: list, counter) -> int:
+    text_tokens, image_tokens = count_rendered(text, [_image_size(im) for im in images or []], counter)
+    return text_tokens + image_tokens
+
+
+def check_pool(tables: PoolTables) -> list[Problem]:
+    """The generic invariants of one pool (audit joined into ``corpus`` and ``queries``)."""
+    pool_row, corpus, queries, qrels = tables.row, tables.corpus, tables.queries, tables.qrels
     name = pool_row["pool"]
     problems: list[Problem] = []
     counter = default_counter()
@@ -41,24 +63,33 @@ def check_pool(pool_row: dict, corpus: dict, queries: dict, qrels: dict) -> list
     def problem(check: str, detail: str) -> None:
         problems.append(Problem(name, check, detail))
 
+    for part, columns in tables.model_columns.items():
+        if tuple(columns) != MODEL_COLUMNS[part]:
+            problem("model_columns", f"config {config_name(name, part)} shows {list(columns)}, the layout allows "
+                                     f"{list(MODEL_COLUMNS[part])}")
     ids = corpus["_id"]
     if len(set(ids)) != len(ids):
         problem("duplicate_candidate_id", f"{len(ids) - len(set(ids))} repeated ids")
+    for kind, table in (("candidate", corpus), ("query", queries)):
+        unaudited = [i for i, audited in zip(table["_id"], table["_audited"]) if not audited]
+        if unaudited:
+            problem("audit", f"{len(unaudited)} {kind}(s) missing from the audit config, e.g. {unaudited[0]}")
     texts_seen: dict[tuple, str] = {}
     lengths: dict[str, int] = {}
     for i, cid in enumerate(ids):
         text, images = corpus["text"][i], corpus["images"][i]
         try:
-            text_tokens, image_tokens = count_rendered(text, [_image_size(im) for im in images], counter)
+            total = _recount(text, images, counter)
         except ValueError as error:
             problem("image_placeholders", f"{cid}: {error}")
             continue
-        total = text_tokens + image_tokens
         lengths[cid] = total
         if total != corpus["n_tokens"][i]:
             problem("recount", f"{cid}: stored {corpus['n_tokens'][i]} tokens, recounted {total}")
         if not pool_row["band_min"] <= total <= pool_row["band_max"]:
             problem("length_band", f"{cid}: {total} tokens outside [{pool_row['band_min']}, {pool_row['band_max']}]")
+        if text != text.strip():
+            problem("edge_whitespace", f"{cid}: the candidate's text begins or ends with whitespace")
         key = (text, tuple(im["bytes"] for im in images))
         if key in texts_seen:
             problem("duplicate_candidate", f"{cid} has the same content as {texts_seen[key]}")
@@ -67,6 +98,14 @@ def check_pool(pool_row: dict, corpus: dict, queries: dict, qrels: dict) -> list
     query_ids = queries["_id"]
     if len(set(query_ids)) != len(query_ids):
         problem("duplicate_query_id", f"{len(query_ids) - len(set(query_ids))} repeated ids")
+    for i, qid in enumerate(query_ids):
+        try:
+            total = _recount(queries["text"][i], queries["images"][i], counter)
+        except ValueError as error:
+            problem("image_placeholders", f"query {qid}: {error}")
+            continue
+        if total != queries["n_tokens"][i]:
+            problem("query_recount", f"query {qid}: stored {queries['n_tokens'][i]} tokens, recounted {total}")
     positives: dict[str, list[str]] = defaultdict(list)
     id_set, query_set = set(ids), set(query_ids)
     for q, c, s in zip(qrels["query-id"], qrels["corpus-id"], qrels["score"]):
@@ -92,36 +131,120 @@ def check_pool(pool_row: dict, corpus: dict, queries: dict, qrels: dict) -> list
                         f"{cid}: {lengths[cid]} tokens vs positive {positive_len} (tolerance "
                         f"{hard_negative_tolerance(positive_len)})")
     if len(ids) != pool_row["n_candidates"] or len(query_ids) != pool_row["n_queries"]:
-        problem("pool_counts", "pools table counts differ from the pool's files")
+        problem("pool_counts", f"the pools table says {pool_row['n_queries']} queries and {pool_row['n_candidates']} "
+                               f"candidates, the configs hold {len(query_ids)} and {len(ids)}")
     return problems
 
 
-def validate_dir(root: Path) -> tuple[list[Problem], dict]:
-    root = Path(root)
-    manifest_path = root / "manifest.json"
-    if not manifest_path.is_file():
-        raise UserError(f"{root} is not a build directory (no manifest.json)")
-    manifest = json.loads(manifest_path.read_text(encoding="utf-8"))
-    builder = get_builder(manifest["builder"]["name"])
-    files = data_files_from_card(root / "README.md")
-    pools = read_table(root / files["pools"])
-    problems: list[Problem] = []
-    checked = Counter()
-    for i, name in enumerate(pools["pool"]):
-        row = {k: v[i] for k, v in pools.items()}
+def _load_manifest(root: Path) -> dict:
+    path = root / "manifest.json"
+    if not path.is_file():
+        raise InvalidBuild(f"{path}: missing; {root} is not a build directory")
+    try:
+        manifest = json.loads(path.read_text(encoding="utf-8"))
+    except (UnicodeDecodeError, json.JSONDecodeError) as error:
+        raise InvalidBuild(f"{path}: not valid JSON ({error})") from None
+    if not isinstance(manifest, dict) or not isinstance(manifest.get("builder"), dict) \
+            or "name" not in manifest["builder"]:
+        raise InvalidBuild(f"{path}: no builder name (manifest['builder']['name'])")
+    return manifest
+
+
+def _sha256(path: Path) -> str:
+    digest = hashlib.sha256()
+    with open(path, "rb") as handle:
+        for block in iter(lambda: handle.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+def check_files(root: Path, specs: dict[str, ConfigSpec], manifest: dict) -> list[Problem]:
+    """Every data file is the one the build wrote (sha256 in the manifest), and every config
+    names a recorded file."""
+    problems = []
+    recorded = manifest.get("files") or {}
+    if not recorded:
+        problems.append(Problem("*", "file_hashes", "the manifest records no data file hashes"))
+    for path, facts in sorted(recorded.items()):
+        if not (root / path).is_file():
+            problems.append(Problem("*", "file_hashes", f"{path} is recorded in the manifest but missing"))
+        elif _sha256(root / path) != facts.get("sha256"):
+            problems.append(Problem("*", "file_hashes", f"{path} differs from what the build wrote (sha256)"))
+    for spec in specs.values():
+        if recorded and spec.path not in recorded:
+            problems.append(Problem(spec.pool or "*", "file_hashes", f"config {spec.name} names {spec.path}, "
+                                                                     "which the manifest does not record"))
+    return problems
+
+
+def check_configs(pool_names: list[str], specs: dict[str, ConfigSpec]) -> list[Problem]:
+    """The pools table and the card's configs describe the same pools."""
+    problems = []
+    for name in pool_names:
+        for part in PARTS:
+            if config_name(name, part) not in specs:
+                problems.append(Problem(name, "configs", f"the card has no config {config_name(name, part)}"))
+    known = set(pool_names)
+    for spec in specs.values():
+        if spec.pool is not None and spec.pool not in known:
+            problems.append(Problem(spec.pool, "configs", f"config {spec.name} names a pool the pools table lacks"))
+    return problems
+
+
+def validate_tables(root: Path, specs: dict[str, ConfigSpec], builder_name: str, progress: bool = False) -> Validation:
+    """Every pool's invariants, the builder's checks and the shortcut audit."""
+    from tqdm.auto import tqdm
+
+    builder = get_builder(builder_name)
+    if "pools" not in specs:
+        raise InvalidBuild(f"{root / 'README.md'}: no `pools` config")
+    pools = read_config(root, specs["pools"])
+    result = Validation()
+    result.problems += check_configs(pools.get("pool", []), specs)
+    rows = [{k: v[i] for k, v in pools.items()} for i in range(len(pools.get("pool", [])))]
+    for row in tqdm(rows, desc="validating", unit="pool", disable=not progress or len(rows) < 2):
+        name = row["pool"]
         try:
-            corpus = read_table(root / files[f"{name}-corpus"])
-            queries = read_table(root / files[f"{name}-queries"])
-            qrels = read_table(root / files[f"{name}-qrels"])
-        except (KeyError, OSError) as error:
-            problems.append(Problem(name, "files", f"missing or unreadable: {error}"))
+            tables = read_pool(root, specs, row)
+        except UserError as error:
+            result.problems.append(Problem(name, "files", str(error)))
             continue
-        problems.extend(check_pool(row, corpus, queries, qrels))
-        problems.extend(builder.validate_pool(row, corpus, queries, qrels))
-        checked["pools"] += 1
-        checked["candidates"] += len(corpus["_id"])
-        checked["queries"] += len(queries["_id"])
-    return problems, dict(checked)
+        result.problems += check_pool(tables)
+        result.problems += builder.validate_pool(row, tables.corpus, tables.queries, tables.qrels)
+        audit = audit_pool(tables.corpus, tables.qrels)
+        result.shortcuts[name] = audit
+        for failing in audit.get("failing", []):
+            result.problems.append(Problem(name, "shortcut", f"the query-blind rule '{failing['rule']}' finds the "
+                                                             f"positive with P@1 {failing['p_at_1']:.2f} against "
+                                                             f"chance {audit['chance']:.2f} (z {failing['z']})"))
+        result.checked["pools"] += 1
+        result.checked["candidates"] += len(tables.corpus["_id"])
+        result.checked["queries"] += len(tables.queries["_id"])
+    return result
+
+
+def validate_build(root: Path, progress: bool = False) -> Validation:
+    root = Path(root)
+    if not root.is_dir():
+        raise InvalidBuild(f"{root}: no such build directory")
+    manifest = _load_manifest(root)
+    try:
+        specs = configs_from_card(root / "README.md")
+    except UserError as error:
+        raise InvalidBuild(str(error)) from None
+    try:
+        result = validate_tables(root, specs, manifest["builder"]["name"], progress)
+    except InvalidBuild:
+        raise
+    except UserError as error:
+        raise InvalidBuild(str(error)) from None
+    result.problems = check_files(root, specs, manifest) + result.problems
+    return result
+
+
+def validate_dir(root: Path) -> tuple[list[Problem], dict]:
+    result = validate_build(root)
+    return result.problems, dict(result.checked)
 
 
 def format_report(problems: list[Problem], checked: dict, limit: int = 50) -> str:

@@ -15,7 +15,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from mmlongembed.documents import image_segment, text_document
-from mmlongembed.output import data_files, write_tables
+from mmlongembed.testing import write_fixture_build
 from mmlongembed.pools import EASY_NEGATIVE, HARD_NEGATIVE, POSITIVE, Candidate, LengthBand, Pool, Query
 from mmlongembed.tokens import default_counter
 
@@ -74,21 +74,37 @@ def make_pool(name: str, *, dataset="govreport", task="logical_summarization", d
 
 
 def write_benchmark(root: Path, pools: list[Pool]) -> Path:
-    """Write tables with the core writer and a card whose `configs:` header names every config."""
-    root = Path(root)
-    write_tables(pools, root, progress=False)
-    lines = ["---", "configs:"]
-    for config, path in data_files(pools).items():
-        lines += [f"- config_name: {config}", "  data_files:", "  - split: test", f"    path: {path}"]
-    lines += ["---", "", "# fixture benchmark", ""]
-    (root / "README.md").write_text("\n".join(lines), encoding="utf-8")
-    return root
+    return write_fixture_build(root, pools, "fixture benchmark")
 
 
 def rewrite_table(root: Path, pool: str, part: str, edit) -> None:
-    """Damage a written table on purpose: `edit(pyarrow.Table) -> pyarrow.Table`."""
-    path = Path(root) / "data" / pool / part / "test.parquet"
-    pq.write_table(edit(pq.read_table(path)), path)
+    """Damage one pool's config on purpose: `edit(pyarrow.Table) -> pyarrow.Table` gets the rows and
+    columns the config shows; the result becomes that config's own file (its shard is left as is)."""
+    import json
+
+    import pyarrow.compute as pc
+    import yaml
+
+    from mmlongembed.layout import POOL_COLUMN, config_name, configs_from_card
+
+    root = Path(root)
+    name = config_name(pool, part)
+    spec = configs_from_card(root / "README.md")[name]
+    table = pq.read_table(root / spec.path, filters=pc.field(POOL_COLUMN) == pool, columns=list(spec.columns))
+    table = edit(table)
+    features = json.loads(table.schema.metadata[b"huggingface"])["info"]["features"]
+    kept = {k: v for k, v in features.items() if k in table.column_names}
+    table = table.replace_schema_metadata({"huggingface": json.dumps({"info": {"features": kept}})})
+    relative = f"data/damaged/{name}.parquet"
+    (root / relative).parent.mkdir(parents=True, exist_ok=True)
+    pq.write_table(table, root / relative)
+    card = (root / "README.md").read_text(encoding="utf-8")
+    header_text, body = card[4:].split("\n---\n", 1)
+    header = yaml.safe_load(header_text)
+    header["configs"] = [{"config_name": name, "data_files": [{"split": "test", "path": relative}]}
+                         if entry["config_name"] == name else entry for entry in header["configs"]]
+    (root / "README.md").write_text("---\n" + yaml.safe_dump(header, sort_keys=False) + "---\n" + body,
+                                    encoding="utf-8")
 
 
 def drop_column(column: str):

@@ -17,7 +17,8 @@ import textwrap
 from pathlib import Path
 
 from mmlongembed.documents import text_document
-from mmlongembed.output import data_files, pool_statistics, write_json, write_tables
+from mmlongembed.testing import write_fixture_build
+from tests import _fixture_builder  # noqa: F401  (registers the "fixture" builder the builds name)
 from mmlongembed.pools import Candidate, LengthBand, Pool, Query
 from mmlongembed.tokens import default_counter
 
@@ -41,7 +42,7 @@ def make_pool(dataset: str, difficulty: str, task: str, n_queries: int, seed: in
         pool.queries.append(Query(id=qid, text=query_text, instruction="Retrieve the matching report.",
                                   source_id=f"src{i}", n_tokens=counter.count(query_text)))
         for role, body in (("positive", f"This report is about {topic}. It explains {topic} in detail."),
-                           ("hard_negative", f"This memo is about budgets and staffing, not {TOPICS[i - 1]}.")):
+                           ("hard_negative", f"This memo is about {TOPICS[i - 1]}. It explains {TOPICS[i - 1]} in detail.")):
             cid = f"{qid}-{role}"
             doc = text_document(cid, body * (1 + seed % 2), counter)
             pool.candidates.append(Candidate(id=cid, document=doc, role=role, group=qid, source_id=f"src{i}",
@@ -52,28 +53,18 @@ def make_pool(dataset: str, difficulty: str, task: str, n_queries: int, seed: in
 
 def write_build(root: Path, pools: list[Pool], title: str = "Test benchmark") -> Path:
     """A build in the published layout, written with the core writer."""
-    root.mkdir(parents=True, exist_ok=True)
-    write_tables(pools, root, progress=False)
-    configs = "".join(f"- config_name: {name}\n  data_files:\n  - split: test\n    path: {path}\n"
-                      for name, path in data_files(pools).items())
-    (root / "README.md").write_text(f"---\nlicense: cc-by-4.0\nconfigs:\n{configs}---\n# {title}\n",
-                                    encoding="utf-8")
-    write_json(root / "manifest.json", {"toolkit": "mmlongembed-test",
-                                        "pools": [pool_statistics(p) for p in pools]})
-    return root
+    return write_fixture_build(root, pools, title)
 
 
 def parquet_hashes(build: Path) -> dict[str, str]:
     """config -> content hash of what was built (same recipe as HASH_LOADED below)."""
-    import pyarrow.parquet as pq
+    from mmlongembed.layout import configs_from_card, read_config
 
-    from mmlongembed.publish import _read_card, _config_paths
-
-    header, _ = _read_card((build / "README.md").read_text(encoding="utf-8"))
     out = {}
-    for config in header["configs"]:
-        rows = pq.read_table(str(build / _config_paths(config)[0])).to_pylist()
-        out[config["config_name"]] = hashlib.sha256(repr(rows).encode()).hexdigest()
+    for name, spec in configs_from_card(build / "README.md").items():
+        table = read_config(build, spec)
+        rows = [dict(zip(table, values)) for values in zip(*table.values())]
+        out[name] = hashlib.sha256(repr(rows).encode()).hexdigest()
     return out
 
 
@@ -108,6 +99,7 @@ def run_push_cli(args: list[str], env: dict) -> subprocess.CompletedProcess:
     import argparse, sys
     from mmlongembed.errors import UserError
     from mmlongembed import publish
+    from tests import _fixture_builder
     parser = argparse.ArgumentParser(prog="mmle push")
     publish.add_arguments(parser)
     try:

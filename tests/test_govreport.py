@@ -14,6 +14,8 @@ from mmlongembed.build import run_build
 from mmlongembed.builder import get_builder
 from mmlongembed.cli import main
 from mmlongembed.errors import UserError
+from mmlongembed.layout import read_built_pool
+from mmlongembed.shortcuts import rule_p_at_1
 from mmlongembed.validate import format_report, validate_dir
 from mmlongembed.testing import write_govreport_jsonl
 from tests._realdata import shared_data_dir
@@ -36,11 +38,10 @@ def built(sources, tmp_path_factory):
 
 
 def _load(built: Path, config: str):
-    """Through `datasets`, as users load it; with a cache of this build's own (`datasets` keys a
-    local directory's cache by name and config only, see harness.data)."""
+    """Through `datasets`, exactly as the README and the card show it."""
     import datasets
 
-    return datasets.load_dataset(str(built), config, split="test", cache_dir=str(built.parent / ".hf_cache"))
+    return datasets.load_dataset(str(built), config, split="test")
 
 
 def _data_hashes(root: Path) -> dict:
@@ -62,9 +63,36 @@ def test_build_validates_and_loads_through_datasets(built):
         assert set(queries["instruction"]) == {"Given this summary, retrieve the original corresponding long document."}
 
 
+def _rows(built: Path, pool: str) -> list[dict]:
+    """The pool's candidates as rows, the audit joined in."""
+    corpus = read_built_pool(built, pool).corpus
+    return [dict(zip(corpus, values)) for values in zip(*corpus.values())]
+
+
+def test_loading_as_documented_returns_what_is_on_disk(sources, tmp_path):
+    """`datasets` caches a local directory by its name, config and data file paths: two builds
+    named `govreport` in different folders, and a rebuild in place, must each load their own rows."""
+    from mmlongembed.layout import configs_from_card, read_config
+
+    def rows_on_disk(build, config):
+        return read_config(build, configs_from_card(build / "README.md")[config])["_id"]
+
+    small = GovReportConfig(sources=str(sources), lengths=(2048,), max_queries_per_pool=3)
+    a = run_build(get_builder("govreport"), small, tmp_path / "a", progress=False)
+    b = run_build(get_builder("govreport"), GovReportConfig(**{**vars(small), "seed": 9}), tmp_path / "b",
+                  progress=False)
+    for build in (a, b, a):
+        for config in ("govreport-hard-2k-corpus", "govreport-easy-2k-queries"):
+            assert _load(build, config)["_id"] == rows_on_disk(build, config)
+    assert rows_on_disk(a, "govreport-hard-2k-corpus") != rows_on_disk(b, "govreport-hard-2k-corpus")
+    run_build(get_builder("govreport"), GovReportConfig(**{**vars(small), "seed": 5}), tmp_path / "a",
+              overwrite=True, progress=False)
+    assert _load(a, "govreport-hard-2k-corpus")["_id"] == rows_on_disk(a, "govreport-hard-2k-corpus")
+
+
 def test_hard_negatives_record_provenance_and_match_length(built):
-    corpus = _load(built, "govreport-hard-4k-corpus")
-    by_id = {r["_id"]: r for r in corpus}
+    corpus = _rows(built, "govreport-hard-4k")
+    by_id = {r["internal_id"]: r for r in corpus}
     variants = set()
     for row in corpus:
         if row["role"] != "hard_negative":
@@ -86,11 +114,11 @@ def test_hard_negatives_record_provenance_and_match_length(built):
 def test_length_alone_scores_at_chance(built):
     """Within each query's group, a ranker that sees only lengths picks the positive about
     1 time in 4, whether it bets on the longest or the shortest candidate."""
-    manifest = json.loads((built / "manifest.json").read_text())
-    hard = manifest["report"]["shortcuts"]["govreport-hard-4k"]
-    assert hard["groups"] >= 40
-    for ranker in ("longest", "shortest"):
-        assert 0.12 <= hard[ranker] <= 0.40, (ranker, hard)
+    tables = read_built_pool(built, "govreport-hard-4k")
+    p_at_1 = rule_p_at_1(tables.corpus, tables.qrels)
+    assert len(tables.queries["_id"]) >= 40
+    for ranker in ("max column:n_tokens", "min column:n_tokens"):
+        assert 0.12 <= p_at_1[ranker] <= 0.40, (ranker, p_at_1[ranker])
 
 
 def test_same_inputs_give_byte_identical_data_files(sources, built, tmp_path):
@@ -159,14 +187,14 @@ def test_validate_catches_tampering(built, tmp_path):
 
     copy = tmp_path / "copy"
     shutil.copytree(built, copy)
-    path = copy / "data" / "govreport-hard-4k" / "corpus" / "test.parquet"
+    path = next((copy / "data" / "govreport" / "corpus").glob("4k-*.parquet"))
     table = pq.read_table(path)
     texts = table.column("text").to_pylist()
     texts[0] = texts[0] + " extra words that change the length"
     table = table.set_column(table.schema.get_field_index("text"), "text", __import__("pyarrow").array(texts))
     pq.write_table(table, path)
     problems, _ = validate_dir(copy)
-    assert any(p.check == "recount" for p in problems)
+    assert {"recount", "file_hashes"} <= {p.check for p in problems}
     assert main(["validate", str(copy)]) == 1
 
 

@@ -11,7 +11,8 @@ import pytest
 from mmlongembed.builder import get_builder
 from mmlongembed.cli import main
 from mmlongembed.llm.fake_server import FakeOpenAIServer, audit_responder
-from mmlongembed.validate import read_table, validate_dir
+from mmlongembed.layout import pool_rows, read_built_pool
+from mmlongembed.validate import validate_dir
 from tests._realdata import shared_data_dir
 
 pytestmark = pytest.mark.realdata
@@ -20,10 +21,9 @@ SMALL = ["--lengths", "4096", "8192", "--max-queries-per-pool", "6", "--no-progr
 
 
 def pool_tables(root: Path, pool: str) -> tuple[dict, dict, dict, dict]:
-    pools = read_table(root / "data/pools/test.parquet")
-    row = {k: v[pools["pool"].index(pool)] for k, v in pools.items()}
-    return (row, read_table(root / f"data/{pool}/corpus/test.parquet"),
-            read_table(root / f"data/{pool}/queries/test.parquet"), read_table(root / f"data/{pool}/qrels/test.parquet"))
+    """The pool's row and tables, the audit joined into corpus and queries."""
+    tables = read_built_pool(root, pool)
+    return tables.row, tables.corpus, tables.queries, tables.qrels
 
 
 @pytest.fixture(scope="module")
@@ -46,9 +46,10 @@ def test_every_build_validates_with_four_candidates_per_query(builds):
     for name in ("none", "openai", "replay"):
         problems, checked = validate_dir(builds[name])
         assert problems == [] and checked["pools"] == 4
-        pools = read_table(builds[name] / "data/pools/test.parquet")
-        assert sorted(pools["pool"]) == ["hotpotqa-easy-4k", "hotpotqa-easy-8k", "hotpotqa-hard-4k", "hotpotqa-hard-8k"]
-        assert all(c == 4 * q and q == 6 for q, c in zip(pools["n_queries"], pools["n_candidates"]))
+        pools = pool_rows(builds[name])
+        assert sorted(r["pool"] for r in pools) == ["hotpotqa-easy-4k", "hotpotqa-easy-8k", "hotpotqa-hard-4k",
+                                                    "hotpotqa-hard-8k"]
+        assert all(r["n_candidates"] == 4 * r["n_queries"] and r["n_queries"] == 6 for r in pools)
 
 
 def test_replay_rebuild_is_byte_identical(builds):
@@ -74,7 +75,7 @@ def test_evidence_keeps_its_relative_depth_from_4k_to_8k(builds):
     def depths(pool):
         _, corpus, _, _ = pool_tables(builds["none"], pool)
         return {cid: [e["relative_position"] for e in json.loads(p)["evidence"]]
-                for cid, role, p in zip(corpus["_id"], corpus["role"], corpus["provenance"]) if role == "positive"}
+                for cid, role, p in zip(corpus["internal_id"], corpus["role"], corpus["provenance"]) if role == "positive"}
 
     short, long = depths("hotpotqa-hard-4k"), depths("hotpotqa-hard-8k")
     shared = set(short) & set(long)
@@ -85,8 +86,8 @@ def test_evidence_keeps_its_relative_depth_from_4k_to_8k(builds):
 
 def test_hard_negatives_lose_exactly_the_recorded_evidence(builds):
     _, corpus, _, _ = pool_tables(builds["none"], "hotpotqa-hard-8k")
-    provenance = {cid: json.loads(p) for cid, p in zip(corpus["_id"], corpus["provenance"])}
-    for cid, role in zip(corpus["_id"], corpus["role"]):
+    provenance = {cid: json.loads(p) for cid, p in zip(corpus["internal_id"], corpus["provenance"])}
+    for cid, role in zip(corpus["internal_id"], corpus["role"]):
         if role != "hard_negative":
             continue
         p = provenance[cid]
@@ -107,7 +108,7 @@ def test_validation_catches_broken_invariants(builds):
     roles, texts = corpus["role"], corpus["text"]
     provenance = [json.loads(p) for p in corpus["provenance"]]
     hard = roles.index("hard_negative")
-    positive = corpus["_id"].index(corpus["_id"][hard].rsplit(":", 1)[0])
+    positive = corpus["internal_id"].index(corpus["internal_id"][hard].rsplit(":", 1)[0])
     first = provenance[positive]["evidence"][0]
     evidence = texts[positive][first["char_range"][0]:first["char_range"][1]].strip()
 

@@ -9,8 +9,9 @@ from builders.hotpotqa import (
 from mmlongembed.documents import TEXT, Segment, text_segments
 from mmlongembed.errors import FitError
 from mmlongembed.ops.evidence import (
-    Unit, evidence_spans, find_sentence_run, fit_run_in_place, insert_random, insert_spread, pick_fillers,
-    token_offsets_at, units_document)
+    Unit, evidence_spans, find_sentence_run, insert_random, insert_spread, pick_fillers, token_offsets_at,
+    units_document)
+from mmlongembed.ops.length import fit_block_edges
 from mmlongembed.rng import derive_rng
 from mmlongembed.tokens import default_counter
 
@@ -66,14 +67,14 @@ def test_find_sentence_run_stays_inside_one_paragraph_and_skips_headings():
         find_sentence_run([source], 500, 600, 550, derive_rng(0))
 
 
-def test_fit_run_in_place_moves_the_replaced_segments_whitespace():
+def test_fit_block_edges_moves_the_replaced_segments_whitespace():
     counter = default_counter()
     run = text_segments("Alpha beta. Gamma delta.\n\n", counter)
-    fitted = fit_run_in_place(run, " ", "\n\n", counter, "replacement:x")
+    fitted = fit_block_edges(run, " ", "\n\n", counter, "replacement:x")
     text = "".join(s.text for s in fitted)
     assert text == " Alpha beta. Gamma delta.\n\n" and fitted[-1].paragraph_end
     assert all(s.tokens == counter.count(s.text) for s in fitted)
-    middle = fit_run_in_place(run, " ", "", counter, "replacement:x")
+    middle = fit_block_edges(run, " ", "", counter, "replacement:x")
     assert "".join(s.text for s in middle) == " Alpha beta. Gamma delta." and not middle[-1].paragraph_end
 
 

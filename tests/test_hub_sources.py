@@ -72,11 +72,13 @@ def built_ok(proc: subprocess.CompletedProcess, out: Path) -> dict:
 
 
 def corpus_rows(build: Path) -> list[dict]:
-    import pyarrow.parquet as pq
+    """Every pool's candidates as rows, the audit joined in."""
+    from mmlongembed.layout import pool_rows, read_built_pool
 
     rows = []
-    for path in sorted(build.glob("data/*/corpus/*.parquet")):
-        rows.extend(pq.read_table(str(path)).to_pylist())
+    for pool in pool_rows(build):
+        corpus = read_built_pool(build, pool["pool"]).corpus
+        rows.extend(dict(zip(corpus, values)) for values in zip(*corpus.values()))
     return rows
 
 

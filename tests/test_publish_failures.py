@@ -81,8 +81,9 @@ def test_bad_arguments_are_one_line_errors(hub, build, args, match):
 
 
 def test_incomplete_build_and_missing_token_are_refused(hub, build, tmp_path, monkeypatch):
-    (build / "data/govreport-easy-256/qrels/test.parquet").unlink()
-    with pytest.raises(UserError, match="qrels/test.parquet"):
+    qrels = next((build / "data/govreport/qrels").glob("*.parquet"))
+    qrels.unlink()
+    with pytest.raises(UserError, match=f"qrels/{qrels.name}"):
         push(hub, build, "1.0.0")
     with pytest.raises(UserError, match="not a built benchmark: README.md is missing"):
         push(hub, tmp_path, "1.0.0")
@@ -91,6 +92,22 @@ def test_incomplete_build_and_missing_token_are_refused(hub, build, tmp_path, mo
     monkeypatch.setattr("huggingface_hub.get_token", lambda: None)
     with pytest.raises(UserError, match="no Hub token"):
         publish(build, REPO, "1.0.0", endpoint=hub.endpoint)
+
+
+def test_a_build_that_validate_rejects_is_never_pushed(hub, build):
+    """A corpus text edited after the build (same length, so no recount catches it): the file no
+    longer matches the sha256 the manifest recorded, validation fails, nothing is pushed."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    corpus = next((build / "data/govreport/corpus").glob("*.parquet"))
+    table = pq.read_table(corpus)
+    texts = table.column("text").to_pylist()
+    texts[0] = texts[0].replace("report", "memo!")
+    pq.write_table(table.set_column(table.column_names.index("text"), "text", pa.array(texts)), corpus)
+    with pytest.raises(UserError, match="refusing to publish .*file_hashes"):
+        push(hub, build, "1.0.0")
+    assert ("dataset", REPO) not in hub.repos
 
 
 def test_wrong_token_is_reported_without_echoing_it(hub, build):

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import io
 import json
 
 import pyarrow.parquet as pq
@@ -17,6 +18,12 @@ def push(hub, build, version, **kw):
 def card_configs(commit) -> set[str]:
     text = commit.files["README.md"].data.decode()
     return {c["config_name"] for c in yaml.safe_load(text.split("---")[1])["configs"]}
+
+
+def pools_path(commit) -> str:
+    text = commit.files["README.md"].data.decode()
+    return next(c["data_files"][0]["path"] for c in yaml.safe_load(text.split("---")[1])["configs"]
+                if c["config_name"] == "pools")
 
 
 def test_release_notes_list_changes_since_the_previous_tag(hub, tmp_path):
@@ -40,11 +47,12 @@ def test_release_notes_list_changes_since_the_previous_tag(hub, tmp_path):
     repo = hub.repo(REPO)
     release = repo.commits[repo.tags["v1.1.0"]]
     assert notes in release.description and "mmle-release-id: " in release.description
-    # The hard pool went with its task's old release; its files were deleted in the same commit.
-    assert not any(p.startswith("data/govreport-hard-256/") for p in release.files)
-    assert second.deleted and all(p.startswith("data/govreport-hard-256/") for p in second.deleted)
+    # The task's old files (the hard pool's rows among them) went in the same commit.
+    old_files = {p for p in repo.commits[repo.tags["v1.0.0"]].files if p.startswith("data/")}
+    assert set(second.deleted) == old_files and not old_files & set(release.files)
+    assert "govreport-hard-256-corpus" not in card_configs(release)
     # The old release is untouched and still complete.
-    assert "data/govreport-hard-256/corpus/test.parquet" in repo.commits[repo.tags["v1.0.0"]].files
+    assert old_files == {str(p.relative_to(v1)) for p in (v1 / "data").rglob("*.parquet")}
 
 
 def test_release_notes_diff_lengths():
@@ -67,20 +75,22 @@ def test_tasks_share_a_repo_and_each_is_replaced_as_a_unit(hub, tmp_path):
     both = repo.commits[repo.tags["v1.1.0"]]
     assert card_configs(both) == {"pools"} | {f"{p}-{part}" for p in ("govreport-easy-256", "hotpot-easy-256",
                                                                         "hotpot-hard-256")
-                                               for part in ("corpus", "queries", "qrels")}
-    pools = pq.read_table(__import__("io").BytesIO(both.files["data/pools/test.parquet"].data)).to_pylist()
+                                               for part in ("corpus", "queries", "qrels", "audit")}
+    pools = pq.read_table(io.BytesIO(both.files[pools_path(both)].data)).to_pylist()
     assert [r["pool"] for r in pools] == ["govreport-easy-256", "hotpot-easy-256", "hotpot-hard-256"]
 
     hotpot2 = write_build(tmp_path / "hot2", [make_pool("hotpot", "easy", "multi_source_reasoning", 3)])
     result = push(hub, hotpot2, "1.2.0")
     last = repo.commits[repo.tags["v1.2.0"]]
     assert {p.split("/")[1] for p in last.files if p.startswith("data/") and "/pools/" not in p} == {
-        "govreport-easy-256", "hotpot-easy-256"}
+        "govreport", "hotpot"}
+    assert [r["pool"] for r in pq.read_table(io.BytesIO(last.files[pools_path(last)].data)).to_pylist()] == [
+        "govreport-easy-256", "hotpot-easy-256"]
     assert "govreport-easy-256-corpus" in card_configs(last) and "hotpot-hard-256-corpus" not in card_configs(last)
     assert "- pools removed: hotpot-hard-256" in result.notes and "pools added: none" in result.notes
     # The kept task's files are byte-identical to its own release.
-    gov_path = "data/govreport-easy-256/corpus/test.parquet"
-    assert last.files[gov_path].data == (gov / gov_path).read_bytes()
+    gov_files = [str(p.relative_to(gov)) for p in (gov / "data" / "govreport").rglob("*.parquet")]
+    assert gov_files and all(last.files[path].data == (gov / path).read_bytes() for path in gov_files)
 
 
 def test_large_folder_stages_on_a_branch_then_makes_one_commit_on_main(hub, tmp_path):

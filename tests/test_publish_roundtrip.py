@@ -34,7 +34,7 @@ def test_push_cli_then_load_dataset_at_tag_returns_exactly_what_was_built(hub, b
     assert all(release.files[f].data == (build / f).read_bytes() for f in built_files)
 
     expected = parquet_hashes(build)
-    assert len(expected) == 1 + 3 * 2
+    assert len(expected) == 1 + 4 * 2
     assert load_hashes(REPO, "v1.0.0", sorted(expected), env) == expected
 
 

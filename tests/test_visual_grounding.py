@@ -7,7 +7,6 @@ import json
 from pathlib import Path
 
 import numpy as np
-import pyarrow.parquet as pq
 import pytest
 from PIL import Image
 
@@ -20,7 +19,7 @@ from mmlongembed.documents import IMAGE_PLACEHOLDER
 from mmlongembed.pools import LengthBand
 from mmlongembed.report import expected_p_at_1
 from mmlongembed.testing import write_needle_sources
-from mmlongembed.validate import read_table
+from mmlongembed.layout import pools_table, read_built_pool
 from tests._realdata import shared_data_dir
 
 @pytest.fixture(scope="module")
@@ -49,15 +48,12 @@ def written(sources_dir, tmp_path_factory) -> Path:
 
 
 def _pool_tables(root: Path, pool: str) -> tuple[dict, dict, dict, dict]:
-    pools = read_table(root / "data" / "pools" / "test.parquet")
-    row = {k: v[pools["pool"].index(pool)] for k, v in pools.items()}
-    return (row, read_table(root / "data" / pool / "corpus" / "test.parquet"),
-            read_table(root / "data" / pool / "queries" / "test.parquet"),
-            read_table(root / "data" / pool / "qrels" / "test.parquet"))
+    tables = read_built_pool(root, pool)
+    return tables.row, tables.corpus, tables.queries, tables.qrels
 
 
 def test_every_cell_is_a_pool_with_one_needle_per_document(written):
-    pools = read_table(written / "data" / "pools" / "test.parquet")
+    pools = pools_table(written)
     expected = {cell_name(m, b, LengthBand.tight(length), d) for m in ("text", "image")
                 for b in ("text", "mixed", "image") for length in (256, 512) for d in (0.0, 50.0, 100.0)}
     assert set(pools["pool"]) == expected
@@ -222,7 +218,7 @@ def test_cli_builds_a_subset_of_the_grid(sources_dir, tmp_path, capsys):
                    "--lengths", "256", "--depth-grid", "sigmoid", "--depth-points", "4", "--backgrounds", "mixed",
                    "--needle-modalities", "image", "--needles-per-pool", "3"])
     assert rc == 0
-    pools = pq.read_table(tmp_path / "needle" / "data" / "pools" / "test.parquet").to_pydict()
+    pools = pools_table(tmp_path / "needle")
     assert sorted(pools["pool"]) == ["needle-image-mixed-256-d0", "needle-image-mixed-256-d100",
                                      "needle-image-mixed-256-d19.8", "needle-image-mixed-256-d80.2"]
     assert sorted(pools["depth"]) == [0.0, 19.8, 80.2, 100.0]
@@ -270,7 +266,7 @@ def test_real_data_tiny_grid_builds_and_validates(tmp_path):
     root = shared_data_dir()
     config = NeedleConfig(sources=str(root), lengths=(256, 2048), depths=(60.0,), needles_per_pool=5)
     final = run_build(NeedleBuilder(), config, tmp_path, progress=False)
-    pools = read_table(final / "data" / "pools" / "test.parquet")
+    pools = pools_table(final)
     assert len(pools["pool"]) == 2 * 3 * 2
     manifest = json.loads((final / "manifest.json").read_text())
     assert manifest["report"]["skipped"].get("needle_other_language") == 188

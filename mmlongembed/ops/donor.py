@@ -10,14 +10,14 @@ its positive and length gives nothing away.
 from __future__ import annotations
 
 import hashlib
-from dataclasses import dataclass, replace
-from typing import Sequence
+from dataclasses import dataclass
 
 import numpy as np
 
-from mmlongembed.documents import Document, Segment
+from mmlongembed.documents import Document
 from mmlongembed.errors import FitError
-from mmlongembed.ops.length import exact_tokens, find_block, prefix_sums, replace_segments, span_at_fraction
+from mmlongembed.ops.length import (
+    edge_whitespace, exact_tokens, find_block, fit_block_edges, prefix_sums, replace_segments, span_at_fraction)
 from mmlongembed.pools import LengthBand, hard_negative_tolerance
 from mmlongembed.tokens import TokenCounter
 
@@ -30,20 +30,6 @@ class SpanReplacement:
     document: Document
     n_tokens: int
     provenance: dict
-
-
-def _fit_block_edges(block: Sequence[Segment], at_paragraph_start: bool, at_paragraph_end: bool,
-                     counter: TokenCounter, origin: str) -> list[Segment]:
-    """Make a donor block read as whole paragraphs where it replaces whole paragraphs: no
-    leading space at a paragraph start, a newline at a paragraph end. Edited edges are recounted."""
-    out = [replace(s, origin=origin) for s in block]
-    if at_paragraph_start and out[0].text[:1].isspace():
-        text = out[0].text.lstrip()
-        out[0] = replace(out[0], text=text, tokens=counter.count(text))
-    if at_paragraph_end and not out[-1].text.endswith("\n"):
-        text = out[-1].text.rstrip() + "\n"
-        out[-1] = replace(out[-1], text=text, tokens=counter.count(text), paragraph_end=True)
-    return out
 
 
 def exchangeable_offsets(positive_tokens: int, n_variants: int, rng: np.random.Generator) -> list[int]:
@@ -83,8 +69,8 @@ def replace_span_with_donor(
     need_hi = min(removed + tolerance, band.hi - kept)
     if need_lo > need_hi:
         raise FitError("no_room_in_band", f"{positive.id}: span of {removed} tokens cannot be refilled in band")
-    at_start = start == 0 or segments[start - 1].paragraph_end
-    at_end = segments[end - 1].paragraph_end
+    lead, _ = edge_whitespace(segments[start].text)
+    _, tail = edge_whitespace(segments[end - 1].text)
     positive_text = positive.render()[0]
     char_start = len(Document(positive.id, segments[:start]).render()[0])
     char_end = char_start + len(Document(positive.id, segments[start:end]).render()[0])
@@ -92,8 +78,8 @@ def replace_span_with_donor(
     for _ in range(max_attempts):
         aim = min(max(removed + length_offset, need_lo), need_hi)
         block_start, block_end = find_block(donor.segments, need_lo, need_hi, rng, aim=aim)
-        block = _fit_block_edges(donor.segments[block_start:block_end], at_start, at_end, counter,
-                                 origin=f"donor:{donor.id}")
+        block = fit_block_edges(donor.segments[block_start:block_end], lead, tail, counter,
+                                origin=f"donor:{donor.id}")
         negative = replace_segments(positive, start, end, block)
         n_tokens = exact_tokens(negative, counter)
         if abs(n_tokens - positive_tokens) <= hard_negative_tolerance(positive_tokens) and band.contains(n_tokens):

@@ -191,26 +191,3 @@ def find_sentence_run(sources: Sequence[Unit], need_lo: int, need_hi: int, aim: 
     if best is None:
         raise FitError("no_sentence_run", f"no run of [{need_lo}, {need_hi}] tokens in {len(sources)} sources")
     return best[2], best[3], best[4]
-
-
-def fit_run_in_place(run: Sequence[Segment], lead: str, tail: str, counter: TokenCounter, origin: str) -> list[Segment]:
-    """Make a sentence run read in the place of the segment it replaces: the replaced segment's
-    leading whitespace (``lead``) and trailing newline run (``tail``) move onto the run's edges.
-    Edited edge segments are recounted."""
-    out = [replace(s, origin=origin) for s in run]
-    first = lead + out[0].text.lstrip()
-    out[0] = replace(out[0], text=first, tokens=counter.count(first))
-    last = out[-1].text.rstrip() + tail
-    out[-1] = replace(out[-1], text=last, tokens=counter.count(last), paragraph_end=bool(tail))
-    for i in range(len(out) - 1):  # interior paragraph ends cannot occur (one paragraph), but be safe
-        out[i] = replace(out[i], paragraph_end=False)
-    return out
-
-
-def edge_whitespace(text: str) -> tuple[str, str]:
-    """(leading whitespace, trailing whitespace) of a segment's text."""
-    stripped = text.strip()
-    if not stripped:
-        return text, ""
-    start = text.index(stripped)
-    return text[:start], text[start + len(stripped):]

@@ -9,7 +9,7 @@ before a letter) fuse into one pre-token and make the sum drift by a token or tw
 from __future__ import annotations
 
 import bisect
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from itertools import accumulate
 from typing import Sequence
 
@@ -21,6 +21,45 @@ from mmlongembed.pools import LengthBand
 from mmlongembed.tokens import TokenCounter
 
 MAX_RECOUNT_ATTEMPTS = 8
+
+
+def edge_whitespace(text: str) -> tuple[str, str]:
+    """(leading whitespace, trailing whitespace) of a segment's text."""
+    stripped = text.strip()
+    if not stripped:
+        return text, ""
+    start = text.index(stripped)
+    return text[:start], text[start + len(stripped):]
+
+
+def fit_block_edges(block: Sequence[Segment], lead: str, tail: str, counter: TokenCounter,
+                    origin: str) -> list[Segment]:
+    """Make a block of segments read in the place of the span it replaces: the span's leading
+    whitespace (``lead``) and trailing whitespace (``tail``) become the block's edges, so no
+    whitespace seam marks where the block begins or ends. Edited edge segments are recounted."""
+    out = [replace(s, origin=origin) for s in block]
+    first = lead + out[0].text.lstrip()
+    out[0] = replace(out[0], text=first, tokens=counter.count(first))
+    last = out[-1].text.rstrip() + tail
+    out[-1] = replace(out[-1], text=last, tokens=counter.count(last), paragraph_end="\n" in tail)
+    return out
+
+
+def trim_edges(document: Document, counter: TokenCounter) -> Document:
+    """The document without whitespace before its first or after its last character: a finished
+    candidate never begins or ends with whitespace, whichever way it was cut (``validate``
+    checks this), so an edge cannot tell a cut, a refilled or an untouched document apart.
+    Edited edge segments are recounted; a segment left empty is dropped."""
+    segments = list(document.segments)
+    for position, strip in ((0, str.lstrip), (-1, str.rstrip)):
+        while segments and segments[position].kind == TEXT and strip(segments[position].text) != segments[position].text:
+            text = strip(segments[position].text)
+            if text:
+                segments[position] = replace(segments[position], text=text, tokens=counter.count(text))
+            else:
+                segments.pop(position)
+    return document if len(segments) == len(document.segments) and all(
+        a is b for a, b in zip(segments, document.segments)) else document.with_segments(segments)
 
 
 def exact_tokens(document: Document, counter: TokenCounter) -> int:
@@ -60,7 +99,7 @@ def truncate_to_band(
     for unit in ("paragraph", "sentence"):
         ends = [i for i in cut_points(document.segments, unit) if i > 0 and band.lo <= sums[i] <= target]
         for end in sorted(ends, reverse=True)[:MAX_RECOUNT_ATTEMPTS]:
-            candidate = document.with_segments(document.segments[:end], cut_at_segment=end)
+            candidate = trim_edges(document.with_segments(document.segments[:end], cut_at_segment=end), counter)
             n_tokens = exact_tokens(candidate, counter)
             if band.lo <= n_tokens <= band.hi:
                 return Fitted(candidate, n_tokens)

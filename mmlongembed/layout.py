@@ -1,0 +1,197 @@
+"""The published layout (docs/LAYOUT.md): config names, columns, where each config's rows live,
+and the one reader that every consumer inside the toolkit uses (validate, publish, tests).
+
+Models see only the corpus, queries and qrels configs, whose columns hold nothing but what a
+model may read. What a candidate *is* (its role, the query it was made for, how it was made)
+lives in the `<pool>-audit` config, keyed by the same opaque `_id`.
+
+Rows of several pools share one parquet file (a *shard*: the pools of one length), so that an
+image held by many candidates of those pools (a page kept by three hard negatives and by the
+positive's copy in the easy pool) is stored once: the image column is dictionary-encoded within
+the shard. A pool's config reads its rows from the shard through the `filters` and `columns`
+options of the card's `configs:` header, which `datasets.load_dataset` applies. File names carry
+a hash of their content, so `datasets` (which caches a local directory by its name, config and
+data file paths) never hands back rows of an earlier build.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from mmlongembed.errors import UserError
+
+LAYOUT_VERSION = "2"
+SPLIT = "test"
+PARTS = ("corpus", "queries", "qrels", "audit")
+POOL_COLUMN = "pool"  # the shard's pool key; dropped from every config by its `columns`
+CORPUS_COLUMNS = ("_id", "title", "text", "images", "n_tokens", "n_text_tokens", "n_image_tokens")
+QUERY_COLUMNS = ("_id", "text", "images", "instruction", "n_tokens")
+QREL_COLUMNS = ("query-id", "corpus-id", "score")
+AUDIT_COLUMNS = ("_id", "kind", "internal_id", "role", "group", "source_id", "variant", "provenance")
+MODEL_COLUMNS = {"corpus": CORPUS_COLUMNS, "queries": QUERY_COLUMNS, "qrels": QREL_COLUMNS}
+QUERY_KIND, CANDIDATE_KIND = "query", "candidate"
+
+
+def config_name(pool: str, part: str) -> str:
+    return f"{pool}-{part}"
+
+
+@dataclass(frozen=True)
+class ConfigSpec:
+    """One config of the card's `configs:` header: its file, and (for pool configs) the pool
+    whose rows it keeps and the columns it shows."""
+
+    name: str
+    path: str  # posix path inside the repo
+    pool: str | None = None
+    columns: tuple[str, ...] | None = None
+
+    def card_entry(self) -> dict:
+        entry: dict = {"config_name": self.name, "data_files": [{"split": SPLIT, "path": self.path}]}
+        if self.pool is not None:
+            entry["filters"] = [[POOL_COLUMN, "==", self.pool]]
+        if self.columns is not None:
+            entry["columns"] = list(self.columns)
+        return entry
+
+    @classmethod
+    def from_card_entry(cls, entry: dict) -> "ConfigSpec":
+        data = entry["data_files"]
+        path = data[0]["path"] if isinstance(data, list) else data
+        pool = None
+        for clause in entry.get("filters") or []:
+            if len(clause) == 3 and clause[0] == POOL_COLUMN and clause[1] == "==":
+                pool = clause[2]
+        columns = tuple(entry["columns"]) if entry.get("columns") else None
+        return cls(entry["config_name"], path, pool, columns)
+
+
+def read_card_header(card_path: Path) -> dict:
+    import yaml
+
+    try:
+        text = Path(card_path).read_text(encoding="utf-8")
+    except OSError as error:
+        raise UserError(f"{card_path}: cannot read the dataset card ({error.strerror or error})") from None
+    if not text.startswith("---\n") or "\n---" not in text[4:]:
+        raise UserError(f"{card_path} has no YAML header")
+    try:
+        header = yaml.safe_load(text[4:text.index("\n---", 4)])
+    except yaml.YAMLError as error:
+        raise UserError(f"{card_path}: the YAML header does not parse ({str(error).splitlines()[0]})") from None
+    if not isinstance(header, dict):
+        raise UserError(f"{card_path}: the YAML header is not a mapping")
+    return header
+
+
+def configs_from_card(card_path: Path) -> dict[str, ConfigSpec]:
+    """config name -> where its rows are, read back from the card (what load_dataset sees)."""
+    header = read_card_header(card_path)
+    try:
+        specs = [ConfigSpec.from_card_entry(entry) for entry in header.get("configs") or []]
+    except (KeyError, TypeError, IndexError):
+        raise UserError(f"{card_path}: a `configs:` entry lacks config_name or data_files") from None
+    if not specs:
+        raise UserError(f"{card_path}: the YAML header has no `configs:` list")
+    return {spec.name: spec for spec in specs}
+
+
+def read_config(root: Path, spec: ConfigSpec) -> dict[str, list]:
+    """The rows of one config as columns (what `load_dataset(root, spec.name)` returns, images
+    undecoded). A missing, empty or corrupt file is a one-line UserError naming it."""
+    import pyarrow.compute as pc
+    import pyarrow.parquet as pq
+
+    path = Path(root) / spec.path
+    if not path.is_file():
+        raise UserError(f"{spec.path}: missing (config {spec.name})")
+    try:
+        table = pq.read_table(
+            path, columns=list(spec.columns) if spec.columns else None,
+            filters=pc.field(POOL_COLUMN) == spec.pool if spec.pool is not None else None)
+    except Exception as error:  # noqa: BLE001  (pyarrow raises several types for broken files)
+        first = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
+        raise UserError(f"{spec.path}: not a readable parquet file ({first[:200]})") from None
+    return table.to_pydict()
+
+
+@dataclass
+class PoolTables:
+    """One pool as written, with the audit joined in: ``corpus`` and ``queries`` hold the model
+    columns plus every audit column of their rows (role, group, provenance, task extras...)."""
+
+    row: dict
+    corpus: dict[str, list]
+    queries: dict[str, list]
+    qrels: dict[str, list]
+    model_columns: dict[str, tuple[str, ...]] = field(default_factory=dict)
+
+
+def join_audit(rows: dict[str, list], audit: dict[str, list], kind: str) -> dict[str, list]:
+    """``rows`` with the audit columns of its ids added (None where the audit lacks an id)."""
+    index = {i: k for k, (i, row_kind) in enumerate(zip(audit.get("_id", []), audit.get("kind", [])))
+             if row_kind == kind}
+    joined = dict(rows)
+    positions = [index.get(i) for i in rows["_id"]]
+    for column, values in audit.items():
+        if column in ("_id", "kind"):
+            continue
+        joined[column] = [values[p] if p is not None else None for p in positions]
+    joined["_audited"] = [p is not None for p in positions]
+    return joined
+
+
+def read_pool(root: Path, specs: dict[str, ConfigSpec], pool_row: dict) -> PoolTables:
+    name = pool_row["pool"]
+    tables = {}
+    for part in PARTS:
+        spec = specs.get(config_name(name, part))
+        if spec is None:
+            raise UserError(f"pool {name}: the card has no config {config_name(name, part)}")
+        tables[part] = read_config(root, spec)
+    return PoolTables(
+        row=pool_row,
+        corpus=join_audit(tables["corpus"], tables["audit"], CANDIDATE_KIND),
+        queries=join_audit(tables["queries"], tables["audit"], QUERY_KIND),
+        qrels=tables["qrels"],
+        model_columns={part: tuple(tables[part]) for part in ("corpus", "queries", "qrels")},
+    )
+
+
+class OpaqueIds:
+    """Published ids: a keyed hash of the builder's readable id, one key per pool. They reveal
+    neither the role, the query, the source nor the variant, and the same document has different
+    ids in different pools (else a positive, present in both the easy and the hard pool of a
+    length, would be the one candidate whose id appears twice)."""
+
+    def __init__(self, seed: int, builder: str, pool: str):
+        self._key = hashlib.sha256(f"mmle-ids\x1f{seed}\x1f{builder}\x1f{pool}".encode()).digest()
+
+    def __call__(self, internal_id: str) -> str:
+        return hmac.new(self._key, internal_id.encode("utf-8"), hashlib.sha256).hexdigest()[:20]
+
+
+def pools_table(root: Path, specs: dict[str, ConfigSpec] | None = None) -> dict[str, list]:
+    """The `pools` config as columns."""
+    specs = specs or configs_from_card(Path(root) / "README.md")
+    if "pools" not in specs:
+        raise UserError(f"{Path(root) / 'README.md'}: no `pools` config")
+    return read_config(root, specs["pools"])
+
+
+def pool_rows(root: Path, specs: dict[str, ConfigSpec] | None = None) -> list[dict]:
+    """The rows of the `pools` config."""
+    table = pools_table(root, specs)
+    return [{k: v[i] for k, v in table.items()} for i in range(len(table.get("pool", [])))]
+
+
+def read_built_pool(root: Path, pool: str) -> PoolTables:
+    """One pool of a build directory, audit joined (for analyses and tests)."""
+    specs = configs_from_card(Path(root) / "README.md")
+    row = next((r for r in pool_rows(root, specs) if r["pool"] == pool), None)
+    if row is None:
+        raise UserError(f"{root}: no pool {pool!r}")
+    return read_pool(root, specs, row)
