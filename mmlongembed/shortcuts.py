@@ -10,11 +10,15 @@ the build fails.
 
 "Clearly" is a one-sided z-test against the chance hits under the null, Var = sum c(1-c),
 with a floor on the effect, so that a tiny build (four queries) cannot fail by luck and a real
-seam (28 of 28 hard negatives ending in a newline) cannot pass.
+seam (28 of 28 hard negatives ending in a newline) cannot pass. Each rule is also read pairwise
+(how often it orders the positive above a negative of its group, chance 1/2), which catches a
+seam that marks only some negatives (one variant of three) once there are enough groups.
 
-Where every candidate is the positive of exactly one query (the needle grid), a query-blind
-rule picks the same candidate for every query, so it scores exactly chance by construction; the
-audit says so and passes.
+Two content-blind rules also look at the query itself, ranking the whole pool: the candidate
+whose id shares the most character 3-grams with the query's id (an id derived from the query's,
+`q:X` -> `d:X`), and the candidate whose row position matches the query's (corpus rows written in
+query order). They apply to every pool, the needle grid included, where every candidate is the
+positive of exactly one query and a query-blind rule scores exactly chance by construction.
 """
 
 from __future__ import annotations
@@ -106,24 +110,89 @@ def rule_p_at_1(corpus: dict[str, list], qrels: dict[str, list]) -> dict[str, fl
             for rule, scores in rule_scores(corpus).items()}
 
 
-def audit_pool(corpus: dict[str, list], qrels: dict[str, list]) -> dict:
-    """Run every rule inside every query's group. ``corpus`` holds the model columns in written
-    order plus the audit's ``group`` column; the positives come from ``qrels``."""
+def _pairwise_share(scores: list[float], positive: int) -> float:
+    """The share of the group's negatives the rule puts below the positive (ties count half)."""
+    mine = scores[positive]
+    others = [s for i, s in enumerate(scores) if i != positive]
+    return sum(1.0 if mine > s else 0.5 if mine == s else 0.0 for s in others) / len(others)
+
+
+def _pairwise_verdicts(corpus: dict[str, list], groups: list[tuple[list[int], int]]) -> list[dict]:
+    """Each rule as a pairwise test: how often it orders the positive above a negative of its
+    group. It catches partial seams that P@1 misses (one of three variants marked): chance is 1/2,
+    and the variance of a group's share under the null is (k+2)/(12k) for k negatives (the
+    positive's rank uniform), an upper bound when features tie."""
+    spread = math.sqrt(sum((len(rows) + 1) / (12 * (len(rows) - 1)) for rows, _ in groups))
+    out = []
+    for rule, scores in rule_scores(corpus).items():
+        if not rule.startswith("max "):
+            continue  # "min X" read pairwise is the mirror image of "max X"
+        share = sum(_pairwise_share([scores[i] for i in rows], k) for rows, k in groups) / len(groups)
+        if share < 0.5:
+            rule, share = "min " + rule[len("max "):], 1.0 - share
+        out.append({"rule": f"{rule} (pairwise)", "p_at_1": share, "chance": 0.5,
+                    "z": (share - 0.5) * len(groups) / spread})
+    return out
+
+
+def _ngrams(text: str, n: int = 3) -> set[str]:
+    return {text[i:i + n] for i in range(max(1, len(text) - n + 1))}
+
+
+def pool_rule_scores(corpus: dict[str, list], queries: dict[str, list]) -> dict[str, list[list[float]]]:
+    """Content-blind rules that also look at the query's own id or row position: rule -> for
+    each query (in written order) a score per corpus row. They catch an id derived from the
+    query's id (`q:X` -> `d:X`) and corpus rows written in query order (the positive of the
+    k-th query at row k, or at row 4k in groups of four)."""
+    n_queries, n_rows = len(queries["_id"]), len(corpus["_id"])
+    if not n_queries or not n_rows:
+        return {}
+    stride = n_rows / n_queries
+    candidate_grams = [_ngrams(cid) for cid in corpus["_id"]]
+    return {
+        "row aligned with the query's row": [[-abs(j - i * stride) for j in range(n_rows)] for i in range(n_queries)],
+        "id shares most 3-grams with the query's id": [
+            [float(len(grams & _ngrams(qid))) for grams in candidate_grams] for qid in queries["_id"]],
+    }
+
+
+def _verdict(rule: str, hits: float, chances: list[float]) -> dict:
+    expected = sum(chances)
+    spread = math.sqrt(sum(c * (1 - c) for c in chances)) or 1.0
+    return {"rule": rule, "p_at_1": hits / len(chances), "chance": expected / len(chances),
+            "z": (hits - expected) / spread}
+
+
+def audit_pool(corpus: dict[str, list], qrels: dict[str, list], queries: dict[str, list] | None = None) -> dict:
+    """Run every rule. ``corpus`` (and ``queries``) hold the model columns in written order plus,
+    for the corpus, the audit's ``group`` column; the positives come from ``qrels``. Group rules
+    pick inside each query's group; pool rules rank the whole pool for each query."""
+    results = []
     groups = _groups(corpus, qrels)
-    if not groups:
+    if groups:
+        chances = [1 / len(rows) for rows, _ in groups]
+        results += [_verdict(rule, p * len(groups), chances) for rule, p in rule_p_at_1(corpus, qrels).items()]
+        results += _pairwise_verdicts(corpus, groups)
+    positive_of = {q: c for q, c, s in zip(qrels["query-id"], qrels["corpus-id"], qrels["score"]) if s > 0}
+    index_of = {cid: i for i, cid in enumerate(corpus["_id"])}
+    if queries is not None:
+        scored = [(i, index_of[positive_of[qid]]) for i, qid in enumerate(queries["_id"])
+                  if positive_of.get(qid) in index_of]
+        if scored:
+            chances = [1 / len(corpus["_id"])] * len(scored)
+            for rule, table in pool_rule_scores(corpus, queries).items():
+                hits = sum(expected_p_at_1(table[i], positive) for i, positive in scored)
+                results.append(_verdict(rule, hits, chances))
+    if not results:
         return {"applicable": False, "groups": 0, "passed": True,
                 "reason": "every candidate is the positive of one query: a query-blind rule scores exactly chance"}
-    chance = [1 / len(rows) for rows, _ in groups]
-    expected = sum(chance)
-    spread = math.sqrt(sum(c * (1 - c) for c in chance)) or 1.0
-    results = sorted(({"rule": rule, "p_at_1": p, "z": (p * len(groups) - expected) / spread}
-                      for rule, p in rule_p_at_1(corpus, qrels).items()), key=lambda r: (-r["z"], r["rule"]))
+    results.sort(key=lambda r: (-r["z"], r["rule"]))
     worst = results[0]
-    chance_mean = expected / len(groups)
-    failing = [r for r in results if r["z"] >= Z_FAIL and r["p_at_1"] - chance_mean >= MIN_EXCESS]
+    failing = [r for r in results if r["z"] >= Z_FAIL and r["p_at_1"] - r["chance"] >= MIN_EXCESS]
     return {
-        "applicable": True, "groups": len(groups), "chance": round(chance_mean, 4), "rules": len(results),
+        "applicable": True, "groups": len(groups), "rules": len(results), "chance": round(worst["chance"], 4),
         "worst_rule": worst["rule"], "worst_p_at_1": round(worst["p_at_1"], 4), "worst_z": round(worst["z"], 2),
         "passed": not failing,
-        "failing": [{"rule": r["rule"], "p_at_1": round(r["p_at_1"], 4), "z": round(r["z"], 2)} for r in failing],
+        "failing": [{"rule": r["rule"], "p_at_1": round(r["p_at_1"], 4), "chance": round(r["chance"], 4),
+                     "z": round(r["z"], 2)} for r in failing],
     }

@@ -211,12 +211,12 @@ def validate_tables(root: Path, specs: dict[str, ConfigSpec], builder_name: str,
             continue
         result.problems += check_pool(tables)
         result.problems += builder.validate_pool(row, tables.corpus, tables.queries, tables.qrels)
-        audit = audit_pool(tables.corpus, tables.qrels)
+        audit = audit_pool(tables.corpus, tables.qrels, tables.queries)
         result.shortcuts[name] = audit
         for failing in audit.get("failing", []):
-            result.problems.append(Problem(name, "shortcut", f"the query-blind rule '{failing['rule']}' finds the "
+            result.problems.append(Problem(name, "shortcut", f"the content-blind rule '{failing['rule']}' finds the "
                                                              f"positive with P@1 {failing['p_at_1']:.2f} against "
-                                                             f"chance {audit['chance']:.2f} (z {failing['z']})"))
+                                                             f"chance {failing['chance']:.2f} (z {failing['z']})"))
         result.checked["pools"] += 1
         result.checked["candidates"] += len(tables.corpus["_id"])
         result.checked["queries"] += len(tables.queries["_id"])

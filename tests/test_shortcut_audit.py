@@ -1,0 +1,148 @@
+"""The label-free shortcut audit: each kind of leak, planted in an otherwise clean pool, fails the
+build; the clean pool passes; the published layout itself defeats the id and row-order leaks."""
+
+from __future__ import annotations
+
+import random
+
+import pytest
+
+from mmlongembed.documents import text_document
+from mmlongembed.layout import read_built_pool
+from mmlongembed.pools import EASY_NEGATIVE, HARD_NEGATIVE, POSITIVE, Candidate, LengthBand, Pool, Query
+from mmlongembed.shortcuts import audit_pool
+from mmlongembed.testing import write_fixture_build
+from mmlongembed.tokens import default_counter
+from mmlongembed.validate import validate_dir
+from tests import _fixture_builder  # noqa: F401  (registers the builder the fixture builds name)
+
+N_QUERIES = 120
+WORDS = "river stone window garden letter market bridge lantern orchard meadow harbour candle kettle".split()
+
+
+def sentence(rng: random.Random, n: int) -> str:
+    return " ".join(rng.choice(WORDS) for _ in range(n)).capitalize() + "."
+
+
+def clean_pool(name: str = "fixture-hard-256", seed: int = 0) -> Pool:
+    """Groups of four whose members differ only in content: same shape, lengths drawn alike."""
+    rng = random.Random(seed)
+    counter = default_counter()
+    pool = Pool(name=name, task="logical_summarization", dataset="fixture", difficulty="hard",
+                band=LengthBand(target=256, lo=1, hi=256))
+    for q in range(N_QUERIES):
+        qid = f"q:{q}"
+        pool.queries.append(Query(id=qid, text=sentence(rng, 6), instruction="Find it.", source_id=str(q),
+                                  n_tokens=0))
+        for k, role in enumerate((POSITIVE, HARD_NEGATIVE, HARD_NEGATIVE, EASY_NEGATIVE)):
+            text = "\n".join(sentence(rng, rng.randint(8, 12)) for _ in range(rng.randint(3, 5)))
+            cid = f"d:{q}" if role == POSITIVE else f"d:{q}:v{k}"
+            pool.candidates.append(Candidate(id=cid, document=text_document(cid, text, counter), role=role,
+                                             group=qid, source_id=str(q), n_tokens=0))
+        pool.qrels.append((qid, f"d:{q}", 1))
+    return pool
+
+
+def finish(pool: Pool) -> Pool:
+    """Counts from the final text, as a builder does after its last edit."""
+    counter = default_counter()
+    for query in pool.queries:
+        query.n_tokens = counter.count(query.text)
+    for candidate in pool.candidates:
+        candidate.n_tokens = sum(counter.count_many([candidate.document.text]))
+    return pool
+
+
+def plant(pool: Pool, role: str, edit) -> Pool:
+    counter = default_counter()
+    for candidate in pool.candidates:
+        if candidate.role == role:
+            text = edit(candidate.document.text)
+            candidate.document = text_document(candidate.id, text, counter)
+    return finish(pool)
+
+
+def shortcut_problems(tmp_path, pool: Pool) -> list[str]:
+    problems, _ = validate_dir(write_fixture_build(tmp_path / "build", [pool]))
+    return [p.detail for p in problems if p.check == "shortcut"]
+
+
+def test_a_clean_pool_passes(tmp_path):
+    assert shortcut_problems(tmp_path, finish(clean_pool())) == []
+
+
+@pytest.mark.parametrize("role,edit,rule", [
+    # formatting seams a splicing builder leaves behind; one negative of three marked
+    (EASY_NEGATIVE, lambda t: t + "\n", "trailing"),
+    (POSITIVE, lambda t: t.replace(". ", ".  ").replace("\n", "  \n"), "double_spaces"),
+    (POSITIVE, lambda t: t.replace("\n", "\n\n"), "blank_lines"),
+    (POSITIVE, lambda t: t.rstrip(".") + "!", "final character"),
+    # length
+    (POSITIVE, lambda t: t + " " + t, "n_tokens"),
+])
+def test_each_planted_leak_fails_the_build(tmp_path, role, edit, rule):
+    problems = shortcut_problems(tmp_path, plant(clean_pool(), role, edit))
+    assert problems and any(rule in p for p in problems), problems
+
+
+def test_a_title_that_marks_the_positive_fails_the_build(tmp_path):
+    pool = finish(clean_pool())
+    for candidate in pool.candidates:
+        candidate.title = "Report" if candidate.role == POSITIVE else ""
+    assert any("column:title" in p for p in shortcut_problems(tmp_path, pool))
+
+
+def _columns(pool: Pool, order) -> tuple[dict, dict, dict]:
+    """The pool's tables as a careless writer would make them: readable ids, rows in ``order``."""
+    rows = [pool.candidates[i] for i in order]
+    corpus = {"_id": [c.id for c in rows], "text": [c.document.text for c in rows], "group": [c.group for c in rows],
+              "n_tokens": [c.n_tokens for c in rows]}
+    queries = {"_id": [q.id for q in pool.queries]}
+    qrels = {"query-id": [q for q, _, _ in pool.qrels], "corpus-id": [c for _, c, _ in pool.qrels],
+             "score": [s for _, _, s in pool.qrels]}
+    return corpus, queries, qrels
+
+
+def test_ids_and_row_order_that_point_to_the_positive_are_caught():
+    pool = finish(clean_pool())
+    # the positive first in its group of four, groups in query order, ids derived from the query id
+    corpus, queries, qrels = _columns(pool, range(len(pool.candidates)))
+    verdict = audit_pool(corpus, qrels, queries)
+    failing = {f["rule"] for f in verdict["failing"]}
+    assert not verdict["passed"]
+    assert {"min row_order", "row aligned with the query's row", "id shares most 3-grams with the query's id"} <= failing
+    # the same rows shuffled, ids replaced by random strings: nothing left to find
+    order = random.Random(1).sample(range(len(pool.candidates)), len(pool.candidates))
+    corpus, queries, qrels = _columns(pool, order)
+    opaque = {cid: f"{random.Random(cid).getrandbits(64):016x}" for cid in [*corpus["_id"], *queries["_id"]]}
+    corpus["_id"] = [opaque[c] for c in corpus["_id"]]
+    corpus["group"] = [opaque[g] for g in corpus["group"]]
+    queries["_id"] = [opaque[q] for q in queries["_id"]]
+    qrels = {"query-id": [opaque[q] for q in qrels["query-id"]], "corpus-id": [opaque[c] for c in qrels["corpus-id"]],
+             "score": qrels["score"]}
+    assert audit_pool(corpus, qrels, queries)["passed"]
+
+
+def test_the_published_layout_defeats_id_and_order_leaks(tmp_path):
+    """The builder's readable ids and its query-ordered candidates go in; what is written passes."""
+    root = write_fixture_build(tmp_path / "build", [finish(clean_pool())])
+    tables = read_built_pool(root, "fixture-hard-256")
+    verdict = audit_pool(tables.corpus, tables.qrels, tables.queries)
+    assert verdict["passed"], verdict
+    assert not any(cid.startswith("d:") for cid in tables.corpus["_id"])
+    positions = [tables.corpus["_id"].index(c) for c in tables.qrels["corpus-id"]]
+    assert positions != sorted(positions)
+
+
+def test_a_grid_pool_of_positives_only_is_checked_by_the_query_aware_rules():
+    """Every candidate the positive of one query (the needle grid): query-blind rules are exact
+    chance by construction, the id and row rules still run."""
+    counter = default_counter()
+    ids = [f"needle-{k}" for k in range(25)]
+    corpus = {"_id": [f"d:{i}" for i in ids], "text": [f"text {k}" for k in range(25)], "group": [f"q:{i}" for i in ids],
+              "n_tokens": [counter.count(f"text {k}") for k in range(25)]}
+    queries = {"_id": [f"q:{i}" for i in ids]}
+    qrels = {"query-id": queries["_id"], "corpus-id": corpus["_id"], "score": [1] * 25}
+    verdict = audit_pool(corpus, qrels, queries)
+    assert verdict["groups"] == 0 and not verdict["passed"]
+    assert verdict["worst_rule"] in ("id shares most 3-grams with the query's id", "row aligned with the query's row")
