@@ -25,7 +25,7 @@ from mmlongembed.documents import FRAME, IMAGE_PLACEHOLDER, Document, image_segm
 from mmlongembed.errors import UserError
 from mmlongembed.llm import LLMConfig, load_prompt, rewrite_captions, translate
 from mmlongembed.manifest import files_identity
-from mmlongembed.media.frames import DecodeOutcome, FrameStore, decode_all
+from mmlongembed.media.frames import DecodeOutcome, FrameStore, decode_all, file_sha256
 from mmlongembed.media.video import (
     DEFAULT_FRAME_PIXELS, FRAME_RULE, FrameSettings, audio_slice, decoder_identity, wav_bytes)
 from mmlongembed.ops.temporal import (
@@ -147,6 +147,13 @@ def is_activitynet_json(path: Path) -> bool:
         isinstance(v, dict) and "timestamps" in v and "sentences" in v for v in list(data.values())[:20])
 
 
+def _relative(path: Path, root: Path) -> str:
+    try:
+        return path.relative_to(root).as_posix()
+    except ValueError:
+        return str(path)
+
+
 def _percentiles(values: list[float]) -> dict:
     if not values:
         return {"min": 0, "median": 0, "max": 0}
@@ -209,6 +216,7 @@ class TemporalBuilder(Builder):
         settings = frame_settings(config)
         store = FrameStore(config.frame_store, settings)
         jobs = [store.job(r.video_id, r.path) for r in usable]
+        self._videos_read = [r.path for r in usable]
         outcome = decode_all(store, jobs, config.decode_backend,
                              progress=lambda items: report.bar(items, "decoding videos", "video", min_items=4),
                              ray_concurrency=config.decode_concurrency)
@@ -233,11 +241,15 @@ class TemporalBuilder(Builder):
         return TemporalSources(kept, store, keys, meta, outcome, synthetic, layout)
 
     def source_identity(self, config: TemporalConfig) -> dict:
+        """Annotation files by sha256, and the videos the build read (hashed once already, for
+        the frame store's keys; a folder's other videos are not read at all)."""
         root = Path(config.sources)
-        videos = [p for p in find_videos(root).values()]
+        used = getattr(self, "_videos_read", None)
+        videos = used if used is not None else [str(p) for p in find_videos(root).values()]
         return {"kind": "local", "name": self.source_name, "licence": self.source_licence,
                 "annotations": files_identity(self.annotation_files(root), root),
-                "videos": files_identity(videos, root),
+                "videos": [{"file": _relative(Path(p), root), "sha256": file_sha256(Path(p)),
+                            "bytes": Path(p).stat().st_size} for p in sorted(videos)],
                 "synthetic": (root / SYNTHETIC_MARKER).is_file(),
                 "decoder": decoder_identity(),
                 "frames": frame_settings(config).identity()}
