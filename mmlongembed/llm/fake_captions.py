@@ -22,9 +22,8 @@ import argparse
 import hashlib
 import json
 import re
-import time
 
-from mmlongembed.llm.fake_server import FakeOpenAIServer, Responder, first_user_message
+from mmlongembed.llm.fake_server import FakeOpenAIServer, Responder, first_user_message, serve_until_interrupted
 
 _LABEL = re.compile(r"^\s*[A-Za-z][A-Za-z ()]*:\s*", re.MULTILINE)
 _NUMBER = re.compile(r"^\s*\d+[.)]\s*")
@@ -78,14 +77,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--translations", default=None, help="JSON object {Chinese text: English translation}")
     args = parser.parse_args(argv)
     table = json.loads(open(args.translations, encoding="utf-8").read()) if args.translations else {}
-    server = start_caption_server(table)
-    print(server.url, flush=True)
-    try:
-        while True:
-            time.sleep(3600)
-    except KeyboardInterrupt:
-        server.stop()
-    return 0
+    return serve_until_interrupted(start_caption_server(table))
 
 
 if __name__ == "__main__":
