@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Iterable
 
 from mmlongembed.builder import Builder, BuildReport, CommonConfig, Problem
-from mmlongembed.documents import FRAME, IMAGE_PLACEHOLDER, Document, image_segment
+from mmlongembed.documents import FRAME, Document, image_segment
 from mmlongembed.errors import UserError
 from mmlongembed.llm import LLMConfig, load_prompt, rewrite_captions, translate
 from mmlongembed.manifest import files_identity
@@ -30,10 +30,10 @@ from mmlongembed.media.video import (
     DEFAULT_FRAME_PIXELS, FRAME_RULE, FrameSettings, audio_slice, decoder_identity, wav_bytes)
 from mmlongembed.ops.temporal import (
     HARD_VARIANTS, MARGIN_RULES, MIN_BLOCKS_FOR_SHUFFLES, REVERSAL_MODES, Run, arrange, candidate_runs,
-    caption_similarity, chains, choose_run, hard_order, order_problem, video_events)
+    caption_similarity, chains, choose_run, hard_order, video_events)
 from mmlongembed.pools import EASY_NEGATIVE, HARD_NEGATIVE, POSITIVE, Candidate, LengthBand, Pool, Query, pool_name
 from mmlongembed.rng import derive_rng
-from mmlongembed.tokens import default_counter, image_tokens
+from mmlongembed.tokens import default_counter, fit_image_size, image_tokens
 
 INSTRUCTION = ("Given a description of a sequence of events, retrieve the video whose frames show exactly "
                "these events in this order.")
@@ -491,7 +491,8 @@ class TemporalBuilder(Builder):
             "frame_rule": FRAME_RULE, "per_pool_frames": per_pool, "prompts": prompts, "decoding": decoding,
             "decoder": decoder_identity(), "translate_captions": self.translate_captions,
             "synthetic": getattr(self, "_synthetic", ""), "dataset_name": self.source_name,
-            "tokens_per_frame_default": image_tokens(360, 640),
+            "frame_16x9": (lambda h, w: {"height": h, "width": w, "tokens": image_tokens(h, w)})(
+                *fit_image_size(720, 1280, config.frame_max_pixels)),
             "sources": [{"name": self.source_citation, "licence": self.source_licence,
                          "identity": f"local files under `{Path(config.sources).name}` (sha256 in manifest.json)"}],
         }

@@ -257,3 +257,13 @@ def test_tiny_vlm_scores_temporal_pools_as_frame_sequences(built, tmp_path, monk
     assert score_main(common + ["--output", str(tmp_path / "r3"), "--modalities", "text,image"]) == 0
     deselected = json.loads((tmp_path / "r3" / "results.json").read_text())
     assert not deselected["results"] and all(not s["counts_as_failure"] for s in deselected["skipped"])
+
+
+def test_frame_sequence_pools_need_only_images_but_are_selected_as_video():
+    from harness.data import PoolInfo
+
+    frames = PoolInfo("p", "temporal_summarization", "d", "hard", 8192, "video", "text",
+                      extra={"candidate_form": "frames"})
+    assert frames.modalities == {"text", "image"} and frames.selection == {"text", "image", "video"}
+    clips = PoolInfo("p", "temporal_summarization", "d", "hard", 8192, "video", "text")
+    assert clips.modalities == {"text", "video"}  # whole clips would need a video-capable model
