@@ -63,14 +63,26 @@ class PoolInfo:
     n_candidates: int = 0
 
     @property
+    def frame_sequences(self) -> bool:
+        """A video pool whose candidates are ordered frame images (the temporal builders say so
+        in the pool facts): any model that takes images embeds them, frame by frame, in order."""
+        return self.modality == "video" and self.extra.get("candidate_form") == "frames"
+
+    @property
     def modalities(self) -> set[str]:
         """What a model must take to embed this pool (queries and candidates)."""
         needed = {"text"}
-        if self.modality in IMAGE_MODALITIES or self.query_modality == "image":
+        if self.modality in IMAGE_MODALITIES or self.query_modality == "image" or self.frame_sequences:
             needed.add("image")
-        if self.modality == "video":
+        if self.modality == "video" and not self.frame_sequences:
             needed.add("video")
         return needed
+
+    @property
+    def selection(self) -> set[str]:
+        """The modalities `--modalities` selects this pool by: a video pool is "video" even when
+        its candidates are frame images (so `--modalities text,image` leaves it out)."""
+        return self.modalities | ({"video"} if self.modality == "video" else set())
 
     def as_dict(self) -> dict:
         return {

@@ -33,7 +33,7 @@ def score(benchmark: Benchmark, pools: list[PoolInfo], models: list[Model], sett
     `lenient_models`: models whose modality mismatches are expected (the default run's MiniLM)."""
     outcome = Outcome()
     for info in pools:
-        deselected = info.modalities - modalities
+        deselected = info.selection - modalities
         if deselected:
             _skip(outcome, None, info, f"modality {','.join(sorted(deselected))} deselected", failure=False)
             continue

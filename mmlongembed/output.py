@@ -127,6 +127,8 @@ def _value_feature(values: Sequence):
     import datasets
 
     sample = next((v for v in values if v is not None), None)
+    if isinstance(sample, bytes):
+        return datasets.Value("binary")
     if isinstance(sample, bool):
         return datasets.Value("bool")
     if isinstance(sample, int):

@@ -231,7 +231,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--model", default="fake-model")
     args = parser.parse_args(argv)
     responder = audit_responder(args.malformed_every, args.broken_every) if args.audit else None
-    server = FakeOpenAIServer(responder=responder, model=args.model).start()
+    return serve_until_interrupted(FakeOpenAIServer(responder=responder, model=args.model).start())
+
+
+def serve_until_interrupted(server: FakeOpenAIServer) -> int:
+    """Print the started server's base URL and serve until Ctrl-C (the stand-alone mode)."""
     print(server.url, flush=True)
     try:
         while True:

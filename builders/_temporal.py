@@ -1,0 +1,498 @@
+"""What the two Temporal Summarization builders (``activitynet``, ``youkudc``) share.
+
+A query describes a sequence of events; its positive shows them, in order, as 1-FPS frames;
+the hard negatives show the very same frames with the event blocks reversed, the front half
+shuffled or the back half shuffled; the easy negatives are runs of other videos of the same
+length band. The segment logic and the shuffles are pure operations (``mmlongembed.ops.temporal``),
+decoding lives in ``mmlongembed.media`` (each video decoded once into a content-keyed frame store,
+locally or as a Ray Data job). A subclass reads its source format (``read_records``) and says
+whether its captions need translating first.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+import statistics
+from collections import defaultdict
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Iterable
+
+from mmlongembed.builder import Builder, BuildReport, CommonConfig, Problem
+from mmlongembed.documents import FRAME, Document, image_segment
+from mmlongembed.errors import UserError
+from mmlongembed.llm import LLMConfig, load_prompt, rewrite_captions, translate
+from mmlongembed.manifest import files_identity
+from mmlongembed.media.frames import DecodeOutcome, FrameStore, decode_all, file_sha256
+from mmlongembed.media.video import (
+    DEFAULT_FRAME_PIXELS, FRAME_RULE, FrameSettings, audio_slice, decoder_identity, wav_bytes)
+from mmlongembed.ops.temporal import (
+    HARD_VARIANTS, MARGIN_RULES, MIN_BLOCKS_FOR_SHUFFLES, REVERSAL_MODES, Run, arrange, candidate_runs,
+    caption_similarity, chains, choose_run, hard_order, video_events)
+from mmlongembed.pools import EASY_NEGATIVE, HARD_NEGATIVE, POSITIVE, Candidate, LengthBand, Pool, Query, pool_name
+from mmlongembed.rng import derive_rng
+from mmlongembed.tokens import default_counter, fit_image_size, image_tokens
+
+INSTRUCTION = ("Given a description of a sequence of events, retrieve the video whose frames show exactly "
+               "these events in this order.")
+VIDEO_EXTENSIONS = (".mp4", ".webm", ".mkv", ".mov", ".avi", ".m4v", ".flv", ".mpg", ".mpeg", ".ts")
+SYNTHETIC_MARKER = "SYNTHETIC"  # a file of this name in the sources root marks test-written annotations
+CANDIDATE_FORM = "frames"  # pool fact: candidates are ordered frame images (harness: needs "image" only)
+
+
+@dataclass
+class TemporalConfig(CommonConfig, LLMConfig):
+    lengths: tuple[int, ...] = field(default=(8192, 16384, 32768), metadata={
+        "help": "pool length targets in tokens; pool T holds runs whose frames count (T/2, T] tokens"})
+    margin_rule: str = field(default="tolerate", metadata={
+        "help": "reading of the paper's 0.5 s anti-overlap margin between consecutive events: "
+                + "; ".join(f"{k}: {v}" for k, v in MARGIN_RULES.items()), "choices": tuple(MARGIN_RULES)})
+    margin: float = field(default=0.5, metadata={"help": "the anti-overlap margin in seconds (paper: 0.5)"})
+    min_blocks: int = field(default=MIN_BLOCKS_FOR_SHUFFLES, metadata={
+        "help": "fewest caption events (blocks) in a run; 4 gives both half-shuffles two blocks to permute"})
+    reversal: str = field(default="blocks", metadata={
+        "help": "complete reversal of the event blocks (frames inside a block keep their order) or of every "
+                "frame", "choices": REVERSAL_MODES})
+    fps: float = field(default=1.0, metadata={"help": "frame grid rate (paper: 1 FPS)"})
+    frame_max_pixels: int = field(default=DEFAULT_FRAME_PIXELS, metadata={
+        "help": "pixel budget per frame (default 640x360; scaled down with aspect kept, never up)"})
+    frame_quality: int = field(default=90, metadata={"help": "JPEG quality of the stored frames"})
+    audio: bool = field(default=False, metadata={
+        "help": "also store each candidate's audio (16 kHz mono WAV of its blocks, in its order) in the audit "
+                "config; videos without an audio track are skipped and counted"})
+    frame_store: str = field(default=".cache/mmle/frames", metadata={
+        "help": "directory of decoded frames, keyed by video sha256 + frame settings + decoder (resume, reuse)"})
+    decode_backend: str = field(default="local", metadata={
+        "help": "decode videos one after another here (local) or as a Ray Data job (ray; docs/VIDEO.md)",
+        "choices": ("local", "ray")})
+    decode_concurrency: int = field(default=0, metadata={
+        "help": "ray: decoding workers (0: one per CPU of the cluster)"})
+    negatives_per_query: int = field(default=3, metadata={"help": "easy negatives per query (paper: 3)"})
+    caption_similarity_max: float = field(default=0.5, metadata={
+        "help": "blacklist: a video whose run's captions share at least this Jaccard index of content words with "
+                "the query's captions is never its easy negative"})
+
+
+@dataclass(frozen=True)
+class VideoRecord:
+    video_id: str
+    duration: float | None  # from the annotation (None: from the video)
+    timestamps: tuple
+    sentences: tuple  # in the source language
+    origin: str
+    path: str | None = None
+
+
+@dataclass
+class TemporalSources:
+    records: list[VideoRecord]
+    store: FrameStore
+    keys: dict[str, str]  # video id -> frame-store key
+    meta: dict[str, dict]  # video id -> decoded facts (duration, frame size, n frames)
+    decode: DecodeOutcome
+    synthetic: str = ""  # the SYNTHETIC marker's text: test-written annotations, never to publish
+    layout: str = ""  # which source layout was read
+
+
+def frame_settings(config: TemporalConfig) -> FrameSettings:
+    try:
+        return FrameSettings(fps=config.fps, max_pixels=config.frame_max_pixels, quality=config.frame_quality,
+                             audio=config.audio)
+    except UserError:
+        raise UserError(f"bad frame options: --fps {config.fps} --frame-max-pixels {config.frame_max_pixels} "
+                        f"--frame-quality {config.frame_quality}") from None
+
+
+def find_videos(root: Path) -> dict[str, Path]:
+    """Video files under ``root`` by file stem (the first in sorted order wins)."""
+    found: dict[str, Path] = {}
+    for path in sorted(root.rglob("*")):
+        if path.suffix.lower() in VIDEO_EXTENSIONS and path.is_file():
+            found.setdefault(path.stem, path)
+    return found
+
+
+def video_file_for(video_id: str, videos: dict[str, Path]) -> Path | None:
+    """ActivityNet ids carry a ``v_`` prefix that downloaded files often drop."""
+    return videos.get(video_id) or videos.get(video_id.removeprefix("v_")) or videos.get(f"v_{video_id}")
+
+
+def read_activitynet_json(path: Path, report: BuildReport) -> list[VideoRecord]:
+    """``{video_id: {"duration": s, "timestamps": [[start, end], ...], "sentences": [...]}}``."""
+    from mmlongembed.sources import read_json
+
+    data = read_json(path, report)
+    if not isinstance(data, dict):
+        return []
+    records = []
+    for video_id, value in data.items():
+        if not isinstance(value, dict) or "timestamps" not in value or "sentences" not in value:
+            report.skip("malformed_annotation", f"{path.name}:{video_id}")
+            continue
+        duration = value.get("duration")
+        records.append(VideoRecord(str(video_id), float(duration) if isinstance(duration, (int, float)) else None,
+                                   tuple(value["timestamps"] or ()), tuple(value["sentences"] or ()),
+                                   f"{path.name}:{video_id}"))
+    return records
+
+
+def is_activitynet_json(path: Path) -> bool:
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError):
+        return False
+    return isinstance(data, dict) and bool(data) and all(
+        isinstance(v, dict) and "timestamps" in v and "sentences" in v for v in list(data.values())[:20])
+
+
+def _relative(path: Path, root: Path) -> str:
+    try:
+        return path.relative_to(root).as_posix()
+    except ValueError:
+        return str(path)
+
+
+def _percentiles(values: list[float]) -> dict:
+    if not values:
+        return {"min": 0, "median": 0, "max": 0}
+    return {"min": round(min(values), 2), "median": round(statistics.median(values), 2), "max": round(max(values), 2)}
+
+
+class TemporalBuilder(Builder):
+    """Base of the Temporal Summarization builders (not registered itself)."""
+
+    task = "temporal_summarization"
+    config_class = TemporalConfig
+    card_template = "temporal.md.j2"
+    translate_captions = False  # YoukuDC: Chinese captions are translated before the rewrite
+    source_name = ""
+    source_licence = ""
+    source_citation = ""
+
+    # -- sources -------------------------------------------------------------------------------
+    def read_records(self, root: Path, report: BuildReport) -> tuple[list[VideoRecord], str]:
+        """The annotations under ``root`` with their video paths resolved where the format says
+        (else by file stem): (records, layout name)."""
+        raise NotImplementedError
+
+    def annotation_files(self, root: Path) -> list[Path]:
+        raise NotImplementedError
+
+    def load_sources(self, config: TemporalConfig, report: BuildReport) -> TemporalSources:
+        if not config.sources:
+            raise UserError(f"{self.name}: videos are not on the Hub; pass --sources DIR with the annotations and "
+                            "a folder of videos named by id")
+        from mmlongembed.sources import require_dir
+
+        if config.margin_rule not in MARGIN_RULES:
+            raise UserError(f"--margin-rule {config.margin_rule!r}: choose from {', '.join(MARGIN_RULES)}")
+        if config.min_blocks < MIN_BLOCKS_FOR_SHUFFLES:
+            raise UserError(f"--min-blocks {config.min_blocks}: the half shuffles need at least "
+                            f"{MIN_BLOCKS_FOR_SHUFFLES} blocks")
+        root = require_dir(config.sources, f"{self.source_name} annotations and videos")
+        records, layout = self.read_records(root, report)
+        if not records:
+            raise UserError(f"no {self.source_name} annotation under {root}")
+        videos = find_videos(root)
+        seen: dict[str, str] = {}
+        usable: list[VideoRecord] = []
+        for record in sorted(records, key=lambda r: (r.origin.split(":")[0], r.video_id)):
+            if record.video_id in seen:  # e.g. val_1 and val_2 annotate the same videos: one serves
+                report.skip("duplicate_video_annotation", f"{record.origin} (kept {seen[record.video_id]})")
+                continue
+            seen[record.video_id] = record.origin
+            path = Path(record.path) if record.path else video_file_for(record.video_id, videos)
+            if path is None or not path.is_file():
+                report.skip("video_file_missing", record.video_id)
+                continue
+            events, _ = video_events(record.timestamps, record.sentences, record.duration or math.inf)
+            if max((len(c) for c in chains(events, config.margin_rule, config.margin)), default=0) < config.min_blocks:
+                report.skip("no_admissible_chain", record.video_id)  # not decoded at all
+                continue
+            usable.append(VideoRecord(record.video_id, record.duration, record.timestamps, record.sentences,
+                                      record.origin, str(path)))
+        settings = frame_settings(config)
+        store = FrameStore(config.frame_store, settings)
+        jobs = [store.job(r.video_id, r.path) for r in usable]
+        self._videos_read = [r.path for r in usable]
+        outcome = decode_all(store, jobs, config.decode_backend,
+                             progress=lambda items: report.bar(items, "decoding videos", "video", min_items=4),
+                             ray_concurrency=config.decode_concurrency)
+        keys, meta, kept = {}, {}, []
+        for record, job in zip(usable, jobs):
+            status = outcome.status.get(record.video_id)
+            if status != "ok":
+                report.skip(f"undecodable_video:{status}", record.video_id)
+                continue
+            facts = store.meta(job.key)
+            if facts["frame_sizes"] != 1:
+                report.skip("frame_size_changes", record.video_id)
+                continue
+            if config.audio and not facts["has_audio"]:
+                report.skip("no_audio_track", record.video_id)
+                continue
+            keys[record.video_id], meta[record.video_id] = job.key, facts
+            kept.append(record)
+        report.notes.append(f"decoding: {json.dumps(outcome.as_dict(), sort_keys=True)}")
+        marker = root / SYNTHETIC_MARKER
+        synthetic = (marker.read_text(encoding="utf-8").strip() or "synthetic annotations") if marker.is_file() else ""
+        return TemporalSources(kept, store, keys, meta, outcome, synthetic, layout)
+
+    def source_identity(self, config: TemporalConfig) -> dict:
+        """Annotation files by sha256, and the videos the build read (hashed once already, for
+        the frame store's keys; a folder's other videos are not read at all)."""
+        root = Path(config.sources)
+        used = getattr(self, "_videos_read", None)
+        videos = used if used is not None else [str(p) for p in find_videos(root).values()]
+        return {"kind": "local", "name": self.source_name, "licence": self.source_licence,
+                "annotations": files_identity(self.annotation_files(root), root),
+                "videos": [{"file": _relative(Path(p), root), "sha256": file_sha256(Path(p)),
+                            "bytes": Path(p).stat().st_size} for p in sorted(videos)],
+                "synthetic": (root / SYNTHETIC_MARKER).is_file(),
+                "decoder": decoder_identity(),
+                "frames": frame_settings(config).identity()}
+
+    # -- pools ---------------------------------------------------------------------------------
+    def build_pools(self, sources: TemporalSources, config: TemporalConfig, report: BuildReport) -> list[Pool]:
+        bands = [LengthBand.halving(t) for t in sorted(set(config.lengths))]
+        chosen: dict[str, dict[str, Run]] = {band.name: {} for band in bands}  # band -> video -> run
+        for record in sources.records:
+            meta = sources.meta[record.video_id]
+            duration = min(record.duration or math.inf, meta["duration"])
+            events, dropped = video_events(record.timestamps, record.sentences, duration)
+            for reason in dropped:
+                report.skip(f"event_{reason}", record.video_id)
+            runs = candidate_runs(record.video_id, events, config.margin_rule, config.margin, config.fps,
+                                  meta["n_frames"], config.min_blocks)
+            if not runs:
+                report.skip("no_admissible_run", record.video_id)
+                continue
+            per_frame = image_tokens(meta["frame_height"], meta["frame_width"])
+            placed = False
+            for band in bands:
+                rng = derive_rng(config.seed, self.name, band.name, record.video_id, "run")
+                run = choose_run(runs, lambda r: band.contains(r.n_frames * per_frame), rng)
+                if run is not None:
+                    chosen[band.name][record.video_id] = run
+                    placed = True
+            if not placed:
+                lengths = sorted({r.n_frames * per_frame for r in runs})
+                report.skip("no_run_in_any_band", f"{record.video_id} ({lengths[0]}..{lengths[-1]} tokens)")
+
+        frames_cache: dict[str, object] = {}
+
+        def video(video_id: str):
+            if video_id not in frames_cache:
+                frames_cache[video_id] = sources.store.get(sources.keys[video_id], video_id)
+            return frames_cache[video_id]
+
+        self._segments: dict[str, dict] = {}  # video -> grid index -> Segment, shared by every candidate
+        self._synthetic = sources.synthetic
+        plans = {band.name: self._plan_band(band, chosen[band.name], video, config, report) for band in bands}
+        texts = self._query_texts(plans, chosen, config, report)
+        pools = []
+        for band in bands:
+            plan = [(vid, hard, negatives) for vid, hard, negatives in plans[band.name] if vid in texts[band.name]]
+            pools += self._assemble(band, plan, chosen[band.name], texts[band.name], video, config)
+        return pools
+
+    def _plan_band(self, band: LengthBand, runs: dict[str, Run], video, config: TemporalConfig, report: BuildReport):
+        """Queries of the band (each with its hard orders) and their easy negatives; a video serves
+        the band once (as a query or as one negative)."""
+        k = config.negatives_per_query
+        eligible = sorted(runs)
+        rng = derive_rng(config.seed, self.name, band.name, "partition")
+        order = [eligible[int(i)] for i in rng.permutation(len(eligible))]
+        hashes: dict[str, set] = {}
+
+        def frames_of(vid: str) -> set:
+            if vid not in hashes:
+                by_grid = {f.grid_index: f.image for f in video(vid).frames}
+                hashes[vid] = {hashlib.sha256(by_grid[j]).hexdigest() for j in runs[vid].grid}
+            return hashes[vid]
+
+        queries, failed = [], set()
+        taken: set[str] = set()  # frames already in the band's groups: byte-identical frames of two
+        i = 0                    # videos (black intros) must not sit in two groups
+        while i < len(order) and len(queries) < min(config.max_queries_per_pool, (len(order) - len(failed)) // (k + 1)):
+            vid = order[i]
+            i += 1
+            hard = self._hard_orders(band, vid, runs[vid], video(vid), config)
+            if hard is None or frames_of(vid) & taken:
+                failed.add(vid)
+                report.skip("indistinct_shuffles" if hard is None else "frames_shared_across_videos",
+                            f"{vid} ({band.name})")
+                continue
+            taken |= frames_of(vid)
+            queries.append((vid, hard))
+        query_ids = {vid for vid, _ in queries}
+        supply = [vid for vid in order if vid not in query_ids and vid not in failed]
+        used: set[str] = set()
+        plan = []
+        for vid, hard in queries:
+            captions = " ".join(runs[vid].sentences)
+            picks = []
+            for other in supply:
+                if other in used or other in picks:
+                    continue
+                if caption_similarity(captions, " ".join(runs[other].sentences)) >= config.caption_similarity_max:
+                    report.skip("blacklisted_negative_similar_captions", f"{other} for {vid} ({band.name})")
+                    continue
+                if frames_of(other) & taken:
+                    used.add(other)
+                    report.skip("frames_shared_across_videos", f"{other} ({band.name})")
+                    continue
+                picks.append(other)
+                if len(picks) == k:
+                    break
+            if len(picks) < k:
+                report.skip("easy_not_enough_negatives", f"{vid} ({band.name})")
+                continue
+            used.update(picks)
+            for other in picks:
+                taken |= frames_of(other)
+            plan.append((vid, hard, picks))
+        return plan
+
+    def _hard_orders(self, band, vid, run: Run, decoded, config: TemporalConfig) -> dict[str, list[int]] | None:
+        """The three hard variants' block orders, or None when their frames would not differ."""
+        frames = {f.grid_index: f for f in decoded.frames}
+        block_hashes = [[hashlib.sha256(frames[j].image).hexdigest() for j in block.grid] for block in run.blocks]
+        m = len(run.blocks)
+        positive = tuple(arrange(block_hashes, range(m)))
+        orders, seen = {}, {positive}
+        for variant in HARD_VARIANTS:
+            order = hard_order(variant, m, derive_rng(config.seed, self.name, band.name, vid, variant))
+            sequence = tuple(arrange(block_hashes, order, reversal_frames=variant == "reversal"
+                                     and config.reversal == "frames"))
+            if sequence in seen:
+                return None
+            seen.add(sequence)
+            orders[variant] = order
+        return orders
+
+    def _query_texts(self, plans, chosen, config: TemporalConfig, report: BuildReport) -> dict[str, dict]:
+        """band -> video -> (query text, extras), through the LLM steps (translate, then rewrite)."""
+        runs_wanted = {(band, vid): chosen[band][vid] for band, plan in plans.items() for vid, _, _ in plan}
+        sentences: dict[tuple, list[str]] = {key: list(run.sentences) for key, run in runs_wanted.items()}
+        translated: dict[tuple, list[str]] = {}
+        if self.translate_captions and sentences:
+            items = {}
+            for (band, vid), run in runs_wanted.items():
+                for block in run.blocks:
+                    items.setdefault(f"{vid}#{block.event_index}", block.sentence)
+            english = translate(sorted(items.items()), config, report)
+            for (band, vid), run in runs_wanted.items():
+                ids = [f"{vid}#{b.event_index}" for b in run.blocks]
+                if all(i in english for i in ids):
+                    translated[(band, vid)] = [english[i] for i in ids]
+                else:
+                    report.skip("translation_missing", f"{vid} ({band})")
+        source_for_rewrite = translated if self.translate_captions else sentences
+        rewritten = rewrite_captions(
+            [(f"{band}|{vid}", captions) for (band, vid), captions in sorted(source_for_rewrite.items())],
+            config, report) if source_for_rewrite else {}
+        texts: dict[str, dict] = defaultdict(dict)
+        for (band, vid), captions in sorted(source_for_rewrite.items()):
+            text = rewritten.get(f"{band}|{vid}")
+            if not text:
+                continue  # rejected by the LLM step: counted there
+            extra = {"video_id": vid, "raw_captions": " ".join(c.strip() for c in sentences[(band, vid)])}
+            if self.translate_captions:
+                extra["translated_captions"] = " ".join(c.strip() for c in captions)
+            texts[band][vid] = (text.strip(), extra)
+        return texts
+
+    def _assemble(self, band, plan, runs, texts, video, config) -> list[Pool]:
+        counter = default_counter()
+        facts = {"candidate_form": CANDIDATE_FORM, "fps": config.fps, "frame_rule": FRAME_RULE,
+                 "margin_rule": config.margin_rule, "margin": config.margin, "reversal": config.reversal,
+                 "min_blocks": config.min_blocks}
+        easy = Pool(name=pool_name(self.name, "easy", band), task=self.task, dataset=self.name, difficulty="easy",
+                    band=band, modality="video", facts=dict(facts))
+        hard = Pool(name=pool_name(self.name, "hard", band), task=self.task, dataset=self.name, difficulty="hard",
+                    band=band, modality="video", facts=dict(facts))
+        for vid, orders, negatives in plan:
+            qid = f"q:{vid}:{band.name}"
+            text, extra = texts[vid]
+            query = Query(id=qid, text=text, instruction=INSTRUCTION, source_id=vid, n_tokens=counter.count(text),
+                          extra=extra)
+            positive = self._candidate(f"d:{vid}:{band.name}", POSITIVE, qid, runs[vid], video(vid), None, None,
+                                       config)
+            for pool in (easy, hard):
+                pool.queries.append(query)
+                pool.candidates.append(positive)
+                pool.qrels.append((qid, positive.id, 1))
+            for variant, order in orders.items():
+                hard.candidates.append(self._candidate(f"d:{vid}:{band.name}:{variant}", HARD_NEGATIVE, qid, runs[vid],
+                                                       video(vid), variant, order, config))
+            for other in negatives:
+                easy.candidates.append(self._candidate(f"d:{other}:{band.name}", EASY_NEGATIVE, qid, runs[other],
+                                                       video(other), None, None, config))
+        return [easy, hard]
+
+    def _candidate(self, cid, role, group, run: Run, decoded, variant, order, config: TemporalConfig) -> Candidate:
+        frames = {f.grid_index: f for f in decoded.frames}
+        segments = self._segments.setdefault(run.video_id, {})
+        for j in run.grid:
+            if j not in segments:
+                f = frames[j]
+                segments[j] = image_segment(f.image, f.height, f.width, kind=FRAME, origin=f"video:{run.video_id}",
+                                            timestamp=f.pts)
+        m = len(run.blocks)
+        order = list(order) if order is not None else list(range(m))
+        frames_reversed = variant == "reversal" and config.reversal == "frames"
+        grid = arrange([b.grid for b in run.blocks], order, frames_reversed)
+        block_of = arrange([[k] * b.n_frames for k, b in enumerate(run.blocks)], order, frames_reversed)
+        shown = [segments[j] for j in grid]
+        document = Document(cid, tuple(shown))
+        first = frames[run.grid[0]]
+        provenance = {
+            "variant": variant or ("original" if role == POSITIVE else "other_video"),
+            "video_id": run.video_id, "order": order,
+            "blocks": [{"event_index": b.event_index, "start": round(b.start, 3), "end": round(b.end, 3),
+                        "n_frames": b.n_frames} for b in run.blocks],
+            "margin_rule": config.margin_rule, "margin": config.margin, "fps": config.fps,
+            "frame_size": [first.height, first.width], "source_fps": decoded.source_fps,
+            "seconds": round(run.seconds, 3),
+        }
+        if variant == "reversal":
+            provenance["reversal"] = config.reversal
+        extra = {"video_id": run.video_id, "grid_index": [int(j) for j in grid],
+                 "frame_pts": [round(segments[j].timestamp, 6) for j in grid], "block_of_frame": block_of}
+        if config.audio:
+            pcm = b"".join(audio_slice(decoded.audio_pcm or b"", decoded.audio_rate, run.blocks[k].start,
+                                       run.blocks[k].end) for k in order)
+            extra["audio"] = wav_bytes(pcm, decoded.audio_rate)
+        return Candidate(id=cid, document=document, role=role, group=group, source_id=run.video_id,
+                         n_tokens=document.tokens, provenance=provenance, extra=extra)
+
+    # -- checks and card -----------------------------------------------------------------------
+    def validate_pool(self, pool_row: dict, corpus: dict, queries: dict, qrels: dict) -> Iterable[Problem]:
+        from builders._temporal_checks import check_temporal_pool
+
+        return check_temporal_pool(pool_row, corpus, queries, qrels)
+
+    def card_context(self, config: TemporalConfig, pools: list[Pool], report: BuildReport) -> dict:
+        per_pool = []
+        for pool in pools:
+            frames = [len(c.document.segments) for c in pool.candidates]
+            seconds = [c.provenance["seconds"] for c in pool.candidates]
+            blocks = [len(c.provenance["blocks"]) for c in pool.candidates]
+            per_pool.append({"pool": pool.name, "frames": _percentiles(frames), "seconds": _percentiles(seconds),
+                             "blocks": _percentiles(blocks)})
+        prompts = [{"name": p.name, "version": p.version, "hash": p.hash, "role": p.role}
+                   for p in (load_prompt("translation"),) * self.translate_captions + (load_prompt("caption_rewrite"),)]
+        decoding = next((json.loads(n.split(": ", 1)[1]) for n in report.notes if n.startswith("decoding: ")), {})
+        return {
+            "instruction": INSTRUCTION, "hard_variants": list(HARD_VARIANTS), "margin_rules": MARGIN_RULES,
+            "frame_rule": FRAME_RULE, "per_pool_frames": per_pool, "prompts": prompts, "decoding": decoding,
+            "decoder": decoder_identity(), "translate_captions": self.translate_captions,
+            "synthetic": getattr(self, "_synthetic", ""), "dataset_name": self.source_name,
+            "frame_16x9": (lambda h, w: {"height": h, "width": w, "tokens": image_tokens(h, w)})(
+                *fit_image_size(720, 1280, config.frame_max_pixels)),
+            "sources": [{"name": self.source_citation, "licence": self.source_licence,
+                         "identity": f"local files under `{Path(config.sources).name}` (sha256 in manifest.json)"}],
+        }

@@ -1,0 +1,60 @@
+"""ActivityNet Captions Temporal Summarization (paper §3.2.4, appendix A.4).
+
+The query rewrites a run of consecutive caption events of one video into one paragraph whose
+order is carried by transition words; the positive is the run's 1-FPS frames in time order.
+The easy pool adds three runs of other videos of the same length band; the hard pool adds the
+positive's own frames with its event blocks reversed, its front half shuffled or its back half
+shuffled, so only the order of events tells them apart. Easy and hard pools of a length share
+their queries.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from builders._temporal import (
+    TemporalBuilder, TemporalConfig, VideoRecord, is_activitynet_json, read_activitynet_json)
+from dataclasses import dataclass, field
+
+from mmlongembed.builder import BuildReport, register
+
+
+@dataclass
+class ActivityNetConfig(TemporalConfig):
+    # paper Table 1: 420 queries over 6 pools
+    max_queries_per_pool: int = field(default=70, metadata={"help": "cap on queries per pool (paper: 70)"})
+
+
+@register
+class ActivityNetBuilder(TemporalBuilder):
+    """Temporal Summarization from ActivityNet Captions: find the video that shows a described
+    sequence of events in order, against the same frames reversed or half-shuffled."""
+
+    name = "activitynet"
+    version = "1.0.0"
+    title = "MMLongEmbed Temporal Summarization: ActivityNet Captions"
+    config_class = ActivityNetConfig
+    licence = "other"
+    source_name = "ActivityNet Captions"
+    source_licence = "annotations: research use, no licence stated (Krishna et al., ICCV 2017); videos: YouTube"
+    source_citation = "ActivityNet Captions (Krishna et al., ICCV 2017)"
+
+    def annotation_files(self, root: Path) -> list[Path]:
+        return [p for p in sorted(root.rglob("*.json")) if is_activitynet_json(p)]
+
+    def read_records(self, root: Path, report: BuildReport) -> tuple[list[VideoRecord], str]:
+        """Every ActivityNet Captions JSON under ``root`` (``train.json``, ``val_1.json``,
+        ``val_2.json``, or any file of that shape); the videos anywhere under ``root``, named by
+        id with or without the ``v_`` prefix."""
+        records = []
+        for path in self.annotation_files(root):
+            records += read_activitynet_json(path, report)
+        return records, "ActivityNet Captions JSON + video files named by id"
+
+    def example_config(self, directory) -> ActivityNetConfig:
+        from mmlongembed.testing import TEMPORAL_FIXTURE_LENGTHS, write_temporal_sources
+
+        directory = Path(directory)
+        write_temporal_sources(directory, n_videos=16)
+        return ActivityNetConfig(sources=str(directory), lengths=TEMPORAL_FIXTURE_LENGTHS, max_queries_per_pool=3,
+                                 frame_store=str(directory / "frame-store"))

@@ -1,0 +1,1 @@
+"""Heavy media I/O (video decoding, frame stores): the only place builders touch codecs."""
