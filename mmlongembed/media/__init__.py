@@ -1,0 +1,1 @@
+"""Heavy media I/O (PDF rendering, image files): builders call it, operations never do."""
