@@ -104,27 +104,35 @@ def find_page_run(costs: Sequence[int], first_unseen: int, need: int, tolerance:
 
 
 def plan_replacements(costs: Sequence[int], n: int, band: LengthBand, rng: np.random.Generator,
-                      variants=HARD_VARIANTS) -> list[PagePlan]:
+                      variants=HARD_VARIANTS, attempts: int = 16) -> list[PagePlan]:
     """The hard variants of window ``[0, n)`` of a document with page costs ``costs``: each
     replaces the slots covering its token fraction with a run of unseen pages (``>= n``) of
     equal cost, else within max(8, 1%) of the window's cost, keeping the variant in the band.
-    Variants use distinct runs where the unseen pages allow. Raises FitError."""
+    Runs are drawn largest first; up to ``attempts`` draws look for three disjoint runs, else the
+    first draw (runs then overlap as little as the draw allowed). Raises FitError."""
     window = list(costs[:n])
     total = sum(window)
     tolerance = hard_negative_tolerance(total)
-    plans, used = [], []
-    for variant, fraction in variants:
-        a, b = slots_at_fraction(window, *fraction)
-        removed = sum(window[a:b])
-        kept = total - removed
-        c, d = find_page_run(costs, n, removed, tolerance, rng, avoid=used, room=(band.lo - kept, band.hi - kept))
-        block = sum(costs[c:d])
-        plan = PagePlan(variant, fraction, (a, b), (c, d), removed, block)
-        if any(apply_plan(n, plan) == apply_plan(n, other) for other in plans):
-            raise FitError("variants_coincide", f"{variant} shows the same pages as an earlier variant")
-        plans.append(plan)
-        used.append((c, d))
-    return plans
+    slots = [(variant, fraction, slots_at_fraction(window, *fraction)) for variant, fraction in variants]
+    first: list[PagePlan] | None = None
+    for _ in range(attempts):
+        plans: dict[str, PagePlan] = {}
+        used: list[tuple[int, int]] = []
+        for variant, fraction, (a, b) in sorted(slots, key=lambda v: -sum(window[v[2][0]:v[2][1]])):
+            removed = sum(window[a:b])
+            kept = total - removed
+            c, d = find_page_run(costs, n, removed, tolerance, rng, avoid=used,
+                                 room=(band.lo - kept, band.hi - kept))
+            plans[variant] = PagePlan(variant, fraction, (a, b), (c, d), removed, sum(costs[c:d]))
+            used.append((c, d))
+        ordered = [plans[v] for v, _, _ in slots]
+        shown = [tuple(apply_plan(n, p)) for p in ordered]
+        if len(set(shown)) < len(shown):
+            raise FitError("variants_coincide", "two variants show the same pages")
+        first = first or ordered
+        if not any(x[0] < y[1] and y[0] < x[1] for i, x in enumerate(used) for y in used[i + 1:]):
+            return ordered
+    return first
 
 
 def head_window(costs: Sequence[int], band: LengthBand, rng_for, variants=HARD_VARIANTS,
