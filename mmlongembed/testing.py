@@ -378,3 +378,43 @@ def write_mmdocir_sources(root: Path, n_documents: int = 8, n_pages: int = 12, q
         for line in lines:
             handle.write(json.dumps(line) + "\n")
     return out
+
+
+def write_mmdocrag_jsonl(root: Path, n_documents: int = 6, records_per_document: int = 2, seed: int = 13,
+                         leak: str = "") -> Path:
+    """Generated sources in MMDocRAG's own format: ``mmdocrag/evaluation_15.jsonl`` (``q_id``,
+    ``doc_name``, ``question``, ``text_quotes``, ``img_quotes``, ``gold_quotes``, answers) and
+    ``mmdocrag/images/*.jpg``. Every ``img_description`` contains ``leak`` (a test can check that
+    it never reaches a candidate)."""
+    from PIL import Image
+
+    rng = derive_rng(seed, "mmdocrag-fixture")
+    pyrng = random.Random(seed)
+    base = Path(root) / "mmdocrag"
+    (base / "images").mkdir(parents=True, exist_ok=True)
+    with open(base / "evaluation_15.jsonl", "w", encoding="utf-8") as handle:
+        for d in range(n_documents):
+            doc = f"{_word(pyrng).title()}_Report_{d}.pdf"
+            for r in range(records_per_document):
+                text_quotes, img_quotes = [], []
+                for t in range(6):
+                    sentences = [" ".join(_word(pyrng) for _ in range(pyrng.randint(6, 10))).capitalize() + "."
+                                 for _ in range(pyrng.randint(3, 5))]
+                    text_quotes.append({"quote_id": f"text{t + 1}", "type": "text", "text": " ".join(sentences),
+                                        "page_id": 2 * r + t // 3, "layout_id": 10 * t})
+                for m in range(4):
+                    name = f"{Path(doc).stem}_r{r}_{m}.jpg"
+                    w, h = int(rng.integers(60, 140)), int(rng.integers(50, 120))
+                    colour = tuple(int(c) for c in rng.integers(0, 256, 3))
+                    Image.new("RGB", (w, h), colour).save(base / "images" / name, quality=85)
+                    img_quotes.append({"quote_id": f"image{m + 1}", "type": "image", "img_path": name,
+                                       "img_description": f"{leak} a chart of {_word(pyrng)}",
+                                       "page_id": 2 * r + m // 2, "layout_id": 10 * m + 5})
+                gold = ["text1", "image2"] + (["text5"] if (d + r) % 2 else [])
+                record = {"q_id": f"{d}-{r}", "doc_name": doc, "domain": "Research report",
+                          "question": f"Which {_word(pyrng)} does the {_word(pyrng).title()} table in Report {d} show?",
+                          "evidence_modality_type": ["text", "image"], "question_type": "multi",
+                          "text_quotes": text_quotes, "img_quotes": img_quotes, "gold_quotes": gold,
+                          "answer_short": f"Zz{_word(pyrng)}", "answer_interleaved": "see ![](image2)"}
+                handle.write(json.dumps(record) + "\n")
+    return base
