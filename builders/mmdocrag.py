@@ -229,6 +229,8 @@ class SubstituteReader:
                 quotes = list(texts_of[name][page]) + self._figures(self.pdf(name), page)
                 if quotes:
                     blocks.append(Block(name, page, tuple(sorted(quotes, key=lambda q: q.order))))
+        for pdf in self.pdfs.values():
+            pdf.close()
         return Sources(built, blocks, refill, substitute=True)
 
     def _boxes(self, pdf: PdfFile, question: dict, rid: str) -> list[tuple[int, Box]] | None:

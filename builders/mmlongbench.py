@@ -179,7 +179,9 @@ def read_paged_sources(roots: list[Path], report: BuildReport) -> Sources:
                 report.skip("pdf_without_summary", pdf.name)
                 continue
             try:
-                n_pages = len(PdfFile(pdf))
+                opened = PdfFile(pdf)
+                n_pages = len(opened)
+                opened.close()
             except UserError:
                 report.skip("unreadable_pdf", pdf.name)
                 continue
@@ -329,6 +331,9 @@ class MMLongBenchBuilder(Builder):
                                     report)
             pools.append(self._easy_pool(band, eligible, windows, queries, documents, config, report))
             pools.append(self._hard_pool(band, eligible, windows, queries, documents, config, report))
+        for pdf in self._pdfs.values():
+            pdf.close()
+        self._pdfs.clear()
         pages = self._renderer.stats()
         report.notes.append(f"rendered {pages['pages']} distinct pages in {pages['seconds']} s "
                             f"({pages['pages_per_second']} pages/s) with {settings.identity()['renderer']} "
