@@ -25,7 +25,7 @@ from mmlongembed.documents import IMAGE_PLACEHOLDER, TEXT, Document, Segment, im
 from mmlongembed.errors import FitError, UserError
 from mmlongembed.llm import AuditItem, LLMConfig, audit_queries
 from mmlongembed.manifest import files_identity
-from mmlongembed.media.pdf import Box, PageRenderer, PdfFile, RenderSettings, StoredImage
+from mmlongembed.media.pdf import Box, PageRenderer, PdfFile, RenderOptions, StoredImage
 from mmlongembed.ops.evidence import (
     EVIDENCE_ORIGIN, Unit, find_sentence_run, insert_random, insert_spread, pick_fillers, units_document)
 from mmlongembed.ops.length import edge_whitespace, exact_tokens, fit_block_edges, trim_edges
@@ -37,7 +37,7 @@ from mmlongembed.pools import (
 from mmlongembed.rng import derive_rng
 from mmlongembed.sources import iter_jsonl, require_dir
 from mmlongembed.text import split_sentences
-from mmlongembed.tokens import DEFAULT_MAX_IMAGE_PIXELS, TokenCounter, default_counter
+from mmlongembed.tokens import TokenCounter, default_counter
 
 INSTRUCTION = ("Given a question about a document, retrieve the document that contains all the text and image "
                "evidence needed to answer it.")
@@ -56,7 +56,7 @@ QUOTES_SHARD = "quotes"
 
 
 @dataclass
-class MMDocRAGConfig(CommonConfig, LLMConfig):
+class MMDocRAGConfig(CommonConfig, LLMConfig, RenderOptions):
     max_queries_per_pool: int = field(default=160, metadata={"help": "cap on queries per pool (paper: 160)"})
     lengths: tuple[int, ...] = field(default=(8192, 16384, 32768), metadata={
         "help": "pool length targets in tokens; the smallest is built first and each longer one grows from it"})
@@ -66,10 +66,6 @@ class MMDocRAGConfig(CommonConfig, LLMConfig):
         "help": "substitute: quotes in an instance's own context, gold included (MMDocRAG ships 15 or 20)"})
     chunk_tokens: int = field(default=120, metadata={
         "help": "substitute: tokens of a text quote cut from a page's text layer (non-evidence quotes, padding)"})
-    dpi: float = field(default=144.0, metadata={"help": "render resolution of image quotes cut from PDF pages"})
-    max_image_pixels: int = field(default=DEFAULT_MAX_IMAGE_PIXELS, metadata={
-        "help": "pixel budget of a stored image quote (aspect kept)"})
-    jpeg_quality: int = field(default=90, metadata={"help": "JPEG quality of stored image quotes"})
     min_figure_points: float = field(default=72.0, metadata={
         "help": "substitute: smallest side (PDF points) of an embedded picture used as a padding image"})
 
@@ -503,9 +499,6 @@ class MMDocRAGBuilder(Builder):
         self._renderer: PageRenderer | None = None
         self._substitute: bool | None = None
 
-    def _settings(self, config: MMDocRAGConfig) -> RenderSettings:
-        return RenderSettings(dpi=config.dpi, max_pixels=config.max_image_pixels, quality=config.jpeg_quality)
-
     def _layout(self, config: MMDocRAGConfig) -> tuple[list[Path], list[Path], list[Path]]:
         """(MMDocRAG JSONL files, MMDocIR annotation files, PDF directories) under --sources."""
         if not config.sources:
@@ -526,7 +519,7 @@ class MMDocRAGBuilder(Builder):
     # -- sources ---------------------------------------------------------------------------
     def load_sources(self, config: MMDocRAGConfig, report: BuildReport) -> Sources:
         original, annotations, pdf_dirs = self._layout(config)
-        self._renderer = PageRenderer(self._settings(config))
+        self._renderer = PageRenderer(config.render_settings())
         if original:
             sources = read_original(original, self._renderer, report)
         elif annotations and pdf_dirs:
@@ -552,7 +545,7 @@ class MMDocRAGBuilder(Builder):
         return {"kind": "local", "name": "MMDocRAG", "licence": "CC BY-NC 4.0",
                 "substitute": not original, "format": ORIGINAL if original else SUBSTITUTE,
                 "files": files_identity([f for f in files if f.is_file()], root),
-                "render": self._settings(config).identity(),
+                "render": config.render_settings().identity(),
                 "rendering": self._renderer.stats() if self._renderer else None}
 
     # -- pools -----------------------------------------------------------------------------
@@ -800,7 +793,7 @@ class MMDocRAGBuilder(Builder):
             "instruction": INSTRUCTION,
             "substitute": bool(self._substitute),
             "source_format": SUBSTITUTE if self._substitute else ORIGINAL,
-            "render": self._settings(config).identity(),
+            "render": config.render_settings().identity(),
             "evidence_stats": evidence_statistics(pools),
             "sources": [{
                 "name": ("MMDocIR (Dong et al.) annotations over MMLongBench-Doc PDFs — **substitute for MMDocRAG**"

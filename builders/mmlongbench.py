@@ -23,12 +23,13 @@ from mmlongembed.errors import FitError, UserError
 from mmlongembed.llm import LLMConfig
 from mmlongembed.llm.summaries import summarise_documents
 from mmlongembed.manifest import files_identity
-from mmlongembed.media.pdf import PageRenderer, PdfFile, RenderSettings, image_file_size, page_image_size
+from mmlongembed.media.pdf import (
+    PageRenderer, PdfFile, RenderOptions, RenderSettings, image_file_size, page_image_size)
 from mmlongembed.ops.pages import HARD_VARIANTS, PagePlan, apply_plan, head_window
 from mmlongembed.pools import EASY_NEGATIVE, HARD_NEGATIVE, POSITIVE, Candidate, LengthBand, Pool, Query, pool_name
 from mmlongembed.rng import derive_rng
 from mmlongembed.sources import iter_jsonl, read_json, require_dir
-from mmlongembed.tokens import DEFAULT_MAX_IMAGE_PIXELS, default_counter, fit_image_size, image_tokens
+from mmlongembed.tokens import default_counter, fit_image_size, image_tokens
 
 INSTRUCTION = "Given this summary, retrieve the original corresponding long document."  # paper Table 6
 IMAGE_SUFFIXES = (".png", ".jpg", ".jpeg", ".webp", ".bmp", ".tif", ".tiff")
@@ -45,18 +46,11 @@ FORM_NAMES = {
 
 
 @dataclass
-class MMLongBenchConfig(CommonConfig, LLMConfig):
+class MMLongBenchConfig(CommonConfig, LLMConfig, RenderOptions):
     max_queries_per_pool: int = field(default=80, metadata={"help": "cap on queries per pool (paper: 80)"})
     lengths: tuple[int, ...] = field(default=(8192, 16384, 32768), metadata={
         "help": "pool length targets in tokens; pool T holds page windows of (T/2, T] tokens"})
     negatives_per_query: int = field(default=3, metadata={"help": "easy negatives per query (paper: 3)"})
-    dpi: float = field(default=144.0, metadata={"help": "PDF render resolution (MMLongBench-Doc renders at 144)"})
-    max_image_pixels: int = field(default=DEFAULT_MAX_IMAGE_PIXELS, metadata={
-        "help": "pixel budget of a stored page (aspect kept; a page costs ceil(H/32)*ceil(W/32) tokens at its "
-                "stored size)"})
-    image_format: str = field(default="JPEG", metadata={"help": "encoding of stored pages",
-                                                        "choices": ("JPEG", "PNG")})
-    jpeg_quality: int = field(default=90, metadata={"help": "JPEG quality of stored pages"})
     summary_input_chars: int = field(default=24000, metadata={
         "help": "MMLongBench-Doc layout: characters of the window's text layer given to the summary step "
                 "(an equal share per page, so the last pages are summarised too)"})
@@ -251,10 +245,6 @@ class MMLongBenchBuilder(Builder):
         self._renderer: PageRenderer | None = None
         self._pdfs: dict[Path, PdfFile] = {}
 
-    def _settings(self, config: MMLongBenchConfig) -> RenderSettings:
-        return RenderSettings(dpi=config.dpi, max_pixels=config.max_image_pixels, image_format=config.image_format,
-                              quality=config.jpeg_quality)
-
     def _pdf(self, path: Path) -> PdfFile:
         if path not in self._pdfs:
             self._pdfs[path] = PdfFile(path)
@@ -265,7 +255,7 @@ class MMLongBenchBuilder(Builder):
         if not config.sources:
             raise UserError("mmlongbench reads local files: pass --sources with MMLongBench JSONL + page images, "
                             "PDFs with summary sidecars, or the MMLongBench-Doc layout (samples.json + PDFs)")
-        self._settings(config)  # fail fast on bad render options
+        config.render_settings()  # fail fast on bad render options
         sources = read_paged_sources(source_roots(config.sources), report)
         if not sources.documents:
             raise UserError(f"no paged document with a summary (or in an MMLongBench-Doc samples file) under "
@@ -281,7 +271,7 @@ class MMLongBenchBuilder(Builder):
         base = roots[0].parent if len(roots) > 1 else roots[0]
         return {"kind": "local", "name": "MMLongBench / MMLongBench-Doc", "licence": "CC BY-NC 4.0",
                 "forms": dict(sorted(forms.items())), "files": files_identity(files, base),
-                "render": self._settings(config).identity(),
+                "render": config.render_settings().identity(),
                 "rendering": self._renderer.stats() if self._renderer else None}
 
     # -- pools -----------------------------------------------------------------------------
@@ -305,7 +295,7 @@ class MMLongBenchBuilder(Builder):
         return Document(id=f"{document.id}@{label}", segments=tuple(segments))
 
     def build_pools(self, sources: Sources, config: MMLongBenchConfig, report: BuildReport) -> list[Pool]:
-        settings = self._settings(config)
+        settings = config.render_settings()
         self._renderer = PageRenderer(settings)
         lengths = sorted(set(config.lengths))
         if not lengths or lengths[0] < 2:
@@ -455,7 +445,7 @@ class MMLongBenchBuilder(Builder):
 
     # -- card ------------------------------------------------------------------------------
     def card_context(self, config: MMLongBenchConfig, pools: list[Pool], report: BuildReport) -> dict:
-        settings = self._settings(config)
+        settings = config.render_settings()
         sources = read_paged_sources(source_roots(config.sources), BuildReport(progress=False))
         forms = Counter(d.form for d in sources.documents)
         return {

@@ -81,6 +81,23 @@ class RenderSettings:
                 "size_rule": "ceil(points * dpi / 72) per side, then fit_image_size(max_pixels)"}
 
 
+@dataclass
+class RenderOptions:
+    """The render options of a builder config (``class XConfig(CommonConfig, RenderOptions)``):
+    each field becomes a CLI flag; ``render_settings()`` gives the settings they describe."""
+
+    dpi: float = field(default=144.0, metadata={"help": "PDF render resolution (MMLongBench-Doc renders at 144)"})
+    max_image_pixels: int = field(default=DEFAULT_MAX_IMAGE_PIXELS, metadata={
+        "help": "pixel budget of a stored image (aspect kept); an image costs ceil(H/32)*ceil(W/32) tokens at its "
+                "stored size"})
+    image_format: str = field(default="JPEG", metadata={"help": "encoding of stored images", "choices": FORMATS})
+    jpeg_quality: int = field(default=90, metadata={"help": "JPEG quality of stored images"})
+
+    def render_settings(self) -> RenderSettings:
+        return RenderSettings(dpi=self.dpi, max_pixels=self.max_image_pixels, image_format=self.image_format,
+                              quality=self.jpeg_quality)
+
+
 @dataclass(frozen=True)
 class StoredImage:
     """Encoded bytes and the size they were stored (and are counted) at."""
