@@ -236,3 +236,39 @@ def test_shared_sample_pdfs(tmp_path):
     stats = {p["pool"]: p for p in manifest["pools"]}
     assert stats["mmlongbench-hard-1k"]["queries"] >= 8 and stats["mmlongbench-easy-1k"]["queries"] >= 2
     assert all(manifest["label_free_audit"][p]["passed"] for p in stats)
+
+
+def test_summary_step_through_an_openai_compatible_server(tmp_path):
+    """The document-summary prompt through the LLM layer: every page reaches the prompt, a reply
+    that breaks the contract (a page reference) is repaired, the builder's queries say llm_summary."""
+    from mmlongembed.builder import BuildReport
+    from mmlongembed.llm import LLMConfig
+    from mmlongembed.llm.fake_server import FakeOpenAIServer, first_user_message
+    from mmlongembed.llm.summaries import pages_prompt_text, summarise_documents
+
+    pages = [f"Opening of page {k}. " + "filler words " * 400 + f"END{k}" for k in range(6)]
+    prompt_text = pages_prompt_text(pages, max_chars=3000)
+    assert all(f"Page {k + 1}:\nOpening of page {k}." in prompt_text for k in range(6))  # the last pages too
+    assert len(prompt_text) < 3000 + 6 * 20
+
+    def responder(body):
+        user = first_user_message(body)
+        if len(body["messages"]) == 2 and "doc-b" in user:
+            return "As page 2 shows, growth slowed."  # breaks the page_reference rule
+        return "Growth slowed, then costs rose, and finally the outlook improved."
+
+    with FakeOpenAIServer(responder=responder) as server:
+        config = LLMConfig(llm="openai", llm_model="fake-model", llm_base_url=server.url,
+                           llm_cache=str(tmp_path / "cache"), llm_backoff=0.01)
+        report = BuildReport(progress=False)
+        out, source = summarise_documents([("a", ["doc-a text"]), ("b", ["doc-b text"])], config, report)
+        assert source == "llm_summary" and set(out) == {"a", "b"} and server.requests == 3
+        assert report.llm_steps[0]["prompt"] == "document_summary" and not report.skipped
+
+        write_paged_sources(tmp_path / "src", n_documents=8, pages=(14, 22), sidecar=0)
+        _, built = build(tmp_path / "src", tmp_path / "out", llm="openai", llm_model="fake-model",
+                         llm_base_url=server.url, llm_cache=str(tmp_path / "cache"))
+    hard = read_built_pool(built, "mmlongbench-hard-512")
+    assert set(hard.queries["query_source"]) == {"llm_summary"}
+    card = (built / "README.md").read_text()
+    assert "document_summary" in card and "synthetic queries, for tests only" not in card
