@@ -226,13 +226,15 @@ def _sha256(path: Path) -> str:
 # -- shards and the whole build ----------------------------------------------------------------------
 
 def plan_shards(pools: Sequence[Pool]) -> list[tuple[str, str, list[Pool]]]:
-    """(dataset, shard name, pools): the pools of one dataset and length share files, split
-    where their distinct images would outgrow one dictionary page."""
-    groups: dict[tuple[str, int], list[Pool]] = {}
+    """(dataset, shard name, pools): the pools of one dataset and length (or of one
+    ``Pool.shard`` key) share files, split where their distinct images would outgrow one
+    dictionary page."""
+    groups: dict[tuple[str, str], list[Pool]] = {}
     for pool in pools:
-        groups.setdefault((pool.dataset, pool.band.target), []).append(pool)
+        groups.setdefault((pool.dataset, pool.shard or pool.band.name), []).append(pool)
     shards = []
-    for (dataset, _target), members in sorted(groups.items()):
+    for (dataset, shard_name), members in sorted(
+            groups.items(), key=lambda kv: (kv[0][0], min(p.band.target for p in kv[1]), kv[0][1])):
         chunks: list[list[Pool]] = [[]]
         seen: set[int] = set()
         size = 0
@@ -247,9 +249,8 @@ def plan_shards(pools: Sequence[Pool]) -> list[tuple[str, str, list[Pool]]]:
             chunks[-1].append(pool)
             seen |= set(fresh)
             size += sum(fresh.values())
-        band_name = members[0].band.name
         for k, chunk in enumerate(chunks):
-            shards.append((dataset, band_name if len(chunks) == 1 else f"{band_name}-{k}", chunk))
+            shards.append((dataset, shard_name if len(chunks) == 1 else f"{shard_name}-{k}", chunk))
     return shards
 
 

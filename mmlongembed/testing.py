@@ -305,3 +305,235 @@ def write_temporal_sources(root: Path, n_videos: int = 12, language: str = "en",
                 writer.writeheader()
                 writer.writerows(rows)
     return translations
+
+# -- paged documents (PDFs) -------------------------------------------------------------------
+
+def _pdf_text(text: str) -> str:
+    return text.replace("\\", "\\\\").replace("(", "\\(").replace(")", "\\)")
+
+
+def write_pdf(path: Path, pages: list[dict]) -> Path:
+    """A small valid PDF written by hand (no PDF library needed): each page is
+    ``{"size": (w, h), "lines": [(x, y, font_size, text)], "rects": [(x, y, w, h, (r, g, b))],
+    "images": [(x, y, w, h, jpeg_bytes, px_w, px_h)]}`` with coordinates in points from the top
+    left. Text is Helvetica (a real text layer), rectangles are vector graphics, images are
+    embedded JPEGs (image objects)."""
+    objects: list[bytes] = []
+
+    def add(body: bytes) -> int:
+        objects.append(body)
+        return len(objects)
+
+    catalog = add(b"")  # filled in below
+    pages_obj = add(b"")
+    font = add(b"<< /Type /Font /Subtype /Type1 /BaseFont /Helvetica /Encoding /WinAnsiEncoding >>")
+    kids = []
+    for page in pages:
+        width, height = page["size"]
+        ops, xobjects = [], []
+        for x, y, w, h, (r, g, b) in page.get("rects", []):
+            ops.append(f"q {r:.3f} {g:.3f} {b:.3f} rg {x:.2f} {height - y - h:.2f} {w:.2f} {h:.2f} re f Q")
+        for k, (x, y, w, h, data, pw, ph) in enumerate(page.get("images", [])):
+            image = add(f"<< /Type /XObject /Subtype /Image /Width {pw} /Height {ph} /ColorSpace /DeviceRGB "
+                        f"/BitsPerComponent 8 /Filter /DCTDecode /Length {len(data)} >>\nstream\n".encode()
+                        + data + b"\nendstream")
+            xobjects.append(f"/Im{k} {image} 0 R")
+            ops.append(f"q {w:.2f} 0 0 {h:.2f} {x:.2f} {height - y - h:.2f} cm /Im{k} Do Q")
+        for x, y, size, text in page.get("lines", []):
+            ops.append(f"BT /F1 {size} Tf {x:.2f} {height - y - size:.2f} Td ({_pdf_text(text)}) Tj ET")
+        stream = "\n".join(ops).encode("latin-1")
+        contents = add(f"<< /Length {len(stream)} >>\nstream\n".encode() + stream + b"\nendstream")
+        resources = f"<< /Font << /F1 {font} 0 R >> /XObject << {' '.join(xobjects)} >> >>"
+        kids.append(add(f"<< /Type /Page /Parent {pages_obj} 0 R /MediaBox [0 0 {width} {height}] "
+                        f"/Resources {resources} /Contents {contents} 0 R >>".encode()))
+    objects[catalog - 1] = f"<< /Type /Catalog /Pages {pages_obj} 0 R >>".encode()
+    objects[pages_obj - 1] = (f"<< /Type /Pages /Kids [{' '.join(f'{k} 0 R' for k in kids)}] "
+                              f"/Count {len(kids)} >>").encode()
+    out = bytearray(b"%PDF-1.4\n")
+    offsets = []
+    for number, body in enumerate(objects, 1):
+        offsets.append(len(out))
+        out += f"{number} 0 obj\n".encode() + body + b"\nendobj\n"
+    xref = len(out)
+    out += f"xref\n0 {len(objects) + 1}\n0000000000 65535 f \n".encode()
+    out += b"".join(f"{o:010d} 00000 n \n".encode() for o in offsets)
+    out += f"trailer\n<< /Size {len(objects) + 1} /Root {catalog} 0 R >>\nstartxref\n{xref}\n%%EOF\n".encode()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_bytes(bytes(out))
+    return path
+
+
+def _noise_jpeg(rng: np.random.Generator, width: int, height: int) -> bytes:
+    import io
+
+    from PIL import Image
+
+    base = rng.integers(0, 256, size=3)
+    pixels = np.clip(base + rng.normal(0, 40, size=(height, width, 3)), 0, 255).astype("uint8")
+    buffer = io.BytesIO()
+    Image.fromarray(pixels).save(buffer, format="JPEG", quality=80)
+    return buffer.getvalue()
+
+
+def paged_document_spec(rng: np.random.Generator, doc: int, n_pages: int, size=(595, 842),
+                        other_size_every: int = 0, image_every: int = 3) -> list[dict]:
+    """Pages of a made-up report: a heading, paragraphs of made-up words (each paragraph a block
+    of lines), a coloured figure (vector) and on some pages an embedded photo. Every element's
+    box (points, top-left origin) is recorded under ``"blocks"`` as (kind, box, text)."""
+    pyrng = random.Random(int(rng.integers(1 << 30)))
+    hue = rng.random(3)
+    pages = []
+    for p in range(n_pages):
+        width, height = (size[1], size[0]) if other_size_every and p % other_size_every == other_size_every - 1 else size
+        lines, blocks, rects, images = [], [], [], []
+        y = 40.0
+        heading = f"{_word(pyrng).title()} {_word(pyrng).title()} {doc}-{p}"
+        lines.append((50, y, 16, heading))
+        blocks.append(("heading", (50, y, width - 50, y + 18), heading))
+        y += 30
+        for _ in range(pyrng.randint(2, 3)):
+            sentences = [" ".join(_word(pyrng) for _ in range(pyrng.randint(5, 9))).capitalize() + "."
+                         for _ in range(pyrng.randint(3, 5))]
+            text = " ".join(sentences)
+            words, row, top = text.split(), [], y
+            for word in words:
+                row.append(word)
+                if len(" ".join(row)) > (width - 100) / 5.5:
+                    lines.append((50, y, 10, " ".join(row)))
+                    y += 13
+                    row = []
+            if row:
+                lines.append((50, y, 10, " ".join(row)))
+                y += 13
+            blocks.append(("text", (48, top - 1, width - 48, y + 1), text))
+            y += 12
+        fw, fh = 200 + 60 * rng.random(), 120 + 40 * rng.random()
+        colour = tuple(float(c) for c in (hue * 0.6 + 0.4 * rng.random(3)))
+        rects.append((60, y, fw, fh, colour))
+        rects.append((70 + 20 * (p % 5), y + 10, fw / 3, fh / 2, tuple(1 - c for c in colour)))
+        blocks.append(("figure", (58, y - 2, 62 + fw, y + fh + 2), ""))
+        if image_every and p % image_every == 1 and y + fh + 150 < height:
+            data = _noise_jpeg(rng, 96, 72)
+            images.append((width - 260, y + fh + 20, 160, 120, data, 96, 72))
+            blocks.append(("photo", (width - 260, y + fh + 20, width - 100, y + fh + 140), ""))
+        pages.append({"size": (width, height), "lines": lines, "rects": rects, "images": images, "blocks": blocks})
+    return pages
+
+
+def write_paged_sources(root: Path, n_documents: int = 8, pages=(14, 22), seed: int = 5,
+                        sidecar: int = 1) -> dict[str, list[dict]]:
+    """PDFs in MMLongBench-Doc's layout (``mmlongbench_doc/documents/*.pdf`` + ``samples.jsonl``);
+    the first ``sidecar`` documents also get a summary sidecar (``<name>.json``). One document
+    mixes page sizes. Returns name -> page specs (with each element's box)."""
+    rng = derive_rng(seed, "paged-fixture")
+    base = Path(root) / "mmlongbench_doc"
+    out = {}
+    with_samples = []
+    for d in range(n_documents):
+        name = f"report{d:02d}.pdf"
+        n_pages = int(rng.integers(pages[0], pages[1] + 1))
+        spec = paged_document_spec(rng, d, n_pages, other_size_every=5 if d == n_documents - 1 else 0)
+        write_pdf(base / "documents" / name, spec)
+        out[name] = spec
+        if d < sidecar:
+            summary = " ".join(line[3] for page in spec[:3] for line in page["lines"][:2])
+            (base / "documents" / f"report{d:02d}.json").write_text(json.dumps({"summary": summary}), encoding="utf-8")
+        else:
+            with_samples.append(name)
+    with open(base / "samples.jsonl", "w", encoding="utf-8") as handle:
+        for name in with_samples:
+            handle.write(json.dumps({"doc_id": name, "doc_type": "Research report", "question": "What is shown?",
+                                     "answer": "Not answerable", "evidence_pages": "[]", "evidence_sources": "[]",
+                                     "answer_format": "None"}) + "\n")
+    return out
+
+
+def write_mmdocir_sources(root: Path, n_documents: int = 8, n_pages: int = 12, questions_per_document: int = 3,
+                          seed: int = 9) -> dict:
+    """Generated sources in the shared-data layout of the MMDocRAG substitute:
+    ``mmlongbench_doc/documents/*.pdf`` and ``mmdocir/MMDocIR_annotations.subset.jsonl`` (MMDocIR's
+    format: per document, questions with 0-based ``page_id`` and ``layout_mapping`` boxes in PDF
+    points, top-left origin). Each question has 2 to 4 evidence boxes on distinct pages: text
+    paragraphs ('Pure-text (Plain-text)') and figures or photos ('Figure'). Returns name -> pages."""
+    rng = derive_rng(seed, "mmdocir-fixture")
+    pyrng = random.Random(seed)
+    base = Path(root)
+    out = {}
+    lines = []
+    for d in range(n_documents):
+        name = f"paper{d:02d}.pdf"
+        pages = paged_document_spec(rng, 100 + d, n_pages, image_every=2)
+        write_pdf(base / "mmlongbench_doc" / "documents" / name, pages)
+        out[name] = pages
+        questions = []
+        evidence_pages = list(range(n_pages // 2))  # the other half is free for padding
+        pyrng.shuffle(evidence_pages)
+        for q in range(questions_per_document):
+            n_evidence = 2 + (q + d) % 3
+            chosen = sorted(evidence_pages[:n_evidence])
+            evidence_pages = evidence_pages[n_evidence:] + evidence_pages[:n_evidence]
+            mapping, types, names = [], set(), []
+            for k, page in enumerate(chosen):
+                blocks = pages[page]["blocks"]
+                if k % 2 == 0:
+                    kind, box, _ = next(b for b in blocks if b[0] == "text")
+                    types.add("Pure-text (Plain-text)")
+                else:
+                    kind, box, _ = next(b for b in blocks if b[0] in ("photo", "figure"))
+                    types.add("Figure")
+                names.append(blocks[0][2].split()[0])
+                mapping.append({"page": page, "page_size": list(pages[page]["size"]), "bbox": [float(v) for v in box]})
+            questions.append({"Q": f"Which {_word(pyrng)} links the {' and the '.join(names)} sections of Report {d}?",
+                              "A": f"Zz{_word(pyrng)}", "type": str(sorted(types)), "page_id": chosen,
+                              "layout_mapping": mapping})
+        # one question with a single evidence box: the 2-to-5 filter drops it
+        questions.append({"Q": f"What is {_word(pyrng).title()}?", "A": "x", "type": "['Pure-text (Plain-text)']",
+                          "page_id": [0], "layout_mapping": [{"page": 0, "page_size": list(pages[0]["size"]),
+                                                              "bbox": [float(v) for v in pages[0]["blocks"][1][1]]}]})
+        lines.append({"doc_name": name, "domain": "Research report", "page_indices": [0, n_pages],
+                      "layout_indices": [0, 0], "questions": questions})
+    (base / "mmdocir").mkdir(parents=True, exist_ok=True)
+    with open(base / "mmdocir" / "MMDocIR_annotations.subset.jsonl", "w", encoding="utf-8") as handle:
+        for line in lines:
+            handle.write(json.dumps(line) + "\n")
+    return out
+
+
+def write_mmdocrag_jsonl(root: Path, n_documents: int = 6, records_per_document: int = 2, seed: int = 13,
+                         leak: str = "") -> Path:
+    """Generated sources in MMDocRAG's own format: ``mmdocrag/evaluation_15.jsonl`` (``q_id``,
+    ``doc_name``, ``question``, ``text_quotes``, ``img_quotes``, ``gold_quotes``, answers) and
+    ``mmdocrag/images/*.jpg``. Every ``img_description`` contains ``leak`` (a test can check that
+    it never reaches a candidate)."""
+    from PIL import Image
+
+    rng = derive_rng(seed, "mmdocrag-fixture")
+    pyrng = random.Random(seed)
+    base = Path(root) / "mmdocrag"
+    (base / "images").mkdir(parents=True, exist_ok=True)
+    with open(base / "evaluation_15.jsonl", "w", encoding="utf-8") as handle:
+        for d in range(n_documents):
+            doc = f"{_word(pyrng).title()}_Report_{d}.pdf"
+            for r in range(records_per_document):
+                text_quotes, img_quotes = [], []
+                for t in range(6):
+                    sentences = [" ".join(_word(pyrng) for _ in range(pyrng.randint(6, 10))).capitalize() + "."
+                                 for _ in range(pyrng.randint(3, 5))]
+                    text_quotes.append({"quote_id": f"text{t + 1}", "type": "text", "text": " ".join(sentences),
+                                        "page_id": 2 * r + t // 3, "layout_id": 10 * t})
+                for m in range(4):
+                    name = f"{Path(doc).stem}_r{r}_{m}.jpg"
+                    w, h = int(rng.integers(60, 140)), int(rng.integers(50, 120))
+                    colour = tuple(int(c) for c in rng.integers(0, 256, 3))
+                    Image.new("RGB", (w, h), colour).save(base / "images" / name, quality=85)
+                    img_quotes.append({"quote_id": f"image{m + 1}", "type": "image", "img_path": name,
+                                       "img_description": f"{leak} a chart of {_word(pyrng)}",
+                                       "page_id": 2 * r + m // 2, "layout_id": 10 * m + 5})
+                gold = ["text1", "image2"] + (["text5"] if (d + r) % 2 else [])
+                record = {"q_id": f"{d}-{r}", "doc_name": doc, "domain": "Research report",
+                          "question": f"Which {_word(pyrng)} does the {_word(pyrng).title()} table in Report {d} show?",
+                          "evidence_modality_type": ["text", "image"], "question_type": "multi",
+                          "text_quotes": text_quotes, "img_quotes": img_quotes, "gold_quotes": gold,
+                          "answer_short": f"Zz{_word(pyrng)}", "answer_interleaved": "see ![](image2)"}
+                handle.write(json.dumps(record) + "\n")
+    return base

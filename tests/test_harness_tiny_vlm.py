@@ -67,3 +67,36 @@ def test_images_reach_the_model_and_truncation_keeps_them_whole(tiny_qwen2_vl):
     vectors, flags = model.embed([Item("a", long_text, (red,)), Item("b", long_text, (blue,))])
     assert flags == [True, True]
     assert np.allclose(vectors[0], vectors[1], atol=1e-6)
+
+
+@pytest.mark.parametrize("name", ["mmlongbench", "mmdocrag"])
+def test_tiny_qwen2_vl_scores_document_builds(name, tmp_path, tiny_qwen2_vl):
+    """A page-image pool (mmlongbench: placeholders only) and an interleaved pool (mmdocrag) from
+    the builders' own fixture builds, scored end to end with BM25 and the tiny VLM."""
+    pytest.importorskip("pypdfium2")
+    from mmlongembed.build import run_build
+    from mmlongembed.builder import registered
+
+    builder = registered()[name]()
+    config = builder.example_config(tmp_path / "sources")
+    bench = run_build(builder, config, tmp_path / "build", progress=False)
+    output = tmp_path / "out"
+    shortest = f"*-{'512' if name == 'mmlongbench' else '1k'}"  # the shortest length of each fixture build
+    code = main(["--dataset", str(bench), "--pools", shortest, "--model", f"bm25,hf:{tiny_qwen2_vl}",
+                 "--pooling", "mean",
+                 "--batch-size", "4", "--max-length", "2048", "--output", str(output), "--cache-dir",
+                 str(tmp_path / "cache"), "--quiet", "--bootstrap", "20", "--no-plots"])
+    assert code == 0
+    report = json.loads((output / "results.json").read_text())
+    assert not report["skipped"]
+    rows = [r for r in report["results"] if r["pool"].startswith(name)]
+    assert {r["model"] for r in rows} == {"bm25", f"hf:{tiny_qwen2_vl}"}
+    assert len(rows) == 2 * 2  # easy and hard, two models
+    for row in rows:
+        assert row["n_candidates"] == 4 * row["n_queries"] and 0 <= row["metrics"]["p@1"]["value"] <= 1
+        if row["model"] == "bm25" and name == "mmlongbench":
+            # placeholders only: BM25 sees no words and ties every candidate of the pool: chance
+            assert row["metrics"]["p@1"]["value"] == pytest.approx(1 / row["n_candidates"])
+            assert "images ignored (text only)" in row["notes"]
+        if row["model"] != "bm25":
+            assert row["truncated"]["candidates"] == 0  # every page and quote reached the model

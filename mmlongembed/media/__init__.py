@@ -1,1 +1,1 @@
-"""Heavy media I/O (video decoding, frame stores): the only place builders touch codecs."""
+"""Heavy media I/O (PDF rendering, video decoding, frame stores): builders call it, operations never do."""

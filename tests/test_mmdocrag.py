@@ -1,0 +1,183 @@
+"""MMDocRAG Multi-Source Reasoning over interleaved evidence: the MMDocIR substitute on generated
+PDFs and on the shared sample data, and MMDocRAG's own JSONL format."""
+
+import copy
+import json
+from collections import Counter, defaultdict
+
+import pytest
+
+from builders.mmdocrag import MMDocRAGBuilder, MMDocRAGConfig, check_quote_pool, quote_kind, reads_as_prose
+from mmlongembed.build import run_build
+from mmlongembed.documents import IMAGE_PLACEHOLDER
+from mmlongembed.layout import pool_rows, read_built_pool
+from mmlongembed.pools import hard_negative_tolerance
+from mmlongembed.testing import write_mmdocir_sources, write_mmdocrag_jsonl
+from mmlongembed.tokens import image_tokens
+from mmlongembed.validate import format_report, validate_dir
+from tests._realdata import shared_data_dir
+
+pytest.importorskip("pypdfium2")
+SMALL = dict(lengths=(1024, 2048), max_queries_per_pool=8, dpi=36.0, max_image_pixels=96 * 96, chunk_tokens=60,
+             quotes_per_instance=6)
+
+
+def build(sources, out, **options):
+    builder = MMDocRAGBuilder()
+    config = MMDocRAGConfig(sources=str(sources), **{**SMALL, **options})
+    return builder, run_build(builder, config, out, progress=False)
+
+
+@pytest.fixture(scope="module")
+def substitute_build(tmp_path_factory):
+    root = tmp_path_factory.mktemp("mmdocrag")
+    write_mmdocir_sources(root / "src")
+    return build(root / "src", root / "out")
+
+
+def pools_of(out):
+    return {row["pool"]: read_built_pool(out, row["pool"]) for row in pool_rows(out)}
+
+
+def test_substitute_build_validates_and_says_it_is_a_substitute(substitute_build):
+    _, out = substitute_build
+    problems, checked = validate_dir(out)
+    assert not problems, format_report(problems, checked)
+    manifest = json.loads((out / "manifest.json").read_text())
+    assert manifest["sources"]["substitute"] is True and "MMDocIR" in manifest["sources"]["format"]
+    assert manifest["report"]["skipped"]["evidence_count_outside_2_to_5"] == 8  # one per document
+    card = (out / "README.md").read_text()
+    assert "**Source: substitute.**" in card and "gold image quotes" in card
+    pools = pools_of(out)
+    assert all(len(t.queries["_id"]) >= 2 for t in pools.values())
+    for tables in pools.values():
+        for text, images in zip(tables.corpus["text"], tables.corpus["images"]):
+            assert text.count(IMAGE_PLACEHOLDER) == len(images) > 0
+
+
+def test_gold_quotes_of_both_kinds_and_their_refills(substitute_build):
+    _, out = substitute_build
+    kinds, refills = Counter(), Counter()
+    for name, tables in pools_of(out).items():
+        corpus = tables.corpus
+        index = {cid: i for i, cid in enumerate(corpus["_id"])}
+        positive_of = dict(zip(tables.qrels["query-id"], tables.qrels["corpus-id"]))
+        for i, role in enumerate(corpus["role"]):
+            provenance = json.loads(corpus["provenance"][i])
+            if role == "positive":
+                kinds.update(e["kind"] for e in provenance["evidence"])
+            if role != "hard_negative":
+                continue
+            positive = index[positive_of[corpus["group"][i]]]
+            assert abs(corpus["n_tokens"][i] - corpus["n_tokens"][positive]) <= hard_negative_tolerance(
+                corpus["n_tokens"][positive])
+            for removed in provenance["removed"]:
+                refills[removed["kind"]] += 1
+                if removed["kind"] == "image":  # exact size, so exactly the same tokens
+                    h, w = removed["size"]
+                    assert removed["replacement"]["tokens"] == removed["tokens"] == image_tokens(h, w)
+                    assert removed["replacement"]["source"].split(":")[0] != corpus["doc_name"][i]
+    assert kinds["text"] and kinds["image"] and refills["text"] and refills["image"]
+
+
+def test_evidence_keeps_its_relative_position_as_the_positive_grows(substitute_build):
+    _, out = substitute_build
+    pools = pools_of(out)
+    depth = defaultdict(dict)
+    for name in ("mmdocrag-hard-1k", "mmdocrag-hard-2k"):
+        corpus = pools[name].corpus
+        for i, role in enumerate(corpus["role"]):
+            if role == "positive":
+                for e in json.loads(corpus["provenance"][i])["evidence"]:
+                    depth[(corpus["source_id"][i], e["index"])][name] = e["relative_position"]
+    both = [v for v in depth.values() if len(v) == 2]
+    assert len(both) >= 4
+    assert max(abs(v["mmdocrag-hard-1k"] - v["mmdocrag-hard-2k"]) for v in both) <= 0.15
+
+
+def test_the_checks_catch_a_second_document_with_all_the_evidence(substitute_build):
+    _, out = substitute_build
+    tables = pools_of(out)["mmdocrag-hard-1k"]
+    row = {"pool": "mmdocrag-hard-1k"}
+    assert not list(check_quote_pool(row, tables.corpus, tables.qrels))
+    corpus = tables.corpus
+    positive_of = dict(zip(tables.qrels["query-id"], tables.qrels["corpus-id"]))
+    index = {cid: i for i, cid in enumerate(corpus["_id"])}
+
+    def problems_after(edit):
+        changed = copy.deepcopy(corpus)
+        edit(changed)
+        return {p.check for p in check_quote_pool(row, changed, tables.qrels)}
+
+    hard = next(i for i, r in enumerate(corpus["role"]) if r == "hard_negative")
+    positive = index[positive_of[corpus["group"][hard]]]
+
+    def refill_with_the_removed_quote(c):  # a "refill" that puts the evidence back
+        c["text"][hard], c["images"][hard] = c["text"][positive], c["images"][positive]
+
+    assert {"removed_quote", "all_gold_in_one_candidate"} <= problems_after(refill_with_the_removed_quote)
+
+    def other_group_copies_the_positive(c):
+        other = next(i for i, g in enumerate(c["group"]) if g != c["group"][positive])
+        c["text"][other], c["images"][other] = c["text"][positive], c["images"][positive]
+
+    assert "all_gold_in_one_candidate" in problems_after(other_group_copies_the_positive)
+
+    def pad_with_the_own_document(c):
+        provenance = json.loads(c["provenance"][hard])
+        provenance["padding"].append({"id": "block:p0:x", "doc": c["doc_name"][hard]})
+        c["provenance"][hard] = json.dumps(provenance)
+
+    assert "padding_source" in problems_after(pad_with_the_own_document)
+
+    def shuffle_images(c):
+        c["images"][positive] = list(reversed(c["images"][positive]))
+
+    assert "image_slots" in problems_after(shuffle_images)
+
+
+def test_rebuild_is_byte_identical(substitute_build, tmp_path):
+    _, out = substitute_build
+    _, again = build(out.parent.parent / "src", tmp_path / "again")
+    assert json.loads((out / "manifest.json").read_text())["files"] == \
+        json.loads((again / "manifest.json").read_text())["files"]
+
+
+def test_box_kinds():
+    prose = "The findings in this report are based on data from telephone interviews conducted in 2013."
+    assert reads_as_prose(prose) and not reads_as_prose("Total for all 65+ (n=1,526) 59% Gender a Male 65b")
+    assert quote_kind(["Pure-text (Plain-text)"], prose) == "text"
+    assert quote_kind(["Pure-text (Plain-text)"], "") == "image"  # a logo: nothing in the text layer
+    assert quote_kind(["Table"], prose) == "image"
+    assert quote_kind(["Pure-text (Plain-text)", "Chart"], prose) == "text"
+    assert quote_kind(["Pure-text (Plain-text)", "Chart"], "41% 32% 27% Use SNS Do not go online") == "image"
+
+
+def test_mmdocrag_format_never_uses_image_descriptions(tmp_path):
+    write_mmdocrag_jsonl(tmp_path / "src", leak="LEAKMARKER")
+    _, out = build(tmp_path / "src", tmp_path / "out")
+    problems, checked = validate_dir(out)
+    assert not problems, format_report(problems, checked)
+    manifest = json.loads((out / "manifest.json").read_text())
+    assert manifest["sources"]["substitute"] is False
+    assert "substitute" not in (out / "README.md").read_text().split("## Task")[1].split("Construction")[0]
+    for tables in pools_of(out).values():
+        assert len(tables.queries["_id"]) >= 2
+        assert not any("LEAKMARKER" in t for t in tables.corpus["text"])
+        assert not any("LEAKMARKER" in t for t in tables.corpus["provenance"])
+
+
+@pytest.mark.realdata
+def test_shared_sample_data_substitute(tmp_path):
+    shared_data_dir("mmdocir")
+    sources = shared_data_dir("mmlongbench_doc").parent
+    builder, out = build(sources, tmp_path / "out", lengths=(2048, 4096), max_queries_per_pool=160,
+                         max_image_pixels=200 * 200, quotes_per_instance=10, chunk_tokens=120)
+    problems, checked = validate_dir(out)
+    assert not problems, format_report(problems, checked)
+    manifest = json.loads((out / "manifest.json").read_text())
+    assert manifest["sources"]["substitute"] is True
+    stats = {p["pool"]: p for p in manifest["pools"]}
+    assert stats["mmdocrag-hard-2k"]["queries"] >= 5 and stats["mmdocrag-easy-2k"]["queries"] >= 2
+    assert all(manifest["label_free_audit"][p]["passed"] for p in stats)
+    assert manifest["storage"]["ratio_to_distinct_payload"] <= 1.3
