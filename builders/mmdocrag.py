@@ -50,9 +50,6 @@ TEXT_TYPES = frozenset({"Pure-text (Plain-text)", "Generalized-text (Layout)", "
 VISUAL_TYPES = frozenset({"Table", "Chart", "Figure", "Image"})
 SUBSTITUTE = "MMDocIR layout annotations over the MMLongBench-Doc PDFs (substitute for MMDocRAG)"
 ORIGINAL = "MMDocRAG JSONL (text_quotes, img_quotes, gold_quotes) with its images"
-# The quotes of every length live in one set of files: a positive grows by insertion, so its
-# images recur at 8K, 16K and 32K (docs/LAYOUT.md, Pool.shard).
-QUOTES_SHARD = "quotes"
 
 
 @dataclass
@@ -643,7 +640,7 @@ class MMDocRAGBuilder(Builder):
 
     def _easy_pool(self, band, level, order, positives_of, config, report) -> Pool:
         pool = Pool(name=pool_name(self.name, "easy", band), task=self.task, dataset=self.name, difficulty="easy",
-                    band=band, modality="mixed", shard=QUOTES_SHARD)
+                    band=band, modality="mixed")
         k = config.negatives_per_query
         claimed: set[str] = set()
         guard = GoldGuard()
@@ -689,7 +686,7 @@ class MMDocRAGBuilder(Builder):
 
     def _hard_pool(self, band, level, order, positives_of, supply, config, counter, report) -> Pool:
         pool = Pool(name=pool_name(self.name, "hard", band), task=self.task, dataset=self.name, difficulty="hard",
-                    band=band, modality="mixed", shard=QUOTES_SHARD)
+                    band=band, modality="mixed")
         guard = GoldGuard()
         for instance in order:
             if len(pool.queries) >= config.max_queries_per_pool:

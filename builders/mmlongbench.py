@@ -34,9 +34,6 @@ from mmlongembed.tokens import default_counter, fit_image_size, image_tokens
 INSTRUCTION = "Given this summary, retrieve the original corresponding long document."  # paper Table 6
 IMAGE_SUFFIXES = (".png", ".jpg", ".jpeg", ".webp", ".bmp", ".tif", ".tiff")
 SUBDIRS = ("mmlongbench", "mmlongbench_doc")
-# All pools in one set of data files: the head windows of one document at 8K, 16K and 32K hold
-# the same pages, which a shard per length would store once per length (docs/LAYOUT.md).
-PAGES_SHARD = "pages"
 FORM_JSONL, FORM_SIDECAR, FORM_DOC = "mmlongbench_jsonl", "pdf_with_summary", "mmlongbench_doc"
 FORM_NAMES = {
     FORM_JSONL: "MMLongBench summarization JSONL (`image_list` + `summary`; gov-report, multi-lexsum)",
@@ -360,7 +357,7 @@ class MMLongBenchBuilder(Builder):
 
     def _hard_pool(self, band, eligible, windows, queries, documents, config, report) -> Pool:
         pool = Pool(name=pool_name(self.name, "hard", band), task=self.task, dataset=self.name, difficulty="hard",
-                    band=band, modality="image", shard=PAGES_SHARD)
+                    band=band, modality="image")
         guard = PageGuard()
         for doc_id in eligible:
             if len(pool.queries) >= config.max_queries_per_pool:
@@ -395,7 +392,7 @@ class MMLongBenchBuilder(Builder):
         the pool once; negatives are taken from the far end of the seeded order, so the easy
         queries are the hard pool's first ones."""
         pool = Pool(name=pool_name(self.name, "easy", band), task=self.task, dataset=self.name, difficulty="easy",
-                    band=band, modality="image", shard=PAGES_SHARD)
+                    band=band, modality="image")
         k = config.negatives_per_query
         claimed: set[str] = set()
         guard = PageGuard()

@@ -225,27 +225,46 @@ def _sha256(path: Path) -> str:
 
 # -- shards and the whole build ----------------------------------------------------------------------
 
+def _image_sizes(pool: Pool) -> dict[int, int]:
+    """hash -> size of every image the pool's candidates and queries hold."""
+    sizes = {hash(s.image): len(s.image) for c in pool.candidates for s in c.document.segments
+             if s.is_visual and s.image is not None}
+    sizes.update({hash(image): len(image) for q in pool.queries for image in q.images})
+    return sizes
+
+
 def plan_shards(pools: Sequence[Pool]) -> list[tuple[str, str, list[Pool]]]:
-    """(dataset, shard name, pools): the pools of one dataset and length (or of one
-    ``Pool.shard`` key) share files, split where their distinct images would outgrow one
-    dictionary page."""
+    """(dataset, shard name, pools): which pools share data files. The pools of one dataset and
+    length share a shard; lengths whose pools hold the same
+    images (a page in the 8K and the 16K window, a video with runs in two bands) are merged into
+    one shard, so those images are stored once; a shard splits where its distinct images would
+    outgrow one dictionary page."""
     groups: dict[tuple[str, str], list[Pool]] = {}
     for pool in pools:
-        groups.setdefault((pool.dataset, pool.shard or pool.band.name), []).append(pool)
+        groups.setdefault((pool.dataset, pool.band.name), []).append(pool)
+    images = {key: {k: v for p in members for k, v in _image_sizes(p).items()} for key, members in groups.items()}
+    keys = sorted(groups, key=lambda k: (k[0], min(p.band.target for p in groups[k]), k[1]))
+    merged: list[list[tuple[str, str]]] = []
+    for key in keys:
+        home = next((m for m in merged if m[0][0] == key[0] and any(images[key].keys() & images[k].keys() for k in m)
+                     and sum({h: n for k in [*m, key] for h, n in images[k].items()}.values()) <= SHARD_IMAGE_BYTES),
+                    None)
+        if home is None:
+            merged.append([key])
+        else:
+            home.append(key)
     shards = []
-    for (dataset, shard_name), members in sorted(
-            groups.items(), key=lambda kv: (kv[0][0], min(p.band.target for p in kv[1]), kv[0][1])):
+    for group in merged:
+        dataset, shard_name = group[0][0], "_".join(k[1] for k in group)
         chunks: list[list[Pool]] = [[]]
         seen: set[int] = set()
         size = 0
-        for pool in members:
-            fresh = {id(s.image): len(s.image) for c in pool.candidates for s in c.document.segments
-                     if s.is_visual and s.image is not None and id(s.image) not in seen}
+        for pool in (p for key in group for p in groups[key]):
+            fresh = {h: n for h, n in _image_sizes(pool).items() if h not in seen}
             if chunks[-1] and size + sum(fresh.values()) > SHARD_IMAGE_BYTES:
                 chunks.append([])
                 seen, size = set(), 0
-                fresh = {id(s.image): len(s.image) for c in pool.candidates for s in c.document.segments
-                         if s.is_visual and s.image is not None}
+                fresh = _image_sizes(pool)
             chunks[-1].append(pool)
             seen |= set(fresh)
             size += sum(fresh.values())

@@ -95,10 +95,6 @@ class Pool:
     candidates: list[Candidate] = field(default_factory=list)
     qrels: list[tuple[str, str, int]] = field(default_factory=list)
     facts: dict = field(default_factory=dict)  # task-specific pool facts -> the `extra` column
-    # Pools with one shard key share their data files, so an image they share is stored once
-    # (mmlongembed.output). Default: the pools of one length. A builder whose lengths share
-    # images (head windows of the same pages) names one key for all of them.
-    shard: str | None = None
 
     def __post_init__(self):
         if self.task not in TASKS:

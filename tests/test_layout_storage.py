@@ -1,0 +1,70 @@
+"""The published layout's storage: an image held by many candidates, in one pool or in pools of
+several lengths, is stored once, and `load_dataset` still returns it in every row."""
+
+from __future__ import annotations
+
+import io
+
+import numpy as np
+from PIL import Image
+
+from mmlongembed.documents import image_segment, text_document
+from mmlongembed.layout import configs_from_card
+from mmlongembed.output import plan_shards
+from mmlongembed.pools import EASY_NEGATIVE, POSITIVE, Candidate, LengthBand, Pool, Query
+from mmlongembed.testing import write_fixture_build
+from mmlongembed.tokens import default_counter
+
+
+def photo(seed: int, side: int = 96) -> bytes:
+    pixels = (np.random.default_rng(seed).random((side, side, 3)) * 255).astype("uint8")
+    buffer = io.BytesIO()
+    Image.fromarray(pixels).save(buffer, format="JPEG", quality=90)
+    return buffer.getvalue()
+
+
+def pool_with_images(target: int, images: list[bytes], n_queries: int = 3, dataset: str = "fixture") -> Pool:
+    counter = default_counter()
+    pool = Pool(name=f"{dataset}-easy-{target}", task="logical_summarization", dataset=dataset, difficulty="easy",
+                band=LengthBand(target=target, lo=1, hi=10 ** 6), modality="mixed")
+    for q in range(n_queries):
+        pool.queries.append(Query(id=f"q{q}", text=f"Question {q} about stones?", instruction="Find it.",
+                                  source_id=str(q), n_tokens=counter.count(f"Question {q} about stones?")))
+        for k, role in enumerate((POSITIVE, EASY_NEGATIVE)):
+            cid = f"d{q}-{k}"
+            words = text_document(cid, f"Document {q} {k} speaks of river stones and lanterns.", counter)
+            pictures = tuple(image_segment(image, 96, 96) for image in images)
+            document = words.with_segments(words.segments + pictures)
+            pool.candidates.append(Candidate(id=cid, document=document, role=role, group=f"q{q}", source_id=cid,
+                                             n_tokens=document.tokens))
+        pool.qrels.append((f"q{q}", f"d{q}-0", 1))
+    return pool
+
+
+def test_lengths_that_share_images_share_a_shard_and_text_lengths_do_not():
+    shared = [photo(1), photo(2)]
+    plan = plan_shards([pool_with_images(256, shared), pool_with_images(512, shared),
+                        pool_with_images(1024, [photo(3)]), pool_with_images(256, [], dataset="words"),
+                        pool_with_images(512, [], dataset="words")])
+    assert [(dataset, name, [p.band.target for p in pools]) for dataset, name, pools in plan] == [
+        ("fixture", "256_512", [256, 512]), ("fixture", "1k", [1024]),
+        ("words", "256", [256]), ("words", "512", [512])]
+
+
+def test_an_image_in_many_rows_is_stored_once_and_loads_in_every_row(tmp_path):
+    import datasets
+
+    images = [photo(k, side=160) for k in range(3)]
+    root = write_fixture_build(tmp_path / "build", [pool_with_images(256, images), pool_with_images(512, images)])
+    manifest_storage = sum(len(b) for b in images)
+    corpus_files = {spec.path for spec in configs_from_card(root / "README.md").values()
+                    if spec.name.endswith("-corpus")}
+    assert len(corpus_files) == 1  # both lengths in one shard
+    on_disk = sum((root / path).stat().st_size for path in corpus_files)
+    assert on_disk < 1.3 * manifest_storage  # 12 candidates x 3 images would be 12x
+    for config in ("fixture-easy-256-corpus", "fixture-easy-512-corpus"):
+        loaded = datasets.load_dataset(str(root), config, split="test")
+        assert len(loaded) == 6 and set(loaded.column_names) == {
+            "_id", "title", "text", "images", "n_tokens", "n_text_tokens", "n_image_tokens"}
+        for row in loaded:
+            assert [im.size for im in row["images"]] == [(160, 160)] * 3
