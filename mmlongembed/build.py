@@ -52,6 +52,10 @@ def summary_table(stats: list[dict], report: BuildReport, validation: Validation
 
 
 def run_build(builder: Builder, config, output_root: Path, overwrite: bool = False, progress: bool = True) -> Path:
+    if builder.output_kind == "training":
+        from mmlongembed.training import run_training_build
+
+        return run_training_build(builder, config, output_root, overwrite, progress)
     final_dir = Path(output_root) / builder.name
     if final_dir.exists() and not overwrite:
         raise UserError(f"output directory {final_dir} already exists; pass --overwrite to replace it")
