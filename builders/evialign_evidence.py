@@ -16,7 +16,7 @@ from mmlongembed.errors import UserError
 from mmlongembed.evialign import evidence_prompt, student_tokenizer, units_block
 from mmlongembed.llm import LLMConfig, run_llm_step
 from mmlongembed.llm.config import decoding_parameters
-from mmlongembed.manifest import file_sha256, files_identity
+from mmlongembed.manifest import files_identity
 from mmlongembed.ops.evialign import (
     TargetFormatError, assemble, boundary_ids, distributed_positions, insert_distributed, non_identity_permutation,
     parse_target, permute, remove_ids, repetition, unit_spans, units_for)
@@ -215,7 +215,8 @@ class EviAlignEvidence(Builder):
     @staticmethod
     def _side(root, subset, row, side, record, text_key, image_key, image_cache):
         """One side of an MMEB row as the student sees it, or (None, skip reason)."""
-        if text_key not in record or any(not isinstance(record.get(k), (str, type(None))) for k in (text_key, image_key)):
+        if text_key not in record or any(not isinstance(record.get(k), (str, type(None)))
+                                         for k in (text_key, image_key)):
             return None, "malformed_record"
         text = (record.get(text_key) or "").strip()
         path = (record.get(image_key) or "").strip()
@@ -257,7 +258,8 @@ class EviAlignEvidence(Builder):
         tokenizer = student_tokenizer(config.student_tokenizer, tuple(tokens))
         prompt, result = self.teach(sources, config, report)
         # not the backend: a replayed build writes the same bytes as the build that asked the model
-        teacher = {"model": config.llm_model, "revision": config.llm_model_revision, "prompt": prompt.name, "prompt_version": prompt.version,
+        teacher = {"model": config.llm_model, "revision": config.llm_model_revision, "prompt": prompt.name,
+                   "prompt_version": prompt.version,
                    "prompt_hash": prompt.hash, "decoding": decoding_parameters(config)}
         kept: dict[str, dict] = {}
         filtered: Counter = Counter()

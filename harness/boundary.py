@@ -140,7 +140,8 @@ class GenerativeReadoutModel(DenseModel):
             self.model = self._load(name, config, local).to(settings.device).eval()
         except OSError as exc:
             raise UserError(f"hfgen: cannot load {name!r}: {str(exc).splitlines()[0]}") from None
-        self.revision = directory_fingerprint(Path(name)) if local else getattr(config, "_commit_hash", None) or "unknown"
+        self.revision = (directory_fingerprint(Path(name)) if local
+                         else getattr(config, "_commit_hash", None) or "unknown")
         text_config = getattr(config, "text_config", config)
         self.window = settings.max_length or getattr(text_config, "max_position_embeddings", None) or 8192
         if self.window <= self.max_new_tokens + 8:

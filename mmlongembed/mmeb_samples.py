@@ -73,9 +73,13 @@ def mmlongbench_pairs(shared: Path, out: Path, limit: int, max_pixels: int = PAG
         doc, page = record["doc_id"], int(pages[0])
         name = f"images/MMLongBench-Doc/{Path(doc).stem}_p{page}.png"
         if name not in rendered:
+            try:
+                image = render_pdf_page(shared / "mmlongbench_doc" / "documents" / doc, page, max_pixels)
+            except ValueError:  # an evidence page the PDF does not have (the annotations hold a few)
+                continue
             target = out / name
             target.parent.mkdir(parents=True, exist_ok=True)
-            target.write_bytes(render_pdf_page(shared / "mmlongbench_doc" / "documents" / doc, page, max_pixels))
+            target.write_bytes(image)
             rendered[name] = True
         rows.append({"qry": f"Find a document page that answers this question: {record['question'].strip()}",
                      "qry_image_path": "", "pos_text": f"{MMEB_IMAGE_TOKEN}\nRepresent the given document page.",
@@ -94,7 +98,8 @@ def hotpotqa_pairs(shared: Path, limit: int) -> list[dict]:
         if title not in paragraphs:
             continue
         paragraph = "".join(paragraphs[title]).strip()
-        rows.append({"qry": f"Retrieve the Wikipedia paragraph that answers this question: {record['question'].strip()}",
+        question = record["question"].strip()
+        rows.append({"qry": f"Retrieve the Wikipedia paragraph that answers this question: {question}",
                      "qry_image_path": "", "pos_text": f"{title}\n{paragraph}", "pos_image_path": ""})
     return rows
 

@@ -15,18 +15,16 @@ Nothing of the blind pool layout applies: a training set has no hidden labels.
 from __future__ import annotations
 
 import shutil
-import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from mmlongembed.builder import Builder, BuildReport, Problem
-from mmlongembed.card import render_card
 from mmlongembed.errors import UserError
 from mmlongembed.layout import ConfigSpec
 from mmlongembed.manifest import public_config, toolkit_identity
 from mmlongembed.output import (
-    StorageStats, Written, _images_array, _sha256, commit_output_dir, prepare_output_dir, write_json, write_parquet)
+    StorageStats, Written, _images_array, _sha256, prepare_output_dir, write_json, write_parquet)
 from mmlongembed.report import format_table
 from mmlongembed.tokens import default_counter
 
@@ -110,7 +108,8 @@ def validate_training_build(root: Path, specs: dict[str, ConfigSpec], manifest: 
     counted = manifest.get("tables") or {}
     for name, spec in specs.items():
         if spec.split != TRAIN_SPLIT:
-            result.problems.append(Problem(name, "split", f"config {name} is split {spec.split!r}, not {TRAIN_SPLIT!r}"))
+            result.problems.append(Problem(name, "split",
+                                           f"config {name} is split {spec.split!r}, not {TRAIN_SPLIT!r}"))
     for name in counted:
         if name not in specs:
             result.problems.append(Problem(name, "configs", f"the manifest counts config {name}, the card lacks it"))
@@ -139,7 +138,7 @@ def summary_table(data: TrainingData, report: BuildReport) -> str:
 
 def run_training_build(builder: Builder, config, output_root: Path, overwrite: bool = False,
                        progress: bool = True) -> Path:
-    from mmlongembed.validate import format_report
+    from mmlongembed.build import finish, write_card
 
     final_dir = Path(output_root) / builder.name
     if final_dir.exists() and not overwrite:
@@ -177,17 +176,9 @@ def run_training_build(builder: Builder, config, output_root: Path, overwrite: b
             "statistics": data.statistics, "storage": written.storage.as_dict(), "config": manifest["config"],
             "tables": manifest["tables"], **builder.card_context(config, data, report),
         }
-        summary = (type(builder).__doc__ or builder.title).strip().split("\n\n")[0]
-        context["description"] = " ".join(context.get("description", summary).split())
-        (tmp_dir / "README.md").write_text(render_card(builder.card_template, context), encoding="utf-8")
+        write_card(builder, context, tmp_dir)
         validation = validate_training_build(tmp_dir, {s.name: s for s in written.specs}, manifest, builder)
-        print(summary_table(data, report), file=sys.stderr)
-        print(written.storage.summary(), file=sys.stderr)
-        print(format_report(validation.problems, dict(validation.checked)), file=sys.stderr)
-        if validation.problems:
-            raise UserError(f"validation failed with {len(validation.problems)} problems; nothing was written to "
-                            f"{final_dir}")
-        commit_output_dir(tmp_dir, final_dir)
+        finish(summary_table(data, report), written, validation, tmp_dir, final_dir)
     except BaseException:
         shutil.rmtree(tmp_dir, ignore_errors=True)
         raise

@@ -87,8 +87,8 @@ class LLMCache:
         with self._lock:
             self._db.execute(
                 "INSERT OR REPLACE INTO answers VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
-                (key, lookup, backend, model, prompt_hash, json.dumps(keyed_messages(messages), ensure_ascii=False), reply,
-                 time.time()))
+                (key, lookup, backend, model, prompt_hash,
+                 json.dumps(keyed_messages(messages), ensure_ascii=False), reply, time.time()))
 
     def __len__(self) -> int:
         with self._lock:

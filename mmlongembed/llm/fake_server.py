@@ -251,4 +251,8 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    raise SystemExit(main())
+    # run the importable module's main, so responders that import this module (for `Canned`)
+    # share its classes with the server (as `python -m`, this file is also `__main__`)
+    from mmlongembed.llm.fake_server import main as _main
+
+    raise SystemExit(_main())

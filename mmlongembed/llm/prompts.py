@@ -9,6 +9,7 @@ so it pins the prompt in the manifest, the card and the LLM cache key.
 
 from __future__ import annotations
 
+import base64
 import functools
 import hashlib
 import json
@@ -108,8 +109,6 @@ def strip_reasoning(reply: str) -> tuple[str, OutputProblem | None]:
 
 def image_data_url(image: bytes) -> str:
     """``data:<mime>;base64,...`` for encoded image bytes (PNG, JPEG, GIF or WebP by signature)."""
-    import base64
-
     mime = ("image/png" if image.startswith(b"\x89PNG") else "image/gif" if image.startswith(b"GIF8")
             else "image/webp" if image[8:12] == b"WEBP" else "image/jpeg")
     return f"data:{mime};base64," + base64.b64encode(image).decode("ascii")

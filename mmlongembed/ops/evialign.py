@@ -17,7 +17,6 @@ boundary); the functions take the ids and never a tokenizer. No I/O, explicit ge
 
 from __future__ import annotations
 
-import itertools
 import math
 import re
 from collections import Counter
