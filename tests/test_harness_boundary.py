@@ -12,7 +12,7 @@ import pytest
 from harness.cli import main
 from harness.data import Item
 from harness.models import RunSettings, load_model
-from tests._fixtures_harness import make_pool, write_benchmark
+from tests._fixtures_harness import make_pool, png, qwen3_tokenizer, save_tiny_qwen2_vl, write_benchmark
 
 transformers = pytest.importorskip("transformers")
 torch = pytest.importorskip("torch")
@@ -29,14 +29,10 @@ def _offline(monkeypatch):
 
 @pytest.fixture(scope="module")
 def tiny_lm(tmp_path_factory) -> Path:
-    from transformers import PreTrainedTokenizerFast, Qwen3Config, Qwen3ForCausalLM
-
-    from mmlongembed.tokens import reference_tokenizer_file
+    from transformers import Qwen3Config, Qwen3ForCausalLM
 
     directory = tmp_path_factory.mktemp("tiny-qwen3-lm")
-    tokenizer = PreTrainedTokenizerFast(tokenizer_file=str(reference_tokenizer_file()), pad_token="<|endoftext|>",
-                                        eos_token="<|im_end|>")
-    tokenizer.add_special_tokens({"additional_special_tokens": list(TOKENS)})
+    tokenizer = qwen3_tokenizer(TOKENS)
     config = Qwen3Config(vocab_size=len(tokenizer), hidden_size=32, intermediate_size=64, num_hidden_layers=2,
                          num_attention_heads=4, num_key_value_heads=2, head_dim=8, max_position_embeddings=4096,
                          tie_word_embeddings=True, eos_token_id=tokenizer.eos_token_id,
@@ -210,28 +206,11 @@ def test_scores_a_built_pool_and_reports_the_readout(tiny_lm, tmp_path):
 
 
 def test_a_vision_language_model_sees_the_images(tmp_path):
-    from transformers import PreTrainedTokenizerFast, Qwen2VLConfig, Qwen2VLForConditionalGeneration
-    from transformers.models.qwen2_vl.image_processing_pil_qwen2_vl import Qwen2VLImageProcessorPil
+    from transformers import Qwen2VLForConditionalGeneration
 
-    from mmlongembed.tokens import reference_tokenizer_file
-    from tests._fixtures_harness import png
-
-    tokenizer = PreTrainedTokenizerFast(tokenizer_file=str(reference_tokenizer_file()), pad_token="<|endoftext|>",
-                                        eos_token="<|im_end|>")
-    tokenizer.add_special_tokens({"additional_special_tokens": list(TOKENS)})
+    tokenizer = qwen3_tokenizer(TOKENS)
     ids = tokenizer.convert_tokens_to_ids
-    config = Qwen2VLConfig(
-        text_config=dict(vocab_size=len(tokenizer), hidden_size=32, intermediate_size=64, num_hidden_layers=2,
-                         num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=4096,
-                         rope_scaling={"type": "mrope", "mrope_section": [1, 1, 2]}),
-        vision_config=dict(depth=1, embed_dim=32, hidden_size=32, num_heads=2, mlp_ratio=2, patch_size=14,
-                           spatial_merge_size=2, temporal_patch_size=2),
-        image_token_id=ids("<|image_pad|>"), video_token_id=ids("<|video_pad|>"),
-        vision_start_token_id=ids("<|vision_start|>"), eos_token_id=ids("<|im_end|>"))
-    torch.manual_seed(0)
-    Qwen2VLForConditionalGeneration(config).eval().save_pretrained(tmp_path / "vl")
-    tokenizer.save_pretrained(tmp_path / "vl")
-    Qwen2VLImageProcessorPil(min_pixels=28 * 28 * 4, max_pixels=28 * 28 * 16).save_pretrained(tmp_path / "vl")
+    save_tiny_qwen2_vl(tmp_path / "vl", tokenizer, Qwen2VLForConditionalGeneration)
     model = _model(tmp_path / "vl", max_new_tokens=3)
     assert model.modalities == {"text", "image"}
     text = "alpha <|image|> beta"
