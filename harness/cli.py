@@ -24,7 +24,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="the benchmark: a local directory (e.g. out/govreport) or a Hub repo at a revision "
                              "or tag, repo@revision (read only through datasets.load_dataset)")
     parser.add_argument("--model", default=None,
-                        help="comma list of models: bm25 | minilm | st:<path> | hf:<path-or-name> | vllm:<name> | "
+                        help="comma list of models: bm25 | minilm | st:<path> | hf:<path-or-name> | "
+                             "hfgen:<path-or-name> | vllm:<name> | "
                              f"openai:<model>@<base_url>. Default {DEFAULT_MODELS!r}, where MiniLM scores only the "
                              "pools it can take (text) and its image-pool skips do not fail the run (also when the pair is given "
                              "explicitly; MiniLM alone or with other models fails on image pools)")
@@ -43,8 +44,20 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--modalities", default=",".join(KNOWN_MODALITIES),
                         help="comma list of input modalities to score (text,image,video); pools needing others are "
                              "deselected, not failures (default all)")
-    parser.add_argument("--pooling", choices=("last", "mean", "cls"), default=None,
-                        help="hf models: how token states become one vector (default last)")
+    parser.add_argument("--pooling", choices=("last", "mean", "cls", "boundary", "trailing", "distributed"),
+                        default=None,
+                        help="hf models: how token states become one vector (default last); boundary, trailing "
+                             "and distributed generate evidence and read it at its boundary tokens (hfgen models, "
+                             "default boundary; `last` is then the last generated token)")
+    parser.add_argument("--readout-tokens", default=None,
+                        help="generative readout: comma list of the boundary tokens, in order "
+                             "(default <ENT>,<ATT>,<REL>,<DET>,<SUM>)")
+    parser.add_argument("--readout-subset", default=None,
+                        help="generative readout diagnostic (one-slot): read only these tokens (comma list)")
+    parser.add_argument("--readout-drop", default=None,
+                        help="generative readout diagnostic (leave-one-out): do not read these tokens (comma list)")
+    parser.add_argument("--max-new-tokens", type=int, default=None,
+                        help="generative readout: most evidence tokens generated per input (default 256)")
     parser.add_argument("--instruction", default=None,
                         help="query template with {instruction} and {text} (default for hf/vllm: "
                              "'Instruct: {instruction}\\nQuery: {text}'; for st/minilm/openai: '{text}')")
@@ -54,6 +67,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--seed", type=int, default=0, help="seed of the bootstrap (default 0)")
     parser.add_argument("--no-plots", action="store_true", help="write no PNG plots")
     parser.add_argument("--quiet", action="store_true", help="no progress bars or per-pool lines")
+
+
+def _tokens(value: str | None) -> tuple[str, ...] | None:
+    return tuple(t.strip() for t in value.split(",") if t.strip()) if value else None
 
 
 def _split(values) -> list[str]:
@@ -94,8 +111,12 @@ def _run(args) -> int:
     started = time.perf_counter()
     benchmark = Benchmark(args.dataset)
     pools = benchmark.select(_split(args.pools))
+    if args.max_new_tokens is not None and args.max_new_tokens < 1:
+        raise UserError("--max-new-tokens must be at least 1")
     settings = RunSettings(batch_size=args.batch_size, max_length=args.max_length, pooling=args.pooling,
-                           instruction=args.instruction, device=args.device, progress=not args.quiet)
+                           instruction=args.instruction, device=args.device, progress=not args.quiet,
+                           readout_tokens=_tokens(args.readout_tokens), readout_subset=_tokens(args.readout_subset),
+                           readout_drop=_tokens(args.readout_drop), max_new_tokens=args.max_new_tokens)
     models = [load_model(spec, settings) for spec in dict.fromkeys(specs)]
     cache_dir = None if args.no_cache else (
         args.cache_dir or os.environ.get("MMLE_CACHE") or Path.home() / ".cache" / "mmlongembed" / "embeddings")
@@ -117,6 +138,8 @@ def _run(args) -> int:
         "dataset": {"ref": args.dataset, "path": benchmark.path, "revision": benchmark.revision},
         "models": [{"spec": m.spec, "identity": m.identity()} for m in models],
         "settings": {"batch_size": args.batch_size, "max_length": args.max_length, "pooling": args.pooling,
+                     "readout_tokens": args.readout_tokens, "readout_subset": args.readout_subset,
+                     "readout_drop": args.readout_drop, "max_new_tokens": args.max_new_tokens,
                      "instruction": args.instruction, "modalities": sorted(modalities), "bootstrap": args.bootstrap,
                      "seed": args.seed, "pools": _split(args.pools)},
         "results": outcome.results,

@@ -5,6 +5,9 @@
 - `st:<path>`                 any sentence-transformers model
 - `hf:<path-or-name>`         a transformers embedding model with a declared pooling and instruction
                               template; Qwen-VL family models take interleaved text and images
+- `hfgen:<path-or-name>`      a generative (causal or vision-language) model that writes evidence and
+                              is read at its boundary tokens (harness.boundary; also `hf:` with
+                              --pooling boundary|trailing|distributed)
 - `vllm:<name>`               vLLM's pooling runner (GPU, optional extra)
 - `openai:<model>@<base_url>` any OpenAI-compatible /v1/embeddings server
 
@@ -31,6 +34,7 @@ from mmlongembed.documents import IMAGE_PLACEHOLDER
 from mmlongembed.errors import UserError
 
 DEFAULT_QUERY_TEMPLATE = "Instruct: {instruction}\nQuery: {text}"
+READOUT_POOLINGS = ("boundary", "trailing", "distributed", "last")  # generative readouts (harness.boundary)
 
 
 class ModelError(Exception):
@@ -46,6 +50,7 @@ class PoolScores:
     cached: int = 0  # inputs served from the cache
     embed_seconds: float = 0.0
     notes: list[str] = field(default_factory=list)
+    details: dict = field(default_factory=dict)  # adapter-specific figures for the pool's result row
 
 
 @dataclass
@@ -56,6 +61,11 @@ class RunSettings:
     instruction: str | None = None
     device: str = "cpu"
     progress: bool = True
+    # generative readout (harness.boundary): tokens read, one-slot / leave-one-out diagnostics, generation length
+    readout_tokens: tuple[str, ...] | None = None
+    readout_subset: tuple[str, ...] | None = None
+    readout_drop: tuple[str, ...] | None = None
+    max_new_tokens: int | None = None
 
 
 class Model:
@@ -527,6 +537,10 @@ def load_model(spec: str, settings: RunSettings) -> Model:
         return SentenceTransformerModel(minilm_path(), settings, label="minilm")
     if kind == "st" and rest:
         return SentenceTransformerModel(rest, settings)
+    if (kind == "hfgen" and rest) or (kind == "hf" and rest and settings.pooling in READOUT_POOLINGS[:3]):
+        from harness.boundary import GenerativeReadoutModel
+
+        return GenerativeReadoutModel(rest, settings)
     if kind == "hf" and rest:
         return HFModel(rest, settings)
     if kind == "vllm" and rest:
@@ -536,5 +550,5 @@ def load_model(spec: str, settings: RunSettings) -> Model:
         if model and url.startswith(("http://", "https://")):
             return OpenAIModel(model, url, settings)
     raise UserError(
-        f"--model {spec!r}: expected bm25, minilm, st:<path>, hf:<path-or-name>, vllm:<name> "
-        f"or openai:<model>@<base_url>")
+        f"--model {spec!r}: expected bm25, minilm, st:<path>, hf:<path-or-name>, hfgen:<path-or-name>, "
+        f"vllm:<name> or openai:<model>@<base_url>")

@@ -194,6 +194,20 @@ def pool_table(rows) -> str:
     return "\n".join(lines)
 
 
+def readout_table(rows) -> str:
+    """Rows of generative models (harness.boundary): what their evidence looked like, per pool."""
+    rows = [r for r in rows if r.get("readout")]
+    if not rows:
+        return ""
+    lines = ["| Model | Pool | Format valid | Fallbacks per token | Mean generated tokens |", "|---|---|---:|---|---:|"]
+    for r in rows:
+        o = r["readout"]
+        fallbacks = ", ".join(f"{t} {n}" for t, n in o["fallbacks"].items())
+        lines.append(f"| {r['model']} | {r['pool']} | {o['format_valid']}/{o['inputs']} | {fallbacks} | "
+                     f"{o['mean_generated_tokens']} |")
+    return "\n".join(lines)
+
+
 def markdown(report: dict) -> str:
     rows = report["results"]
     parts = [f"# Scores on {report['dataset']['ref']}", "",
@@ -206,7 +220,9 @@ def markdown(report: dict) -> str:
                          "(P@1 averaged over lengths and depths; mean ± population std across backgrounds)",
                          table4(rows)),
                         ("Needle grid (P@1 by depth and length)", grid_table(rows)),
-                        ("Per pool", pool_table(rows) if rows else "")):
+                        ("Per pool", pool_table(rows) if rows else ""),
+                        ("Generative readout (format validity, fallbacks to the last generated token, mean "
+                         "generated length)", readout_table(rows))):
         if body:
             parts += [f"## {title}", "", body, ""]
     if report["skipped"]:

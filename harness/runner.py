@@ -77,6 +77,7 @@ def score(benchmark: Benchmark, pools: list[PoolInfo], models: list[Model], sett
                             "total_s": round(elapsed, 3)},
                 "items_per_s": round(scored.embedded / scored.embed_seconds, 2) if scored.embed_seconds > 0 else None,
                 "notes": scored.notes,
+                **scored.details,
             }
             outcome.results.append(row)
             p1 = row["metrics"]["p@1"]

@@ -51,7 +51,30 @@ def summary_table(stats: list[dict], report: BuildReport, validation: Validation
     return table
 
 
+def write_card(builder: Builder, context: dict, directory: Path) -> None:
+    """README.md from the builder's card template; its opening line is the builder's own summary,
+    its docstring's first paragraph."""
+    summary = (type(builder).__doc__ or builder.title).strip().split("\n\n")[0]
+    context["description"] = " ".join(context.get("description", summary).split())
+    (directory / "README.md").write_text(render_card(builder.card_template, context), encoding="utf-8")
+
+
+def finish(summary: str, written: Written, validation: Validation, tmp_dir: Path, final_dir: Path) -> None:
+    """Print what was built and how it validated; move it into place only when it is valid."""
+    print(summary, file=sys.stderr)
+    print(written.storage.summary(), file=sys.stderr)
+    print(format_report(validation.problems, dict(validation.checked)), file=sys.stderr)
+    if validation.problems:
+        raise UserError(f"validation failed with {len(validation.problems)} problems; nothing was written to "
+                        f"{final_dir}")
+    commit_output_dir(tmp_dir, final_dir)
+
+
 def run_build(builder: Builder, config, output_root: Path, overwrite: bool = False, progress: bool = True) -> Path:
+    if builder.output_kind == "training":
+        from mmlongembed.training import run_training_build
+
+        return run_training_build(builder, config, output_root, overwrite, progress)
     final_dir = Path(output_root) / builder.name
     if final_dir.exists() and not overwrite:
         raise UserError(f"output directory {final_dir} already exists; pass --overwrite to replace it")
@@ -85,17 +108,8 @@ def run_build(builder: Builder, config, output_root: Path, overwrite: bool = Fal
             "storage": written.storage.as_dict(), "first_pool": pools[0].name, "llm_steps": report.llm_steps,
             "config": manifest["config"], **builder.card_context(config, pools, report),
         }
-        # the card's opening line: the builder's own summary, its docstring's first paragraph
-        summary = (type(builder).__doc__ or builder.title).strip().split("\n\n")[0]
-        context["description"] = " ".join(context.get("description", summary).split())
-        (tmp_dir / "README.md").write_text(render_card(builder.card_template, context), encoding="utf-8")
-        print(summary_table(stats, report, validation), file=sys.stderr)
-        print(written.storage.summary(), file=sys.stderr)
-        print(format_report(validation.problems, dict(validation.checked)), file=sys.stderr)
-        if validation.problems:
-            raise UserError(f"validation failed with {len(validation.problems)} problems; nothing was written to "
-                            f"{final_dir}")
-        commit_output_dir(tmp_dir, final_dir)
+        write_card(builder, context, tmp_dir)
+        finish(summary_table(stats, report, validation), written, validation, tmp_dir, final_dir)
     except BaseException:
         shutil.rmtree(tmp_dir, ignore_errors=True)
         raise

@@ -82,6 +82,9 @@ class Builder:
     card_template: ClassVar[str]  # file name in cards/
     licence: ClassVar[str] = "other"
     languages: ClassVar[tuple[str, ...]] = ("en",)
+    # "pools": a benchmark (build_pools, the blind layout); "training": a training set
+    # (build_training, split `train`; see mmlongembed.training)
+    output_kind: ClassVar[str] = "pools"
 
     def load_sources(self, config, report: BuildReport) -> Any:
         """All I/O happens here: read local files or the Hub at a pinned revision."""
@@ -97,6 +100,15 @@ class Builder:
 
     def validate_pool(self, pool_row: dict, corpus: dict, queries: dict, qrels: dict) -> Iterable[Problem]:
         """Builder-specific invariants, checked on the data as written (column dicts)."""
+        return ()
+
+    def build_training(self, sources: Any, config, report: BuildReport):
+        """Training builders (``output_kind = "training"``): records in, a
+        ``mmlongembed.training.TrainingData`` out, every random choice from derive_rng(seed, ...)."""
+        raise NotImplementedError
+
+    def validate_training(self, tables: dict[str, dict[str, list]], manifest: dict) -> Iterable[Problem]:
+        """Training builders' invariants, on the tables as written (config -> column -> values)."""
         return ()
 
     def example_config(self, directory) -> Any:

@@ -16,12 +16,16 @@ def size_category(n_rows: int) -> str:
     return "1M<n<10M"
 
 
-def yaml_header(*, licence: str, languages, pretty_name: str, configs: list, n_rows: int) -> str:
+RETRIEVAL_TASK_CATEGORIES = ("text-retrieval", "visual-document-retrieval")
+
+
+def yaml_header(*, licence: str, languages, pretty_name: str, configs: list, n_rows: int,
+                task_categories=RETRIEVAL_TASK_CATEGORIES) -> str:
     header = {
         "license": licence,
         "language": list(languages),
         "pretty_name": pretty_name,
-        "task_categories": ["text-retrieval", "visual-document-retrieval"],
+        "task_categories": list(task_categories),
         "tags": ["long-context", "embedding", "retrieval", "multimodal", "mmlongembed"],
         "size_categories": [size_category(n_rows)],
         "configs": [spec.card_entry() for spec in configs],
@@ -43,4 +47,5 @@ def render_card(template_name: str, context: dict) -> str:
     return yaml_header(
         licence=context["licence"], languages=context["languages"], pretty_name=context["title"],
         configs=context["configs"], n_rows=context["n_rows"],
+        task_categories=context.get("task_categories", RETRIEVAL_TASK_CATEGORIES),
     ) + body

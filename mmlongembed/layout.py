@@ -48,9 +48,10 @@ class ConfigSpec:
     path: str  # posix path inside the repo
     pool: str | None = None
     columns: tuple[str, ...] | None = None
+    split: str = SPLIT  # training-data builds (mmlongembed.training) write `train`
 
     def card_entry(self) -> dict:
-        entry: dict = {"config_name": self.name, "data_files": [{"split": SPLIT, "path": self.path}]}
+        entry: dict = {"config_name": self.name, "data_files": [{"split": self.split, "path": self.path}]}
         if self.pool is not None:
             entry["filters"] = [[POOL_COLUMN, "==", self.pool]]
         if self.columns is not None:
@@ -61,12 +62,13 @@ class ConfigSpec:
     def from_card_entry(cls, entry: dict) -> "ConfigSpec":
         data = entry["data_files"]
         path = data[0]["path"] if isinstance(data, list) else data
+        split = data[0].get("split", SPLIT) if isinstance(data, list) else SPLIT
         pool = None
         for clause in entry.get("filters") or []:
             if len(clause) == 3 and clause[0] == POOL_COLUMN and clause[1] == "==":
                 pool = clause[2]
         columns = tuple(entry["columns"]) if entry.get("columns") else None
-        return cls(entry["config_name"], path, pool, columns)
+        return cls(entry["config_name"], path, pool, columns, split)
 
 
 def read_card_header(card_path: Path) -> dict:

@@ -233,6 +233,11 @@ def validate_build(root: Path, progress: bool = False) -> Validation:
     except UserError as error:
         raise InvalidBuild(str(error)) from None
     try:
+        builder = get_builder(manifest["builder"]["name"])
+        if builder.output_kind == "training":
+            from mmlongembed.training import validate_training_build
+
+            return validate_training_build(root, specs, manifest, builder)
         result = validate_tables(root, specs, manifest["builder"]["name"], progress)
     except InvalidBuild:
         raise
@@ -250,6 +255,8 @@ def validate_dir(root: Path) -> tuple[list[Problem], dict]:
 def format_report(problems: list[Problem], checked: dict, limit: int = 50) -> str:
     head = (f"validated {checked.get('pools', 0)} pools, {checked.get('queries', 0)} queries, "
             f"{checked.get('candidates', 0)} candidates: ")
+    if "rows" in checked:  # a training-data build (mmlongembed.training)
+        head = f"validated {checked['rows']} rows in {checked.get('configs', 0)} configs: "
     if not problems:
         return head + "all invariants hold"
     by_check = Counter(p.check for p in problems)

