@@ -19,7 +19,7 @@ $(STAMP): pyproject.toml
 	$(BIN)/python -m pip install --quiet --upgrade pip
 	# The CPU build of torch first, so no extra below pulls a multi-GB CUDA build.
 	$(BIN)/python -m pip install --quiet torch==2.13.0
-	$(BIN)/python -m pip install --quiet -e ".[test,harness,mteb,ray,video,pdf]"
+	$(BIN)/python -m pip install --quiet -e ".[test,harness,mteb,ray,video,pdf,evidence]"
 	touch $(STAMP)
 
 venv: $(STAMP)

@@ -5,8 +5,7 @@ demos of the ``evialign-evidence`` builder; the texts are the samples' own, the 
 written inline in MMEB's style (``<|image_1|>`` marks the image, the instruction opens the text):
 
 - ``MMLongBench-Doc`` (T -> I, like Wiki-SS-NQ): an answerable question -> its first evidence
-  page, rendered from the PDF with pypdfium2 (the minimum needed here; one page, scaled to a
-  pixel budget, PNG);
+  page, rendered with the toolkit's PDF renderer (``mmlongembed.media.pdf``) to a pixel budget, PNG;
 - ``HotpotQA`` (T -> T): a question -> the paragraph of its first supporting fact (title line,
   then the paragraph's sentences);
 - ``scikit-image-photos`` (I -> T): a photo -> its one-line description from SOURCES.md.
@@ -20,9 +19,7 @@ from __future__ import annotations
 
 import argparse
 import ast
-import io
 import json
-import math
 import re
 from pathlib import Path
 
@@ -33,25 +30,17 @@ PAGE_PIXELS = 400_000  # a rendered page is scaled to about this many pixels
 
 
 def render_pdf_page(path: Path, page_number: int, max_pixels: int = PAGE_PIXELS) -> bytes:
-    """Page ``page_number`` (1-based) of a PDF as PNG bytes, scaled to at most ``max_pixels``."""
+    """Page ``page_number`` (1-based) of a PDF as PNG bytes, at most ``max_pixels`` (the toolkit's
+    one renderer, ``mmlongembed.media.pdf``)."""
+    from mmlongembed.media.pdf import PageRenderer, PdfFile, RenderSettings
+
+    pdf = PdfFile(path)
     try:
-        import pypdfium2 as pdfium
-    except ImportError:
-        raise UserError("rendering PDF pages needs pypdfium2: pip install 'mmlongembed[test]'") from None
-    document = pdfium.PdfDocument(str(path))
-    try:
-        if not 1 <= page_number <= len(document):
-            raise ValueError(f"{path.name} has {len(document)} pages, not {page_number}")
-        page = document[page_number - 1]
-        width, height = page.get_size()  # PDF points (1/72 inch) at scale 1
-        scale = min(4.0, math.sqrt(max_pixels / (width * height)))
-        image = page.render(scale=scale).to_pil().convert("RGB")
-        page.close()
+        if not 1 <= page_number <= len(pdf):
+            raise ValueError(f"{path.name} has {len(pdf)} pages, not {page_number}")
+        return PageRenderer(RenderSettings(max_pixels=max_pixels, image_format="PNG")).page(pdf, page_number - 1).data
     finally:
-        document.close()
-    buffer = io.BytesIO()
-    image.save(buffer, format="PNG", optimize=False)
-    return buffer.getvalue()
+        pdf.close()
 
 
 def _write_jsonl(path: Path, rows: list[dict]) -> None:
