@@ -23,7 +23,6 @@ import json
 import re
 from pathlib import Path
 
-from mmlongembed.errors import UserError
 
 MMEB_IMAGE_TOKEN = "<|image_1|>"
 PAGE_PIXELS = 400_000  # a rendered page is scaled to about this many pixels
