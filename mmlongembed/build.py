@@ -13,7 +13,7 @@ from mmlongembed.manifest import public_config, toolkit_identity
 from mmlongembed.output import (
     Written, commit_output_dir, pool_statistics, prepare_output_dir, write_json, write_tables)
 from mmlongembed.report import format_table, length_histogram, shortcut_check
-from mmlongembed.shortcuts import MIN_EXCESS, Z_FAIL
+from mmlongembed.shortcuts import ALPHA, MIN_EXCESS
 from mmlongembed.tokens import default_counter
 from mmlongembed.validate import Validation, format_report, validate_tables
 
@@ -103,7 +103,7 @@ def run_build(builder: Builder, config, output_root: Path, overwrite: bool = Fal
             "licence": builder.licence, "languages": builder.languages, "configs": written.specs,
             "n_rows": sum(s["candidates"] + s["queries"] for s in stats), "manifest": manifest,
             "pool_stats": stats, "skipped": dict(sorted(report.skipped.items())),
-            "shortcuts": report.shortcuts, "label_free_audit": validation.shortcuts, "audit_z": Z_FAIL,
+            "shortcuts": report.shortcuts, "label_free_audit": validation.shortcuts, "audit_alpha": ALPHA,
             "audit_min_excess": MIN_EXCESS,
             "storage": written.storage.as_dict(), "first_pool": pools[0].name, "llm_steps": report.llm_steps,
             "config": manifest["config"], **builder.card_context(config, pools, report),

@@ -8,11 +8,15 @@ it), the rule "picks" its top candidate; ties count by expectation, as in the ha
 that picks positives clearly more often than chance is a seam that gives the answer away, and
 the build fails.
 
-"Clearly" is a one-sided z-test against the chance hits under the null, Var = sum c(1-c),
-with a floor on the effect, so that a tiny build (four queries) cannot fail by luck and a real
-seam (28 of 28 hard negatives ending in a newline) cannot pass. Each rule is also read pairwise
-(how often it orders the positive above a negative of its group, chance 1/2), which catches a
-seam that marks only some negatives (one variant of three) once there are enough groups.
+"Clearly" means a one-sided p-value below ``ALPHA`` and an effect of at least ``MIN_EXCESS``, so
+that a tiny build (four queries) cannot fail by luck and a real seam (28 of 28 hard negatives
+ending in a newline) cannot pass. A rule's hits are compared with a binomial of the mean chance
+(conservative: the hits are a sum of Bernoullis of unequal chances, whose variance is smaller;
+ties count by expectation, rounded down), exact even where chance is tiny (1/56 for a rule that
+ranks a whole pool). Each rule is also read pairwise (how often it orders the positive above a
+negative of its group, chance 1/2, normal approximation with the variance bound (k+2)/(12k) per
+group of k negatives, from 20 groups up), which catches a seam that marks only some negatives
+(one variant of three) once there are enough groups.
 
 Two content-blind rules also look at the query itself, ranking the whole pool: the candidate
 whose id shares the most character 3-grams with the query's id (an id derived from the query's,
@@ -28,8 +32,9 @@ from collections import Counter, defaultdict
 from mmlongembed.documents import IMAGE_PLACEHOLDER
 from mmlongembed.report import expected_p_at_1
 
-Z_FAIL = 4.0  # one-sided p ~ 3e-5 per rule: with ~50 rules, ~1e-3 per pool by luck
+ALPHA = 1e-6  # per rule: ~150 rules x ~300 pools (the needle grid) stay near 5% of a false alarm per build
 MIN_EXCESS = 0.10  # and at least 10 points of P@1 above chance
+MIN_PAIRWISE_GROUPS = 20
 MAX_CATEGORIES = 12  # indicator rules per categorical feature (its most common values)
 NUMERIC_COLUMNS = ("n_tokens", "n_text_tokens", "n_image_tokens")
 CATEGORICAL_COLUMNS = ("title",)
@@ -119,9 +124,9 @@ def _pairwise_share(scores: list[float], positive: int) -> float:
 
 def _pairwise_verdicts(corpus: dict[str, list], groups: list[tuple[list[int], int]]) -> list[dict]:
     """Each rule as a pairwise test: how often it orders the positive above a negative of its
-    group. It catches partial seams that P@1 misses (one of three variants marked): chance is 1/2,
-    and the variance of a group's share under the null is (k+2)/(12k) for k negatives (the
-    positive's rank uniform), an upper bound when features tie."""
+    group (see the module docstring)."""
+    if len(groups) < MIN_PAIRWISE_GROUPS:
+        return []
     spread = math.sqrt(sum((len(rows) + 1) / (12 * (len(rows) - 1)) for rows, _ in groups))
     out = []
     for rule, scores in rule_scores(corpus).items():
@@ -130,9 +135,25 @@ def _pairwise_verdicts(corpus: dict[str, list], groups: list[tuple[list[int], in
         share = sum(_pairwise_share([scores[i] for i in rows], k) for rows, k in groups) / len(groups)
         if share < 0.5:
             rule, share = "min " + rule[len("max "):], 1.0 - share
-        out.append({"rule": f"{rule} (pairwise)", "p_at_1": share, "chance": 0.5,
-                    "z": (share - 0.5) * len(groups) / spread})
+        z = (share - 0.5) * len(groups) / spread
+        out.append({"rule": f"{rule} (pairwise)", "p_at_1": share, "chance": 0.5, "z": z,
+                    "p_value": 0.5 * math.erfc(z / math.sqrt(2))})
     return out
+
+
+def binomial_tail(n: int, p: float, k: int) -> float:
+    """P(X >= k) for X ~ Binomial(n, p), exact (log space)."""
+    if k <= 0:
+        return 1.0
+    if k > n or p <= 0.0:
+        return 0.0
+    if p >= 1.0:
+        return 1.0
+    log_p, log_q = math.log(p), math.log1p(-p)
+    terms = [math.lgamma(n + 1) - math.lgamma(i + 1) - math.lgamma(n - i + 1) + i * log_p + (n - i) * log_q
+             for i in range(k, n + 1)]
+    top = max(terms)
+    return min(1.0, math.exp(top) * sum(math.exp(t - top) for t in terms))
 
 
 def _ngrams(text: str, n: int = 3) -> set[str]:
@@ -157,10 +178,11 @@ def pool_rule_scores(corpus: dict[str, list], queries: dict[str, list]) -> dict[
 
 
 def _verdict(rule: str, hits: float, chances: list[float]) -> dict:
-    expected = sum(chances)
+    """A P@1 rule: its hits against a binomial of the mean chance (see the module docstring)."""
+    n, expected = len(chances), sum(chances)
     spread = math.sqrt(sum(c * (1 - c) for c in chances)) or 1.0
-    return {"rule": rule, "p_at_1": hits / len(chances), "chance": expected / len(chances),
-            "z": (hits - expected) / spread}
+    return {"rule": rule, "p_at_1": hits / n, "chance": expected / n, "z": (hits - expected) / spread,
+            "p_value": binomial_tail(n, expected / n, math.floor(hits + 1e-9))}
 
 
 def audit_pool(corpus: dict[str, list], qrels: dict[str, list], queries: dict[str, list] | None = None) -> dict:
@@ -186,13 +208,13 @@ def audit_pool(corpus: dict[str, list], qrels: dict[str, list], queries: dict[st
     if not results:
         return {"applicable": False, "groups": 0, "passed": True,
                 "reason": "every candidate is the positive of one query: a query-blind rule scores exactly chance"}
-    results.sort(key=lambda r: (-r["z"], r["rule"]))
+    results.sort(key=lambda r: (r["p_value"], -r["z"], r["rule"]))
     worst = results[0]
-    failing = [r for r in results if r["z"] >= Z_FAIL and r["p_at_1"] - r["chance"] >= MIN_EXCESS]
+    failing = [r for r in results if r["p_value"] < ALPHA and r["p_at_1"] - r["chance"] >= MIN_EXCESS]
     return {
         "applicable": True, "groups": len(groups), "rules": len(results), "chance": round(worst["chance"], 4),
         "worst_rule": worst["rule"], "worst_p_at_1": round(worst["p_at_1"], 4), "worst_z": round(worst["z"], 2),
-        "passed": not failing,
+        "worst_p_value": float(f"{worst['p_value']:.3g}"), "passed": not failing,
         "failing": [{"rule": r["rule"], "p_at_1": round(r["p_at_1"], 4), "chance": round(r["chance"], 4),
-                     "z": round(r["z"], 2)} for r in failing],
+                     "z": round(r["z"], 2), "p_value": float(f"{r['p_value']:.3g}")} for r in failing],
     }

@@ -216,7 +216,7 @@ def validate_tables(root: Path, specs: dict[str, ConfigSpec], builder_name: str,
         for failing in audit.get("failing", []):
             result.problems.append(Problem(name, "shortcut", f"the content-blind rule '{failing['rule']}' finds the "
                                                              f"positive with P@1 {failing['p_at_1']:.2f} against "
-                                                             f"chance {failing['chance']:.2f} (z {failing['z']})"))
+                                                             f"chance {failing['chance']:.2f} (p = {failing['p_value']:.2g})"))
         result.checked["pools"] += 1
         result.checked["candidates"] += len(tables.corpus["_id"])
         result.checked["queries"] += len(tables.queries["_id"])
