@@ -221,3 +221,65 @@ def test_refill_sources_are_ranked_by_topic_and_exclude_what_may_not_be_used():
     assert not {"paragraph:Gold", "paragraph:Answer", "paragraph:Own"} & set(ranked)
     excluded = source.candidates(instance, "The football coach and his team won.", {"paragraph:Football"})
     assert [u.id for u in excluded][0] == "paragraph:Cricket"
+
+
+def test_a_refill_never_brings_back_the_removed_fact(tmp_path):
+    """Another question's distractor paragraph is the best topical match for the paragraph that
+    loses its evidence, and has a sentence of exactly the removed one's length; but that sentence
+    names the place only the removed sentence names (not the answer: only the fact check stops it).
+    The refill must come from elsewhere."""
+    import json
+
+    from builders.hotpotqa import Built, RefillSource
+    from mmlongembed.builder import BuildReport, get_builder
+    from mmlongembed.ops.length import exact_tokens, trim_edges
+    from mmlongembed.pools import LengthBand
+    from mmlongembed.testing import write_hotpotqa_sources
+
+    write_hotpotqa_sources(tmp_path, n_instances=12)
+    evidence = "Quillbrook Tower is a granite lighthouse that stands in Varnemouth harbour."
+    trap = "Quillbrook Tower is a stone lighthouse that stands in Varnemouth bay."
+    fair = "The old harbour light is a stone lighthouse that guides the small fishing boats home."
+    counter = default_counter()
+    assert counter.count(" " + trap) == counter.count(" " + evidence) == counter.count(" " + fair)
+    tower = ["Quillbrook Tower is a lighthouse on a rocky coast.", " " + evidence,
+             " The lighthouse keeper lit the lamp of the tower every night."]
+    query = {"_id": "tower", "question": "What is the lighthouse kept by Ada Pell made of?", "answer": "granite", "type": "bridge", "level": "hard",
+             "supporting_facts": [["Quillbrook Tower", 1], ["Ada Pell", 0]],
+             "context": [["Quillbrook Tower", tower], ["Ada Pell", ["Ada Pell kept the lamp of the tower for forty years.",
+                                                                     " She lived alone."]]]}
+    other = {"_id": "zother", "question": "Who painted the keeper's lamp?", "answer": "Bo Lund", "type": "bridge",
+             "level": "hard", "supporting_facts": [["Bo Lund", 0], ["Lamp art", 0]],
+             "context": [["Bo Lund", ["Bo Lund painted lamps.", " He was a painter."]],
+                         ["Lamp art", ["Lamp art is old.", " It is painted."]],
+                         ["Lighthouse lore", ["The lighthouse keeper of Quillbrook Tower lit the lamp of the tower.",
+                                              " " + trap, " A stone lighthouse keeper tower lamp story."]],
+                         ["Harbour lights", ["Harbour lights are lamps.", " " + fair,
+                                             " Mia Stone kept the lamp of the pier for forty years."]]]}
+    with open(tmp_path / "hotpotqa" / "sample.jsonl", "a", encoding="utf-8") as handle:
+        for record in (query, other):
+            handle.write(json.dumps(record) + "\n")
+    builder = get_builder("hotpotqa")
+    config = builder.config_class(sources=str(tmp_path))
+    sources = builder.load_sources(config, BuildReport())
+    units_of = {}
+    for instance in sources.instances:
+        pieces = context_pieces(instance)
+        units_of[instance.id] = context_units(instance, counter, dict(zip(pieces, counter.count_many(pieces))))
+    supply = builder._padding_supply(sources, units_of, counter)
+    refills = RefillSource(supply, {title for i in sources.instances for title, _ in i.supporting})
+    tower = next(i for i in sources.instances if i.id == "tower")
+    document = trim_edges(units_document("tower", units_of["tower"]), counter)
+    positive = Built(units_of["tower"], document, exact_tokens(document, counter))
+    band = LengthBand(target=4096, lo=1, hi=4096)
+    variants = builder._hard_variants(tower, positive, band, "test", refills, config, counter)
+    assert not isinstance(variants, str), variants
+    dropping = [(made, removed) for _, made, removed in variants if any(r["index"] == 0 for r in removed)]
+    assert len(dropping) == 2  # drop_first and drop_both
+    for made, removed in dropping:
+        text = made.document.text
+        assert evidence not in text and "Varnemouth" not in text
+        refill = next(r for r in removed if r["index"] == 0)["replacement"]
+        assert refill["tokens"] == counter.count(" " + evidence)
+        assert made.n_tokens == positive.n_tokens or len(removed) == 2  # exact unless the other refill is not
+        assert refill["source"] == "paragraph:Harbour lights" and fair in text
