@@ -236,8 +236,13 @@ def test_builds_and_validates_from_the_shared_govreport_sample(tmp_path):
     assert not problems, format_report(problems, checked)
     manifest = json.loads((out / "manifest.json").read_text())
     stats = {p["pool"]: p for p in manifest["pools"]}
-    assert stats["govreport-hard-16k"]["queries"] >= 10
-    assert stats["govreport-hard-8k"]["queries"] >= 8
+    # paired: each length's easy and hard pools hold the same queries, as many as the band's reports
+    # (and the longer ones cut to it) supply easy negatives for
+    assert stats["govreport-hard-8k"]["queries"] == stats["govreport-easy-8k"]["queries"] >= 7
+    assert stats["govreport-hard-16k"]["queries"] == stats["govreport-easy-16k"]["queries"] >= 4
+    for length in ("8k", "16k", "32k"):
+        easy = read_built_pool(out, f"govreport-easy-{length}").queries["internal_id"]
+        assert sorted(easy) == sorted(read_built_pool(out, f"govreport-hard-{length}").queries["internal_id"])
     assert manifest["report"]["skipped"]["duplicate_report"] == 1  # L-Eval repeats one report
     assert len(manifest["sources"]["files"]) == 3
 

@@ -242,7 +242,7 @@ def test_the_paper_audit_reads_the_query_alone_and_v1_stays_selectable(tmp_path)
         v1 = audit_queries(items(2), config(server, tmp_path, llm_prompt_version="v1"), v1_report)
         paper_body, v1_body = server.bodies[0], server.bodies[-1]
     assert paper.kept == v1.kept == {"q0", "q1"}
-    assert paper_body["messages"][1]["content"] == "QUERY: Question number 0 about Paris?"  # no answer, no evidence
+    assert paper_body["messages"][1]["content"] in {f"QUERY: Question number {i} about Paris?" for i in (0, 1)}
     assert "Reference answer: Paris" in v1_body["messages"][1]["content"]
     assert set(paper_body["response_format"]["json_schema"]["schema"]["required"]) == {
         "is_valid", "strong_linked_anchor", "anchor_type", "potential_ambiguity", "reason"}
