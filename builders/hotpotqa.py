@@ -814,8 +814,16 @@ class HotpotQABuilder(Builder):
 
     def card_context(self, config: HotpotQAConfig, pools: list[Pool], report: BuildReport) -> dict:
         local = bool(config.sources)
+        pairing = []
+        for easy in (p for p in pools if p.difficulty == "easy"):
+            hard = next((p for p in pools if p.difficulty == "hard" and p.band == easy.band), None)
+            if hard is not None:
+                shared = {q.id for q in easy.queries} & {q.id for q in hard.queries}
+                pairing.append({"length": easy.band.name, "easy": len(easy.queries), "hard": len(hard.queries),
+                                "shared": len(shared)})
         return {
             "instruction": INSTRUCTION,
+            "pairing": pairing,
             "refills": report.stats.get("refills") or refill_statistics(pools),
             "sources": [
                 {"name": "HotpotQA (Yang et al., EMNLP 2018), distractor setting", "licence": HUB_SOURCE.licence,
