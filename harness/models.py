@@ -341,6 +341,11 @@ class HFModel(DenseModel):
         ids = self.tokenizer.convert_tokens_to_ids(["<|vision_start|>", "<|vision_end|>"])
         self.vision_start_id, self.vision_end_id = ids
 
+    @staticmethod
+    def _load_image_processor(name, local=None):
+        """Kept for callers of the earlier name; see ``load_image_processor``."""
+        return load_image_processor(name)
+
     def identity(self) -> dict:
         return {"model": self.spec, "revision": self.revision, "max_length": self.window,
                 "pooling": self.pooling, "query_template": self.query_template}

@@ -9,8 +9,8 @@ from builders.hotpotqa import (
 from mmlongembed.documents import TEXT, Segment, text_segments
 from mmlongembed.errors import FitError
 from mmlongembed.ops.evidence import (
-    Unit, evidence_spans, find_refill, insert_random, insert_spread, pick_fillers, sentence_runs, token_offsets_at,
-    units_document)
+    Unit, evidence_spans, find_refill, find_sentence_run, insert_random, insert_spread, pick_fillers, sentence_runs,
+    token_offsets_at, units_document)
 from mmlongembed.ops.length import fit_block_edges
 from mmlongembed.rng import derive_rng
 from mmlongembed.tokens import default_counter
@@ -283,3 +283,16 @@ def test_a_refill_never_brings_back_the_removed_fact(tmp_path):
         assert refill["tokens"] == counter.count(" " + evidence)
         assert made.n_tokens == positive.n_tokens or len(removed) == 2  # exact unless the other refill is not
         assert refill["source"] == "paragraph:Harbour lights" and fair in text
+def test_find_sentence_run_stays_inside_one_paragraph_and_skips_headings():
+    counter = default_counter()
+    text = ("Heading\nThe first sentence is here. The second one follows it. A third closes it.\n\n"
+            "Another paragraph starts. It ends now.\n\n")
+    source = Unit("article:x", "article", tuple(text_segments(text, counter)))
+    found, a, b = find_sentence_run([source], 5, 12, 8, derive_rng(0))
+    run = source.segments[a:b]
+    assert not any(s.paragraph_end for s in run[:-1]) and "Heading" not in "".join(s.text for s in run)
+    assert 5 <= sum(s.tokens for s in run) <= 12
+    with pytest.raises(FitError):
+        find_sentence_run([source], 500, 600, 550, derive_rng(0))
+
+

@@ -180,6 +180,28 @@ def sentence_runs(unit: Unit) -> Iterator[tuple[int, int, int]]:
         start = stop
 
 
+def find_sentence_run(sources: Sequence[Unit], need_lo: int, need_hi: int, aim: int,
+                      rng: np.random.Generator) -> tuple[Unit, int, int]:
+    """(unit, start, end): ``unit.segments[start:end]`` is a run of whole sentences inside one
+    paragraph (no heading lines) with a token sum in [need_lo, need_hi], closest to ``aim``.
+    Sources are tried in random order; the first exact hit wins. (Kept for builders that draw
+    refills at random; ``find_refill`` takes them in order of preference and measures in place.)"""
+    best: tuple[int, int, Unit, int, int] | None = None
+    for rank, i in enumerate(rng.permutation(len(sources))):
+        unit = sources[int(i)]
+        for a, b, total in sentence_runs(unit):
+            if not need_lo <= total <= need_hi:
+                continue
+            miss = abs(total - aim)
+            if best is None or (miss, rank) < best[:2]:
+                best = (miss, rank, unit, a, b)
+            if miss == 0:
+                return unit, a, b
+    if best is None:
+        raise FitError("no_sentence_run", f"no run of [{need_lo}, {need_hi}] tokens in {len(sources)} sources")
+    return best[2], best[3], best[4]
+
+
 @dataclass(frozen=True)
 class Refill:
     """A run of whole sentences chosen to stand in for a removed segment of ``target`` tokens:
