@@ -255,7 +255,8 @@ class GovReportBuilder(Builder):
             chosen.append((rid, variants))
 
         query_ids = {rid for rid, _ in chosen}
-        negatives: list[tuple[str, object, bool]] = [(rid, fitted[rid], False) for rid in order if rid not in query_ids]
+        negatives: list[tuple[str, object, bool]] = [  # (report, fitted, cut): the top band cuts longer reports too
+            (rid, fitted[rid], fitted[rid].document.tokens < documents[rid].tokens) for rid in order if rid not in query_ids]
         positive_lengths = [fitted[rid].n_tokens for rid, _ in chosen]
         for i in rng.permutation(len(longer)):
             if len(negatives) >= k * len(chosen):
