@@ -1,7 +1,8 @@
 """GovReport Logical Summarization (paper §3.2.3, appendix A.3).
 
 The query is an expert-written summary; the positive is its report. Reports are bucketed into
-length pools by their natural length. The easy pool pairs each positive with three other,
+length pools by their natural length. The easy and the hard pool of one length hold the same
+queries (a paired comparison). The easy pool pairs each positive with three other,
 unmodified reports of the same band; the hard pool pairs it with three variants of itself in
 which the first 25%, the last 25% or the middle 50% of its tokens (cut at paragraph boundaries)
 is replaced by a length-matched block of paragraphs from its BM25 donor, the most similar other
@@ -123,7 +124,9 @@ class GovReportBuilder(Builder):
     whose head, tail or middle was swapped for a BM25-similar report's paragraphs."""
 
     name = "govreport"
-    version = "1.1.0"  # 1.1: Hub source is the parquet GovReport (ccdv/govreport-summarization)
+    # 1.1: Hub source is the parquet GovReport (ccdv/govreport-summarization)
+    # 1.2: the easy and hard pools of one length share their queries (paired)
+    version = "1.2.0"
     task = "logical_summarization"
     title = "MMLongEmbed Logical Summarization: GovReport"
     config_class = GovReportConfig
@@ -188,75 +191,6 @@ class GovReportBuilder(Builder):
         ids = [r.id for r in records]
 
         pools = []
-        for band in bands:
-            members = [rid for rid in ids if bucket_of.get(rid) == band]
-            longer = [rid for rid in ids if rid in bucket_of and bucket_of[rid].target > band.target]
-            pools.append(self._easy_pool(band, members, longer, documents, summaries, config, report))
-            pools.append(self._hard_pool(band, members, ids, documents, summaries, index, config, report))
-        return pools
-
-    def _query(self, rid: str, summaries: dict[str, str]) -> Query:
-        return Query(id=f"q:{rid}", text=summaries[rid], instruction=INSTRUCTION, source_id=rid,
-                     n_tokens=default_counter().count(summaries[rid]))
-
-    def _easy_pool(self, band, members, longer, documents, summaries, config, report) -> Pool:
-        counter = default_counter()
-        pool = Pool(name=pool_name(self.name, "easy", band), task=self.task, dataset=self.name,
-                    difficulty="easy", band=band)
-        rng = derive_rng(config.seed, self.name, pool.name, "partition")
-        order = [members[i] for i in rng.permutation(len(members))]
-        fitted = {}
-        for rid in order:
-            try:
-                fitted[rid] = truncate_to_band(documents[rid], band, counter)
-            except FitError as error:
-                report.skip(f"easy_{error.reason}", rid)
-        order = [rid for rid in order if rid in fitted]
-        # As many queries as the supply of negatives allows: the band's other reports first
-        # (unmodified), then longer reports cut at a paragraph boundary to a length drawn from
-        # the positives' lengths, so that negatives and positives share one length distribution.
-        k = config.negatives_per_query
-        supply_longer = [longer[i] for i in rng.permutation(len(longer))]
-        n_queries = min(config.max_queries_per_pool, len(order))
-        while n_queries > 0 and (len(order) - n_queries) + len(supply_longer) < n_queries * k:
-            n_queries -= 1
-        positives = order[:n_queries]
-        negatives: list[tuple[str, object, bool]] = [(rid, fitted[rid], False) for rid in order[n_queries:]]
-        positive_lengths = [fitted[rid].n_tokens for rid in positives]
-        for rid in supply_longer:
-            if len(negatives) >= n_queries * k:
-                break
-            target = positive_lengths[int(rng.integers(len(positive_lengths)))]
-            try:
-                negatives.append((rid, truncate_to_band(documents[rid], band, counter, target=target), True))
-            except FitError as error:
-                report.skip(f"easy_negative_{error.reason}", rid)
-        if len(negatives) < n_queries * k:  # some cuts failed: fewer queries, never fewer negatives each
-            dropped = positives[len(negatives) // k:]
-            positives = positives[: len(negatives) // k]
-            for rid in dropped:
-                report.skip("easy_not_enough_negatives", rid)
-        negatives = negatives[: len(positives) * k]
-        for q, rid in enumerate(positives):
-            pool.queries.append(self._query(rid, summaries))
-            f = fitted[rid]
-            pool.candidates.append(Candidate(
-                id=f"d:{rid}", document=f.document, role=POSITIVE, group=f"q:{rid}", source_id=rid,
-                n_tokens=f.n_tokens, provenance={"variant": "original", "truncated": f.document.tokens < documents[rid].tokens}))
-            pool.qrels.append((f"q:{rid}", f"d:{rid}", 1))
-            for neg_rid, neg, truncated in negatives[q * k:(q + 1) * k]:
-                pool.candidates.append(Candidate(
-                    id=f"d:{neg_rid}", document=neg.document, role=EASY_NEGATIVE, group=f"q:{rid}",
-                    source_id=neg_rid, n_tokens=neg.n_tokens,
-                    provenance={"variant": "other_report", "truncated": truncated}))
-        return pool
-
-    def _hard_pool(self, band, members, all_ids, documents, summaries, index, config, report) -> Pool:
-        counter = default_counter()
-        pool = Pool(name=pool_name(self.name, "hard", band), task=self.task, dataset=self.name,
-                    difficulty="hard", band=band)
-        order_rng = derive_rng(config.seed, self.name, pool.name, "order")
-        order = [members[i] for i in order_rng.permutation(len(members))]
         shingles: dict[str, set] = {}
 
         def shingles_of(rid):
@@ -264,54 +198,132 @@ class GovReportBuilder(Builder):
                 shingles[rid] = _shingles(documents[rid].render()[0])
             return shingles[rid]
 
-        for rid in report.bar(order, f"{pool.name}: hard negatives", "report"):
-            if len(pool.queries) >= config.max_queries_per_pool:
-                break
+        for band in bands:
+            members = [rid for rid in ids if bucket_of.get(rid) == band]
+            longer = [rid for rid in ids if rid in bucket_of and bucket_of[rid].target > band.target]
+            pools.extend(self._paired_pools(band, members, longer, ids, documents, summaries, index, shingles_of,
+                                            config, report))
+        return pools
+
+    def _query(self, rid: str, summaries: dict[str, str]) -> Query:
+        return Query(id=f"q:{rid}", text=summaries[rid], instruction=INSTRUCTION, source_id=rid,
+                     n_tokens=default_counter().count(summaries[rid]))
+
+    def _positive(self, rid: str, fitted, documents) -> Candidate:
+        return Candidate(
+            id=f"d:{rid}", document=fitted.document, role=POSITIVE, group=f"q:{rid}", source_id=rid,
+            n_tokens=fitted.n_tokens,
+            provenance={"variant": "original", "truncated": fitted.document.tokens < documents[rid].tokens})
+
+    def _paired_pools(self, band, members, longer, all_ids, documents, summaries, index, shingles_of, config,
+                      report) -> tuple[Pool, Pool]:
+        """The easy and the hard pool of one length, over the same queries (the paper's paired
+        comparison: the two pools differ only in their negatives).
+
+        Reports of the band are taken in one seeded order; a report becomes a query when its three
+        hard variants can be built, until the cap or the supply of easy negatives is reached. The
+        easy negatives are the band's reports that are not queries (unmodified), then reports of
+        longer bands cut at a paragraph boundary to a length drawn from the positives' lengths
+        (counted in the card); if too few can be cut, the last queries leave both pools."""
+        counter = default_counter()
+        easy = Pool(name=pool_name(self.name, "easy", band), task=self.task, dataset=self.name,
+                    difficulty="easy", band=band)
+        hard = Pool(name=pool_name(self.name, "hard", band), task=self.task, dataset=self.name,
+                    difficulty="hard", band=band)
+        label = f"{self.name}-{band.name}"
+        rng = derive_rng(config.seed, self.name, label, "order")
+        fitted = {}
+        for i in rng.permutation(len(members)):
+            rid = members[int(i)]
             try:
-                positive = truncate_to_band(documents[rid], band, counter)
+                fitted[rid] = truncate_to_band(documents[rid], band, counter)
             except FitError as error:
-                report.skip(f"hard_{error.reason}", rid)
-                continue
-            ranked = index.top_k(bm25_tokenize(summaries[rid]), config.donor_candidates + 1)
-            donors = []
-            for rank, (i, score) in enumerate(ranked):
-                other = all_ids[i]
-                if other == rid or _jaccard(shingles_of(rid), shingles_of(other)) >= config.near_duplicate_jaccard:
-                    continue
-                donors.append((rank, other, score))
-            variants = []
-            offsets = exchangeable_offsets(
-                positive.n_tokens, len(HARD_VARIANTS), derive_rng(config.seed, self.name, pool.name, rid, "offsets"))
-            for (variant, fraction), offset in zip(HARD_VARIANTS, offsets):
-                rng = derive_rng(config.seed, self.name, pool.name, rid, variant)
-                made = None
-                for rank, donor_id, score in donors:
-                    try:
-                        made = replace_span_with_donor(
-                            positive.document, positive.n_tokens, fraction, documents[donor_id], band, counter, rng,
-                            length_offset=offset)
-                    except FitError:
-                        continue
-                    made.provenance.update(variant=variant, donor_bm25_rank=rank, donor_bm25_score=round(score, 4),
-                                           source_id=rid)
-                    break
-                if made is None:
-                    break
-                variants.append((variant, made))
-            if len(variants) < len(HARD_VARIANTS):
+                report.skip(f"positive_{error.reason}", rid)
+        order = list(fitted)
+        k = config.negatives_per_query
+        # Q queries leave len(order) - Q unmodified reports and the longer ones for k*Q negatives.
+        cap = min(config.max_queries_per_pool, (len(order) + len(longer)) // (k + 1))
+        chosen: list[tuple[str, list]] = []
+        for rid in report.bar(order, f"{hard.name}: hard negatives", "report"):
+            if len(chosen) >= cap:
+                break
+            donors = self._donors(rid, all_ids, summaries, index, shingles_of, config)
+            variants = self._hard_variants(rid, fitted[rid], donors, band, hard.name, documents, counter, config)
+            if variants is None:
                 report.skip("hard_no_donor_block", rid)
                 continue
-            pool.queries.append(self._query(rid, summaries))
-            pool.candidates.append(Candidate(
-                id=f"d:{rid}", document=positive.document, role=POSITIVE, group=f"q:{rid}", source_id=rid,
-                n_tokens=positive.n_tokens,
-                provenance={"variant": "original", "truncated": positive.document.tokens < documents[rid].tokens}))
-            pool.qrels.append((f"q:{rid}", f"d:{rid}", 1))
+            chosen.append((rid, variants))
+
+        query_ids = {rid for rid, _ in chosen}
+        negatives: list[tuple[str, object, bool]] = [  # (report, fitted, cut): the top band cuts longer reports too
+            (rid, fitted[rid], fitted[rid].document.tokens < documents[rid].tokens) for rid in order if rid not in query_ids]
+        positive_lengths = [fitted[rid].n_tokens for rid, _ in chosen]
+        for i in rng.permutation(len(longer)):
+            if len(negatives) >= k * len(chosen):
+                break
+            rid = longer[int(i)]
+            target = positive_lengths[int(rng.integers(len(positive_lengths)))]
+            try:
+                negatives.append((rid, truncate_to_band(documents[rid], band, counter, target=target), True))
+            except FitError as error:
+                report.skip(f"easy_negative_{error.reason}", rid)
+        if len(negatives) < k * len(chosen):  # some cuts failed: fewer queries, never fewer negatives each
+            for rid, _ in chosen[len(negatives) // k:]:
+                report.skip("not_enough_easy_negatives", rid)
+            chosen = chosen[: len(negatives) // k]
+        negatives = [negatives[int(i)] for i in rng.permutation(len(negatives))][: k * len(chosen)]
+
+        for q, (rid, variants) in enumerate(chosen):
+            for pool in (easy, hard):
+                pool.queries.append(self._query(rid, summaries))
+                pool.candidates.append(self._positive(rid, fitted[rid], documents))
+                pool.qrels.append((f"q:{rid}", f"d:{rid}", 1))
+            for neg_rid, neg, truncated in negatives[q * k:(q + 1) * k]:
+                easy.candidates.append(Candidate(
+                    id=f"d:{neg_rid}", document=neg.document, role=EASY_NEGATIVE, group=f"q:{rid}",
+                    source_id=neg_rid, n_tokens=neg.n_tokens,
+                    provenance={"variant": "other_report", "truncated": truncated}))
             for variant, made in variants:
-                pool.candidates.append(Candidate(
+                hard.candidates.append(Candidate(
                     id=f"d:{rid}:{variant}", document=made.document, role=HARD_NEGATIVE, group=f"q:{rid}",
                     source_id=rid, n_tokens=made.n_tokens, provenance=made.provenance))
-        return pool
+        return easy, hard
+
+    def _donors(self, rid, all_ids, summaries, index, shingles_of, config) -> list[tuple[int, str, float]]:
+        """(BM25 rank, report id, score) of the donor candidates, best first: the reports the
+        summary retrieves from the whole corpus, less the source itself and its near-duplicates."""
+        ranked = index.top_k(bm25_tokenize(summaries[rid]), config.donor_candidates + 1)
+        donors = []
+        for rank, (i, score) in enumerate(ranked):
+            other = all_ids[i]
+            if other == rid or _jaccard(shingles_of(rid), shingles_of(other)) >= config.near_duplicate_jaccard:
+                continue
+            donors.append((rank, other, score))
+        return donors
+
+    def _hard_variants(self, rid, positive, donors, band, pool_label, documents, counter, config):
+        """The three variants (head25, tail25, middle50), each from the best donor that can fill
+        its span; None when one of them cannot be made."""
+        variants = []
+        offsets = exchangeable_offsets(
+            positive.n_tokens, len(HARD_VARIANTS), derive_rng(config.seed, self.name, pool_label, rid, "offsets"))
+        for (variant, fraction), offset in zip(HARD_VARIANTS, offsets):
+            rng = derive_rng(config.seed, self.name, pool_label, rid, variant)
+            made = None
+            for rank, donor_id, score in donors:
+                try:
+                    made = replace_span_with_donor(
+                        positive.document, positive.n_tokens, fraction, documents[donor_id], band, counter, rng,
+                        length_offset=offset)
+                except FitError:
+                    continue
+                made.provenance.update(variant=variant, donor_bm25_rank=rank, donor_bm25_score=round(score, 4),
+                                       source_id=rid)
+                break
+            if made is None:
+                return None
+            variants.append((variant, made))
+        return variants
 
     # -- checks and card -----------------------------------------------------------------
     def validate_pool(self, pool_row: dict, corpus: dict, queries: dict, qrels: dict) -> Iterable[Problem]:
@@ -340,8 +352,24 @@ class GovReportBuilder(Builder):
         return GovReportConfig(sources=str(directory), lengths=(2048, 4096), max_queries_per_pool=4)
 
     def card_context(self, config: GovReportConfig, pools: list[Pool], report: BuildReport) -> dict:
+        composition = []
+        for pool in pools:
+            negatives = [c for c in pool.candidates if c.role == EASY_NEGATIVE]
+            composition.append({
+                "pool": pool.name, "queries": len(pool.queries),
+                "positives_cut": sum(1 for c in pool.candidates if c.role == POSITIVE and c.provenance["truncated"]),
+                "easy_negatives": len(negatives),
+                "easy_negatives_cut": sum(1 for c in negatives if c.provenance["truncated"]),
+                "donor_ranks": sorted({c.provenance["donor_bm25_rank"] for c in pool.candidates
+                                       if c.role == HARD_NEGATIVE}),
+            })
+        paired = all(sorted(q.id for q in easy.queries) == sorted(q.id for q in hard.queries)
+                     for easy in pools for hard in pools
+                     if easy.difficulty == "easy" and hard.difficulty == "hard" and easy.band == hard.band)
         return {
             "instruction": INSTRUCTION,
+            "composition": composition,
+            "paired": paired,
             "hard_variants": [v for v, _ in HARD_VARIANTS],
             "sources": [{
                 "name": "GovReport (Huang et al., NAACL 2021)", "licence": HUB_SOURCE.licence,

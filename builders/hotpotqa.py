@@ -5,8 +5,9 @@ The query is a multi-hop HotpotQA question (distractor setting) that the query a
 and distractor paragraphs) padded with whole Wikipedia articles to the pool's length; at longer
 lengths the same document grows by whole articles inserted between its units so that the
 evidence keeps its relative depth. Hard negatives drop the first, the last or a middle evidence
-sentence (both, when there are two) for whole padding sentences of the same length; easy
-negatives are other questions' documents padded to the same length.
+sentence (both, when there are two) for whole sentences on the receiving paragraph's topic of
+exactly the same token length; easy negatives are other questions' documents padded to the same
+length.
 """
 
 from __future__ import annotations
@@ -14,10 +15,12 @@ from __future__ import annotations
 import hashlib
 import json
 import re
+from collections import Counter
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Iterable, Iterator
 
+from mmlongembed.bm25 import BM25Index, bm25_tokenize
 from mmlongembed.builder import Builder, BuildReport, CommonConfig, Problem, register
 from mmlongembed.documents import TEXT, Document, Segment, text_segments
 from mmlongembed.errors import FitError, UserError
@@ -25,7 +28,7 @@ from mmlongembed.llm import AuditItem, LLMConfig, audit_queries
 from mmlongembed.manifest import files_identity
 from mmlongembed.ops.donor import exchangeable_offsets
 from mmlongembed.ops.evidence import (
-    EVIDENCE_ORIGIN, Unit, evidence_spans, find_sentence_run, insert_random, insert_spread, pick_fillers,
+    EVIDENCE_ORIGIN, Refill, Unit, evidence_spans, find_refill, insert_random, insert_spread, pick_fillers,
     token_offsets_at, unit_spans, units_document)
 from mmlongembed.ops.length import edge_whitespace, exact_tokens, fit_block_edges, trim_edges
 from mmlongembed.pools import (
@@ -46,6 +49,7 @@ MIN_EVIDENCE, MAX_EVIDENCE = 2, 5
 RECOUNT_MARGIN = 4
 YES_NO = frozenset({"yes", "no"})
 GROWTH_PIECES = 4  # a longer positive grows by at least this many whole units
+REFILL_CHOICES = 8  # exact-length refill runs compared for their character length
 
 
 @dataclass
@@ -302,13 +306,85 @@ class PoolEvidenceGuard:
         return True
 
 
+_ANCHOR = re.compile(r"[A-Z][\w'’-]*\w|\d[\d,.]*\d|\d")
+
+
+def fact_anchors(sentence: str, rest: str) -> set[str]:
+    """What carries a sentence's fact: its names and numbers (capitalised words, digit runs) that
+    occur nowhere else in ``rest`` (the rest of the instance's context). A refill that holds none
+    of them cannot restate the removed fact."""
+    lowered = rest.lower()
+    return {a for a in _ANCHOR.findall(sentence)
+            if not re.search(r"(?<!\w)" + re.escape(a.lower()) + r"(?!\w)", lowered)}
+
+
+def _mentions(text: str, words: Iterable[str]) -> bool:
+    lowered = text.lower()
+    return any(re.search(r"(?<!\w)" + re.escape(w.lower()) + r"(?!\w)", lowered) for w in words)
+
+
+def paragraph_pieces(unit: Unit) -> list[Unit]:
+    """A padding article's paragraphs of two or more sentences, each as a unit of its own, named
+    ``<article id>#<paragraph>``."""
+    pieces, start, number = [], 0, 0
+    segments = unit.segments
+    for i, segment in enumerate(segments):
+        if segment.paragraph_end or i == len(segments) - 1:
+            if i + 1 - start > 1:
+                pieces.append(Unit(f"{unit.id}#{number}", unit.kind, segments[start:i + 1]))
+            start, number = i + 1, number + 1
+    return pieces
+
+
+class RefillSource:
+    """Where the refill of a removed evidence sentence comes from: runs of whole sentences of
+    HotpotQA distractor paragraphs (paragraphs that no question of the sources uses as evidence)
+    and of padding-article paragraphs, ranked by BM25 against the paragraph that receives the
+    refill (as it was), so that the refill is on that paragraph's topic. A unit already in the
+    document is never a source (its sentence would appear twice), nor one that holds the answer or
+    the evidence, nor one of the instance's own paragraphs (``PaddingSupply.usable``)."""
+
+    def __init__(self, supply: PaddingSupply, gold_titles: set[str]):
+        self.supply = supply
+        self.pieces = [u for u in supply.paragraphs if u.id[len("paragraph:"):] not in gold_titles]
+        self.whole = [u.id for u in self.pieces]  # per piece: the unit a document holds or not
+        for article in supply.articles:
+            pieces = paragraph_pieces(article)
+            self.pieces += pieces
+            self.whole += [article.id] * len(pieces)
+        self.index = BM25Index.from_texts([u.text for u in self.pieces]) if self.pieces else None
+        self._ranked: dict[str, list[int]] = {}
+        self._usable: dict[str, set[str]] = {}
+
+    def ranked(self, query_text: str) -> list[int]:
+        """Piece indices, the most similar to ``query_text`` first (ties: lower index)."""
+        if query_text not in self._ranked:
+            if self.index is None:
+                self._ranked[query_text] = []
+            else:
+                scores = self.index.scores(bm25_tokenize(query_text))
+                self._ranked[query_text] = sorted(range(len(scores)), key=lambda i: (-scores[i], i))
+        return self._ranked[query_text]
+
+    def candidates(self, instance: "Instance", query_text: str, exclude_ids: set[str]) -> list[Unit]:
+        """The usable pieces, the most topical first."""
+        if instance.id not in self._usable:
+            articles, paragraphs = self.supply.usable(instance)
+            self._usable[instance.id] = {u.id for u in (*articles, *paragraphs)}
+        usable = self._usable[instance.id]
+        return [self.pieces[i] for i in self.ranked(query_text)
+                if self.whole[i] in usable and self.whole[i] not in exclude_ids]
+
+
 @register
 class HotpotQABuilder(Builder):
     """Multi-Source Reasoning from HotpotQA: find the document that holds every piece of evidence
     for a multi-hop question, against copies that lack one piece."""
 
     name = "hotpotqa"
-    version = "1.1.0"  # 1.1: an instance serves a pool once; positives share no paragraph
+    # 1.1: an instance serves a pool once; positives share no paragraph
+    # 1.2: refills of exactly the removed sentence's length, on the receiving paragraph's topic
+    version = "1.2.0"
     task = "multi_source_reasoning"
     title = "MMLongEmbed Multi-Source Reasoning: HotpotQA"
     config_class = HotpotQAConfig
@@ -403,6 +479,7 @@ class HotpotQABuilder(Builder):
         supply = self._padding_supply(sources, units_of, counter)
         if not supply.articles and not supply.paragraphs:
             raise UserError("no padding text: pass --padding with a WikiText raw file or directory")
+        refills = RefillSource(supply, {title for i in instances for title, _ in i.supporting})
 
         order_rng = derive_rng(config.seed, self.name, "order")
         order = [kept[int(k)] for k in order_rng.permutation(len(kept))]
@@ -421,7 +498,8 @@ class HotpotQABuilder(Builder):
             # failure is replaced by the next instance and the pools of a length share queries.
             pools.append(self._easy_pool(band, level, order, positives_of, instances, units_of, supply,
                                          config, counter, report))
-            pools.append(self._hard_pool(band, level, order, positives_of, supply, config, counter, report))
+            pools.append(self._hard_pool(band, level, order, positives_of, refills, config, counter, report))
+        report.stats["refills"] = refill_statistics(pools)
         return pools
 
     def _padding_supply(self, sources: Sources, units_of: dict[str, list[Unit]], counter: TokenCounter) -> PaddingSupply:
@@ -574,7 +652,7 @@ class HotpotQABuilder(Builder):
             return None
         return Built(units, document, n_tokens)
 
-    def _hard_pool(self, band, level, order, positives_of, supply, config, counter, report) -> Pool:
+    def _hard_pool(self, band, level, order, positives_of, refills, config, counter, report) -> Pool:
         pool = Pool(name=pool_name(self.name, "hard", band), task=self.task, dataset=self.name, difficulty="hard",
                     band=band)
         guard = PoolEvidenceGuard()
@@ -585,7 +663,7 @@ class HotpotQABuilder(Builder):
             if len(built) <= level:
                 continue
             positive = built[level]
-            variants = self._hard_variants(instance, positive, band, pool.name, supply, config, counter)
+            variants = self._hard_variants(instance, positive, band, pool.name, refills, config, counter)
             if isinstance(variants, str):
                 report.skip(f"hard_{band.name}_{variants}", instance.id)
                 continue
@@ -604,51 +682,69 @@ class HotpotQABuilder(Builder):
                                 "padding": _padding_provenance(made.units)}))
         return pool
 
-    def _hard_variants(self, instance, positive: Built, band, pool_label, supply, config, counter):
+    def _hard_variants(self, instance, positive: Built, band, pool_label, refills: RefillSource, config, counter):
         """Three copies of the positive, each lacking evidence (first / last / a random middle
-        one, or both of two), replaced by whole padding sentences of the same length. Returns
-        the variants, or the skip reason."""
+        one, or both of two). Each removed sentence is refilled in place with a run of whole
+        sentences on the receiving paragraph's topic (``RefillSource``) of exactly its token
+        length wherever one exists, holding neither the answer nor the removed fact's names and
+        numbers. Returns the variants, or the skip reason."""
         n = len(instance.supporting)
         rng = derive_rng(config.seed, self.name, pool_label, instance.id, "hard")
         plans = [("drop_first", [0]), ("drop_last", [n - 1])]
         plans.append(("drop_middle", [int(rng.integers(1, n - 1))]) if n >= 3 else ("drop_both", [0, 1]))
         plans = plans[: config.negatives_per_query]
         evidence = evidence_texts(instance)
-        articles, paragraphs = supply.usable(instance, exclude_ids={u.id for u in positive.units})
+        answer = answer_pattern(instance.answer)
+        in_document = {u.id for u in positive.units}
+        # Where no run is exact, the variants aim at exchangeable lengths (see exchangeable_offsets).
         offsets = exchangeable_offsets(positive.n_tokens, len(plans), derive_rng(config.seed, pool_label, instance.id,
                                                                                  "offsets"))
         tolerance = hard_negative_tolerance(positive.n_tokens)
+        context_text = "".join(u.text for u in positive.units if u.kind == "context")
         out = []
         for (variant, removed_indices), offset in zip(plans, offsets):
             units = list(positive.units)
             removed = []
             share = offset // len(removed_indices)
+            anchors = set()
+            for k in removed_indices:
+                anchors |= fact_anchors(evidence[k], context_text.replace(evidence[k], " "))
             for k in removed_indices:
                 u, s = _find_evidence(units, k)
-                segment = units[u].segments[s]
+                unit = units[u]
+                segment = unit.segments[s]
                 lead, tail = edge_whitespace(segment.text)
-                # Aim at the drawn offset (lengths stay exchangeable), accept anything that
-                # keeps the variant within the tolerance.
+                before = "".join(x.text for x in unit.segments[:s])
+                after = "".join(x.text for x in unit.segments[s + 1:])
+                paragraph_tokens = counter.count(before + segment.text + after)
+
+                def fit(source: Unit, a: int, b: int):
+                    run = fit_block_edges(source.segments[a:b], lead, tail, counter, f"replacement:{source.id}")
+                    text = "".join(x.text for x in run)
+                    if (answer is not None and answer.search(text)) or any(e in text for e in evidence) \
+                            or _mentions(text, anchors):
+                        return None  # the refill must not give back the answer or the removed fact
+                    return run, segment.tokens + counter.count(before + text + after) - paragraph_tokens
+
                 slack = max(1, (tolerance - RECOUNT_MARGIN) // len(removed_indices))
                 window = (max(1, segment.tokens - slack), segment.tokens + slack)
                 aim = min(max(segment.tokens + share, window[0]), window[1])
-                run_rng = derive_rng(config.seed, pool_label, instance.id, variant, k)
-                found = None
-                for candidates in (articles, paragraphs):  # whole-article sentences first
-                    try:
-                        found = find_sentence_run(candidates, *window, aim, run_rng)
-                        break
-                    except FitError:
-                        continue
-                if found is None:
+                # The receiving paragraph whole (the removed sentence too) says what it is about;
+                # the anchor check above keeps the removed fact out of the refill.
+                candidates = refills.candidates(instance, before + segment.text + after, in_document)
+                try:
+                    # among the first few exact runs, the nearest in characters: a refill as long in
+                    # tokens but not in characters would mark the variant by its character count
+                    found: Refill = find_refill(
+                        candidates, segment.tokens, window, aim, fit, choose_among=REFILL_CHOICES,
+                        closeness=lambda run: abs(sum(len(x.text) for x in run) - len(segment.text)))
+                except FitError:
                     return "no_replacement_sentences"
-                source, a, b = found
-                run = fit_block_edges(source.segments[a:b], lead, tail, counter, f"replacement:{source.id}")
-                unit = units[u]
-                units[u] = Unit(unit.id, unit.kind, (*unit.segments[:s], *run, *unit.segments[s + 1:]))
+                units[u] = Unit(unit.id, unit.kind, (*unit.segments[:s], *found.segments, *unit.segments[s + 1:]))
                 removed.append({"index": k, "sha256": sha(segment.text.strip()), "tokens": segment.tokens,
-                                "replacement": {"source": source.id, "sentences": [a, b],
-                                                "tokens": sum(x.tokens for x in run)}})
+                                "replacement": {"source": found.unit.id, "kind": found.unit.kind,
+                                                "sentences": [found.start, found.end], "tokens": found.tokens,
+                                                "topic_rank": found.rank}})
             document = trim_edges(units_document(f"{instance.id}@{band.name}:{variant}", units), counter)
             n_tokens = exact_tokens(document, counter)
             if not band.contains(n_tokens) or abs(n_tokens - positive.n_tokens) > tolerance:
@@ -718,8 +814,17 @@ class HotpotQABuilder(Builder):
 
     def card_context(self, config: HotpotQAConfig, pools: list[Pool], report: BuildReport) -> dict:
         local = bool(config.sources)
+        pairing = []
+        for easy in (p for p in pools if p.difficulty == "easy"):
+            hard = next((p for p in pools if p.difficulty == "hard" and p.band == easy.band), None)
+            if hard is not None:
+                shared = {q.id for q in easy.queries} & {q.id for q in hard.queries}
+                pairing.append({"length": easy.band.name, "easy": len(easy.queries), "hard": len(hard.queries),
+                                "shared": len(shared)})
         return {
             "instruction": INSTRUCTION,
+            "pairing": pairing,
+            "refills": report.stats.get("refills") or refill_statistics(pools),
             "sources": [
                 {"name": "HotpotQA (Yang et al., EMNLP 2018), distractor setting", "licence": HUB_SOURCE.licence,
                  "identity": (f"local files under `{Path(config.sources).name}` (sha256 in manifest.json)" if local
@@ -729,6 +834,50 @@ class HotpotQABuilder(Builder):
                               else f"`{HUB_PADDING.repo}` `{HUB_PADDING.config}` @ `{HUB_PADDING.revision}`")},
             ],
         }
+
+
+def refill_statistics(pools: list[Pool]) -> dict:
+    """How exactly the refills of the hard pools match the sentences they replace (token length
+    of the refill minus that of the removed sentence, as measured in place), where they come from,
+    and how far each hard negative's length is from its positive's."""
+
+    def summary(diffs: list[int], ratios: list[float], ranks: list[int], kinds: Counter, lengths: list[int]) -> dict:
+        ranks = sorted(ranks)
+        return {
+            "refills": len(diffs), "exact": sum(d == 0 for d in diffs), "within_1": sum(abs(d) <= 1 for d in diffs),
+            "within_5": sum(abs(d) <= 5 for d in diffs), "max_abs_difference": max(map(abs, diffs), default=0),
+            "ratio_min": round(min(ratios, default=1.0), 3), "ratio_max": round(max(ratios, default=1.0), 3),
+            "difference_counts": {str(d): n for d, n in sorted(Counter(diffs).items())},
+            "topic_rank_median": ranks[len(ranks) // 2] if ranks else None,
+            "topic_rank_p90": ranks[(9 * len(ranks)) // 10] if ranks else None,
+            "sources": dict(sorted(kinds.items())),
+            "variants": len(lengths), "variants_of_equal_length": sum(d == 0 for d in lengths),
+            "variant_max_abs_length_difference": max(map(abs, lengths), default=0),
+        }
+
+    per_pool, total = {}, ([], [], [], Counter(), [])
+    for pool in pools:
+        if pool.difficulty != "hard":
+            continue
+        mine = ([], [], [], Counter(), [])
+        positive_tokens = {c.group: c.n_tokens for c in pool.candidates if c.role == POSITIVE}
+        for c in pool.candidates:
+            if c.role != HARD_NEGATIVE:
+                continue
+            mine[4].append(c.n_tokens - positive_tokens[c.group])
+            for removed in c.provenance["removed"]:
+                refill = removed["replacement"]
+                mine[0].append(refill["tokens"] - removed["tokens"])
+                mine[1].append(refill["tokens"] / removed["tokens"])
+                mine[2].append(refill["topic_rank"])
+                mine[3][refill["kind"]] += 1
+        per_pool[pool.name] = summary(*mine)
+        for collected, more in zip(total, mine):
+            if isinstance(collected, Counter):
+                collected.update(more)
+            else:
+                collected.extend(more)
+    return {"all": summary(*total), "per_pool": per_pool}
 
 
 def _with_origin(segment: Segment, origin: str) -> Segment:

@@ -3,9 +3,11 @@ interleaved haystacks, over a full needle-depth by length grid.
 
 Every (needle modality, background, length, depth) cell is its own pool: N candidate documents
 (default 25), each a haystack holding exactly one needle, and one query per needle, which must
-find the one document that holds its needle. The N needles of a pool form one confusable family:
-text needles share a NeedleBench template and differ in one core entity, image needles are drawn
-from one procedural spec and differ in one attribute.
+find the one document that holds its needle. The N needles form one confusable family: text
+needles share a NeedleBench template and differ in one core entity, image needles are drawn from
+one procedural spec and differ in one attribute. As in the paper, one fixed set of N query-needle
+pairs per needle modality serves every cell of the grid, so that the cells differ only in depth,
+length and background (``--needle-sets per_family`` builds one grid per family instead).
 """
 
 from __future__ import annotations
@@ -88,6 +90,13 @@ class NeedleConfig(CommonConfig):
         metadata={"help": "attributes an image needle family may vary: glyph, position, count"})
     subject_kinds: tuple[str, ...] = field(
         default=SUBJECT_KINDS, metadata={"help": "core entities a text needle family may vary: name, place, number"})
+    needle_sets: str = field(
+        default="one", metadata={
+            "help": "one: a single fixed set of needles per needle modality (the first of --subject-kinds, the "
+                    "first of --image-families that holds --needles-per-pool needles) used in every cell, as in the "
+                    "paper; per_family: a separate full grid for every listed family, pools named "
+                    "needle-<modality>-<family>-<background>-<length>-d<depth>",
+            "choices": ("one", "per_family")})
     needle_image_budget: int = field(
         default=64, metadata={"help": "needle image size in tokens (square; 64 = 256x256 px), at most L/8"})
     haystack_image_budget: int = field(
@@ -293,8 +302,11 @@ def depth_label(depth: float) -> str:
     return f"{depth:g}"
 
 
-def cell_name(needle_modality: str, background: str, band: LengthBand, depth: float) -> str:
-    return f"needle-{needle_modality}-{background}-{band.name}-d{depth_label(depth)}".lower()
+def cell_name(needle_modality: str, background: str, band: LengthBand, depth: float, family: str | None = None) -> str:
+    """`needle-<needle modality>-<background>-<length>-d<depth>`; with a family (one grid per
+    family), `needle-<needle modality>-<family>-<background>-<length>-d<depth>`."""
+    modality = needle_modality if family is None else f"{needle_modality}-{family}"
+    return f"needle-{modality}-{background}-{band.name}-d{depth_label(depth)}".lower()
 
 
 def pool_modality(needle_modality: str, background: str) -> str:
@@ -425,7 +437,7 @@ class NeedleBuilder(Builder):
     NeedleBench fact or a procedurally drawn picture) in a text, image or interleaved haystack."""
 
     name = "needle"
-    version = "1.0.0"
+    version = "1.1.0"  # 1.1: one fixed needle set per needle modality for the whole grid
     task = "visual_grounding"
     title = "MMLongEmbed Visual Grounding: multimodal needles in interleaved haystacks"
     config_class = NeedleConfig
@@ -498,14 +510,17 @@ class NeedleBuilder(Builder):
             raise UserError("no usable NeedleBench needle template (needle, retrieval_question, arg1, arg2)")
         haystacks = _Haystacks(sources, config, counter)
         n_per_pool = min(config.needles_per_pool, config.max_queries_per_pool)
-        cells = [(m, b, LengthBand.tight(length, config.band_slack), d)
-                 for m in config.needle_modalities for b in config.backgrounds
+        needle_sets = [(modality, family, *self._draw_needles(modality, family, templates, sources, haystacks,
+                                                              n_per_pool, config))
+                       for modality in config.needle_modalities for family in self.families(modality, config)]
+        cells = [(needle_set, b, LengthBand.tight(length, config.band_slack), d)
+                 for needle_set in needle_sets for b in config.backgrounds
                  for length in sorted(set(config.lengths)) for d in self.depths(config)]
         pools = []
-        for needle_modality, background, band, depth in report.bar(cells, "building cells", "pool", min_items=8):
-            name = cell_name(needle_modality, background, band, depth)
-            needles, family = self._draw_needles(name, needle_modality, templates, sources, haystacks, n_per_pool,
-                                                 config)
+        for (needle_modality, family_name, needles, family), background, band, depth in report.bar(
+                cells, "building cells", "pool", min_items=8):
+            name = cell_name(needle_modality, background, band, depth,
+                             family_name if config.needle_sets == "per_family" else None)
             pool = self._build_cell(name, needle_modality, background, band, depth, needles, family, haystacks,
                                     config, report, counter)
             if pool is not None:
@@ -517,11 +532,25 @@ class NeedleBuilder(Builder):
             report.notes.append(f"BM25 P@1 of {modality}-needle queries against their pools, by length: {shown}")
         return pools
 
-    def _draw_needles(self, name, needle_modality, templates, sources, haystacks, n, config):
-        rng = derive_rng(config.seed, self.name, name, "needles")
+    @staticmethod
+    def families(needle_modality: str, config: NeedleConfig) -> list[str]:
+        """The needle families of the build for one modality: the first usable one (one fixed
+        set for the whole grid), or every usable one (``--needle-sets per_family``)."""
+        n = min(config.needles_per_pool, config.max_queries_per_pool)
+        if needle_modality == "text":
+            usable = list(config.subject_kinds)
+        else:
+            usable = [a for a in config.image_families if synth.attribute_capacity(a) >= n]
+        return usable if config.needle_sets == "per_family" else usable[:1]
+
+    def _draw_needles(self, needle_modality, family_name, templates, sources, haystacks, n, config):
+        """The set of ``n`` needles of one family, drawn once for the whole grid: every cell
+        (background, length, depth) holds the same needles and asks the same queries."""
+        label = f"{needle_modality}-{family_name}"
+        rng = derive_rng(config.seed, self.name, "needle-set", label)
         if needle_modality == "text":
             template = templates[int(rng.integers(len(templates)))]
-            kind = config.subject_kinds[int(rng.integers(len(config.subject_kinds)))]
+            kind = family_name
             family_id = f"{template.id}/{kind}"
             corpus = haystacks.corpus_lower
 
@@ -533,7 +562,7 @@ class NeedleBuilder(Builder):
                 return re.search(r"\b" + re.escape(lowered) + r"\b", corpus) is not None
 
             drawn: list[TextNeedle] = draw_text_family(template, rng, n, sources.names, kind, family_id, occurs)
-            needles = [Needle(id=f"{name}-n{i:02d}", family=family_id, modality="text", text=t.text, answer=t.answer,
+            needles = [Needle(id=f"{label}-n{i:02d}", family=family_id, modality="text", text=t.text, answer=t.answer,
                               question=t.question,
                               spec_json={"template": template.needle, "question_template": template.question,
                                          "subject": t.subject, "answer": t.answer, "needle": t.text})
@@ -542,11 +571,10 @@ class NeedleBuilder(Builder):
                       "question_template": template.question, "varying": f"subject ({kind})",
                       "subjects": [t.subject for t in drawn]}
             return needles, family
-        usable = [a for a in config.image_families if synth.attribute_capacity(a) >= n]
-        varying = usable[int(rng.integers(len(usable)))]
+        varying = family_name
         family_id = f"img-{varying}"
         drawn_family = synth.draw_family(rng, varying, n, family_id)
-        needles = [Needle(id=f"{name}-n{i:02d}", family=family_id, modality="image", spec=spec,
+        needles = [Needle(id=f"{label}-n{i:02d}", family=family_id, modality="image", spec=spec,
                           question=synth.describe(spec),
                           spec_json={**json.loads(spec.to_json()), "description": synth.describe(spec)})
                    for i, spec in enumerate(drawn_family.members)]
@@ -803,7 +831,15 @@ class NeedleBuilder(Builder):
                           "realised_depth_mean": round(100 * sum(realised) / len(realised), 1),
                           "bm25": confusability["per_pool"].get(pool.name)})
         total_mb = round(sum(c["payload_mb"] for c in cells), 1)
+        sets: dict[tuple[str, str], dict] = {}
+        for pool in pools:
+            facts = pool.facts
+            entry = sets.setdefault((facts["needle_modality"], facts["needle_family"]), {
+                "modality": facts["needle_modality"], "family": facts["needle_family"],
+                "varying": facts["family"].get("varying", ""), "needles": len(pool.queries), "cells": 0})
+            entry["cells"] += 1
         return {
+            "needle_sets": list(sets.values()),
             "instructions": {"text": TEXT_INSTRUCTION, "image_text": IMAGE_TEXT_INSTRUCTION,
                              "image_image": IMAGE_IMAGE_INSTRUCTION},
             "depths": list(self.depths(config)),

@@ -188,6 +188,7 @@ class PoolData:
 
     def __init__(self, benchmark: Benchmark, info: PoolInfo):
         self.info = info
+        self.benchmark = benchmark
         name = info.name
         tables = {}
         for part, columns in (("corpus", CORPUS_COLUMNS), ("queries", QUERY_COLUMNS), ("qrels", QREL_COLUMNS)):
@@ -205,6 +206,18 @@ class PoolData:
         self.query_ids: list[str] = list(self.queries["_id"])
         self._check_ids()
         self.positive_index = self._positives(tables["qrels"])
+
+    def audit(self) -> dict[str, list] | None:
+        """The pool's `<pool>-audit` config (what each row is), for breakdowns only; None where the
+        build has none (an older layout) or it cannot be read. Never used to score."""
+        try:
+            table = self.benchmark.load(f"{self.info.name}-audit")
+        except Exception:  # noqa: BLE001  (a breakdown is optional)
+            return None
+        needed = ("_id", "role", "group", "variant")
+        if any(c not in table.column_names for c in needed):
+            return None
+        return {c: table[c] for c in (*needed, *(["kind"] if "kind" in table.column_names else []))}
 
     def _check_ids(self):
         for kind, ids in (("candidate", self.corpus_ids), ("query", self.query_ids)):

@@ -84,3 +84,29 @@ def summarise(ranks: np.ndarray, n_resamples: int = 1000, seed: int = 0) -> dict
         lo, hi = bootstrap_ci(values, n_resamples, seed)
         out[name] = {"value": float(values.mean()), "ci95": [lo, hi]}
     return out
+
+
+def variant_breakdown(scores: np.ndarray, query_ids: list[str], corpus_ids: list[str],
+                      positive_index: list[int] | np.ndarray, audit: dict[str, list]) -> dict:
+    """Per negative variant (from the pool's audit config: `_id`, `kind`, `role`, `group`,
+    `variant`), how often the positive outscores a negative of that variant made for the same
+    query; a tie counts half. Read for analysis only: scoring never sees the audit.
+
+    Returns {"by_variant": {variant: {"role", "pairs", "positive_beats"}}}, empty when the pool's
+    queries have no negatives of their own (the needle grid)."""
+    row_of_query = {qid: k for k, qid in enumerate(query_ids)}
+    column_of = {cid: j for j, cid in enumerate(corpus_ids)}
+    wins: dict[str, list[float]] = {}
+    roles: dict[str, str] = {}
+    kinds = audit.get("kind") or ["candidate"] * len(audit["_id"])
+    for cid, kind, role, group, variant in zip(audit["_id"], kinds, audit["role"], audit["group"], audit["variant"]):
+        if kind != "candidate" or role == "positive" or group not in row_of_query or cid not in column_of:
+            continue
+        k = row_of_query[group]
+        positive, negative = scores[k, positive_index[k]], scores[k, column_of[cid]]
+        name = variant or role
+        wins.setdefault(name, []).append(1.0 if positive > negative else 0.5 if positive == negative else 0.0)
+        roles[name] = role
+    return {"by_variant": {name: {"role": roles[name], "pairs": len(values),
+                                  "positive_beats": float(np.mean(values))}
+                           for name, values in sorted(wins.items())}}

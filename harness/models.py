@@ -247,6 +247,67 @@ class SentenceTransformerModel(DenseModel):
         return vectors, [f for _, f in fitted]
 
 
+def load_image_processor(name: str):
+    """The model's own image processor (from its processor when that loads; without torchvision,
+    transformers 5 cannot build Qwen-VL processors, so then from the image processor alone)."""
+    local = Path(name).exists()
+    try:
+        from transformers import AutoProcessor
+
+        return AutoProcessor.from_pretrained(name, local_files_only=local or None).image_processor
+    except Exception:  # noqa: BLE001
+        from transformers import AutoImageProcessor
+
+        return AutoImageProcessor.from_pretrained(name, local_files_only=local or None)
+
+
+def image_token_cost(processor, height: int, width: int) -> int:
+    """The visual tokens the model's own image processor makes of an image: its patch count
+    (after the processor's own resizing) over the spatial merge. For 28-pixel models (Qwen2-VL,
+    GME, VLM2Vec-Qwen2VL) a 512x512 image is resized to 504x504: 36x36 patches, 324 tokens, not the
+    256 of the 32-pixel yardstick."""
+    merge = getattr(processor, "merge_size", None) or 2
+    return int(processor.get_number_of_image_patches(height, width, {})) // (merge * merge)
+
+
+class ImagePricer:
+    """What an image costs a model, in tokens: its own processor's count, or, where the processor
+    cannot say (no `get_number_of_image_patches`), the Qwen 32-pixel yardstick, and says which."""
+
+    def __init__(self, processor=None):
+        self.processor = processor if hasattr(processor, "get_number_of_image_patches") else None
+
+    @property
+    def method(self) -> str:
+        return (f"model processor ({type(self.processor).__name__})" if self.processor is not None
+                else "32-pixel yardstick (the processor reports no patch count)")
+
+    def __call__(self, height: int, width: int) -> int:
+        if self.processor is not None:
+            return image_token_cost(self.processor, height, width)
+        from mmlongembed.tokens import image_tokens
+
+        return image_tokens(height, width)
+
+
+VISION_WRAP = 2  # <|vision_start|> and <|vision_end|> around each image's tokens
+
+
+def interleaved_units(item: Item, encode, price) -> tuple[list, list[int]]:
+    """An item as truncation units: text token ids (cost 1) and ('image', PIL image) units that
+    cost their processor-priced visual tokens plus the vision start/end tokens, in placeholder order."""
+    images = item.pil_images() if item.images else []
+    units, costs = [], []
+    for i, run in enumerate(item.text.split(IMAGE_PLACEHOLDER)):
+        ids = encode(run) if run else []
+        units += ids
+        costs += [1] * len(ids)
+        if i < len(images):
+            units.append(("image", images[i]))
+            costs.append(price(images[i].height, images[i].width) + VISION_WRAP)
+    return units, costs
+
+
 class HFModel(DenseModel):
     """A transformers model with a declared pooling; Qwen-VL family models also take images.
 
@@ -283,7 +344,7 @@ class HFModel(DenseModel):
         self.image_processor = None
         self.image_token_id = getattr(config, "image_token_id", None)
         if getattr(config, "vision_config", None) is not None and self.image_token_id is not None:
-            self.image_processor = self._load_image_processor(name, local)
+            self.image_processor = load_image_processor(name)
             self.modalities = frozenset({"text", "image"})
         if self.tokenizer.pad_token_id is None:
             self.tokenizer.pad_token = self.tokenizer.eos_token
@@ -291,24 +352,16 @@ class HFModel(DenseModel):
         self.vision_start_id, self.vision_end_id = ids
 
     @staticmethod
-    def _load_image_processor(name, local):
-        try:
-            from transformers import AutoProcessor
-
-            return AutoProcessor.from_pretrained(name, local_files_only=local or None).image_processor
-        except Exception:  # noqa: BLE001  (see the class docstring: fall back to the image processor alone)
-            from transformers import AutoImageProcessor
-
-            return AutoImageProcessor.from_pretrained(name, local_files_only=local or None)
+    def _load_image_processor(name, local=None):
+        """Kept for callers of the earlier name; see ``load_image_processor``."""
+        return load_image_processor(name)
 
     def identity(self) -> dict:
         return {"model": self.spec, "revision": self.revision, "max_length": self.window,
                 "pooling": self.pooling, "query_template": self.query_template}
 
     def _image_cost(self, image) -> int:
-        merge = getattr(self.image_processor, "merge_size", 2)
-        patches = self.image_processor.get_number_of_image_patches(image.height, image.width, {})
-        return patches // (merge * merge)
+        return image_token_cost(self.image_processor, image.height, image.width)
 
     def _units(self, item: Item):
         """The input as units: token ids, and ('image', PIL image, n visual tokens) kept or dropped whole."""
@@ -325,7 +378,7 @@ class HFModel(DenseModel):
             if i < len(images):
                 n = self._image_cost(images[i])
                 units.append(("image", images[i], n))
-                costs.append(n + 2)  # + vision_start and vision_end
+                costs.append(n + VISION_WRAP)
         return units, costs
 
     def embed(self, items):
@@ -464,8 +517,10 @@ def _content(item: Item) -> list[dict]:
 
 class VLLMModel(DenseModel):
     """vLLM's pooling runner (`LLM.embed`) with multimodal inputs. GPU only; not exercised by the
-    CPU test suite. Images use the Qwen-VL prompt form; text is truncated in the middle with the
-    model's tokenizer, images are counted by the Qwen yardstick."""
+    CPU test suite, but its input assembly is (`interleaved_units`, `ImagePricer`). Images use the
+    Qwen-VL prompt form; text is truncated in the middle with the model's tokenizer, and images are
+    priced by the model's own image processor (a 28-pixel model pays 324 tokens for a 512x512
+    image, not 256), so that long image pools are cut where the model itself would overflow."""
 
     modalities = frozenset({"text", "image"})
     query_template = DEFAULT_QUERY_TEMPLATE
@@ -480,25 +535,23 @@ class VLLMModel(DenseModel):
         self.llm = LLM(model=name, runner="pooling", max_model_len=settings.max_length or None)
         self.tokenizer = self.llm.get_tokenizer()
         self.window = self.llm.llm_engine.model_config.max_model_len
+        try:
+            processor = load_image_processor(name)
+        except Exception:  # noqa: BLE001  (a text-only model has no image processor)
+            processor = None
+        if processor is None:
+            self.modalities = frozenset({"text"})
+        self.price = ImagePricer(processor)
 
     def identity(self) -> dict:
         return {"model": self.spec, "max_length": self.window, "query_template": self.query_template,
-                "pooling": "model's own (vLLM)"}
+                "pooling": "model's own (vLLM)", "image_pricing": self.price.method}
 
     def embed(self, items):
-        from mmlongembed.tokens import image_tokens
-
         prompts, flags = [], []
         for item in items:
-            images = item.pil_images() if item.images else []
-            units, costs = [], []
-            for i, run in enumerate(item.text.split(IMAGE_PLACEHOLDER)):
-                ids = self.tokenizer.encode(run, add_special_tokens=False) if run else []
-                units += ids
-                costs += [1] * len(ids)
-                if i < len(images):
-                    units.append(("image", images[i]))
-                    costs.append(image_tokens(images[i].height, images[i].width) + 2)
+            units, costs = interleaved_units(
+                item, lambda run: self.tokenizer.encode(run, add_special_tokens=False), self.price)
             kept, truncated = truncate_middle(units, costs, self.window - 8)
             text, kept_images, pending = [], [], []
             for unit in kept + [None]:

@@ -41,39 +41,77 @@ def _columns(rows):
     return seen
 
 
-def table3(rows) -> str:
-    """Rows: models. Columns: task / dataset / Easy|Hard (P@1 x100, averaged over lengths), Avg."""
-    columns = _columns(rows)
-    if not columns:
-        return ""
-    headers, keys = [], []
-    for task, dataset in columns:
+def _task_order(task: str) -> int:
+    return TASK_ORDER.index(task) if task in TASK_ORDER else 99
+
+
+def table3_columns(rows) -> list[tuple[str, callable]]:
+    """Paper Table 3's columns: (header, row filter). Visual Grounding first, one column per needle
+    modality (every grid pool of that needle modality: all backgrounds, lengths and depths), then
+    every real task's dataset, Easy and Hard (each averaged over its lengths)."""
+    columns = []
+    grid = [r for r in rows if grid_cell(r) is not None]
+    for needle in NEEDLE_MODALITIES:
+        if any(grid_cell(r)[0] == needle for r in grid):
+            columns.append((f"VG: {needle} needle",
+                            lambda r, needle=needle: grid_cell(r) is not None and grid_cell(r)[0] == needle))
+    for task, dataset in _columns(rows):
         for difficulty in DIFFICULTIES:
             if any(r["task"] == task and r["dataset"] == dataset and r["difficulty"] == difficulty for r in rows):
-                headers.append(f"{TASK_SHORT.get(task, task)}: {dataset} {difficulty.capitalize()}")
-                keys.append((task, dataset, difficulty))
-    lines = ["| Model | " + " | ".join(headers) + " | Avg |", "|---|" + "---:|" * (len(headers) + 1)]
+                columns.append((f"{TASK_SHORT.get(task, task)}: {dataset} {difficulty.capitalize()}",
+                                lambda r, key=(task, dataset, difficulty): (r["task"], r["dataset"], r["difficulty"])
+                                == key))
+    return columns
+
+
+def table3_data(rows) -> list[dict]:
+    """Per model: P@1 of every Table 3 column and their average over **every** column, Visual
+    Grounding included, as in the paper (None where the model scored no pool of a column; then the
+    average is None too: it is over all columns or not at all)."""
+    columns = table3_columns(rows)
+    out = []
     for model in dict.fromkeys(r["model"] for r in rows):
-        cells = [_mean([_value(r) for r in rows if r["model"] == model
-                        and (r["task"], r["dataset"], r["difficulty"]) == key]) for key in keys]
-        lines.append(f"| {model} | " + " | ".join(_fmt(c) for c in cells) + f" | {_fmt(_mean(cells))} |")
+        cells = {header: _mean([_value(r) for r in rows if r["model"] == model and keep(r)])
+                 for header, keep in columns}
+        values = list(cells.values())
+        out.append({"model": model, "columns": cells,
+                    "average": _mean(values) if values and all(v is not None for v in values) else None})
+    return out
+
+
+def table3(rows) -> str:
+    """Rows: models. Columns: VG by needle modality, then task / dataset / Easy|Hard (P@1 x100,
+    averaged over lengths), Avg over every column."""
+    data = table3_data(rows)
+    if not data or not data[0]["columns"]:
+        return ""
+    headers = list(data[0]["columns"])
+    lines = ["| Model | " + " | ".join(headers) + " | Avg |", "|---|" + "---:|" * (len(headers) + 1)]
+    for entry in data:
+        lines.append(f"| {entry['model']} | " + " | ".join(_fmt(entry["columns"][h]) for h in headers)
+                     + f" | {_fmt(entry['average'])} |")
     return "\n".join(lines)
 
 
 def table12(rows) -> str:
-    """Per length: rows model x length, columns task / dataset / Easy|Hard (P@1 x100)."""
-    columns = _columns(rows)
-    if not columns:
+    """Paper Table 12: rows model per task (the task's datasets averaged), columns Easy at each
+    length, then Hard at each length (P@1 x100)."""
+    real = [r for r in rows if r["difficulty"] in DIFFICULTIES]
+    if not real:
         return ""
-    keys = [(t, d, diff) for t, d in columns for diff in DIFFICULTIES
-            if any((r["task"], r["dataset"], r["difficulty"]) == (t, d, diff) for r in rows)]
-    headers = [f"{TASK_SHORT.get(t, t)}: {d} {diff.capitalize()}" for t, d, diff in keys]
-    lines = ["| Model | Length | " + " | ".join(headers) + " |", "|---|---:|" + "---:|" * len(headers)]
-    for model in dict.fromkeys(r["model"] for r in rows):
-        for length in sorted({r["length"] for r in rows if r["model"] == model and r["difficulty"] in DIFFICULTIES}):
-            cells = [_mean([_value(r) for r in rows if r["model"] == model and r["length"] == length
-                            and (r["task"], r["dataset"], r["difficulty"]) == key]) for key in keys]
-            lines.append(f"| {model} | {_length_name(length)} | " + " | ".join(_fmt(c) for c in cells) + " |")
+    lengths = sorted({r["length"] for r in real})
+    headers = [f"{difficulty.capitalize()} {_length_name(n).upper()}" for difficulty in DIFFICULTIES for n in lengths]
+    lines = ["| Task | Model | " + " | ".join(headers) + " |", "|---|---|" + "---:|" * len(headers)]
+    for task in sorted({r["task"] for r in real}, key=_task_order):
+        for model in dict.fromkeys(r["model"] for r in real if r["task"] == task):
+            cells = []
+            for difficulty in DIFFICULTIES:
+                for n in lengths:
+                    per_dataset = [_mean([_value(r) for r in real if r["model"] == model and r["task"] == task
+                                          and r["dataset"] == d and r["difficulty"] == difficulty and r["length"] == n])
+                                   for d in sorted({r["dataset"] for r in real if r["task"] == task})]
+                    cells.append(_mean(per_dataset))
+            lines.append(f"| {TASK_SHORT.get(task, task)} | {model} | " + " | ".join(_fmt(c) for c in cells) + " |")
     return "\n".join(lines)
 
 
@@ -124,15 +162,18 @@ def grid_cell(row) -> tuple[str, str] | None:
 
 
 def _std(values):
-    """Population standard deviation (ddof=0) of the values present: the spread across backgrounds."""
-    mean = _mean(values)
+    """Sample standard deviation (ddof=1) of the values present: the spread across backgrounds, as
+    the paper prints it (Qwen3-VL-2B: 63.19 / 82.85 / 88.61 -> 13.33)."""
     values = [v for v in values if v is not None]
-    return math.sqrt(sum((v - mean) ** 2 for v in values) / len(values)) if values else None
+    if len(values) < 2:
+        return None
+    mean = sum(values) / len(values)
+    return math.sqrt(sum((v - mean) ** 2 for v in values) / (len(values) - 1))
 
 
 def table4_data(rows) -> list[dict]:
     """Paper Table 4: per model and needle modality, P@1 per background averaged over the grid's
-    lengths and depths (every pool weighs the same), and the mean and population std across the
+    lengths and depths (every pool weighs the same), and the mean and sample std (ddof=1) across the
     three backgrounds. A background none of whose pools the model scored is None, and then so are
     mean and std (they are over all three backgrounds or not at all). `n_pools` says how many pools
     each cell averages, `expected_pools` how many pools of that cell any model scored."""
@@ -181,6 +222,17 @@ def table4(rows) -> str:
     return "\n".join(lines)
 
 
+def variant_table(rows) -> str:
+    """From each pool's audit config (breakdowns only, never scoring): per negative variant, how
+    often the positive scores above a negative of that variant made for its query (ties: half)."""
+    lines = ["| Model | Pool | Variant | Role | Pairs | Positive beats it |", "|---|---|---|---|---:|---:|"]
+    for r in rows:
+        for variant, entry in sorted((r.get("breakdown") or {}).get("by_variant", {}).items()):
+            lines.append(f"| {r['model']} | {r['pool']} | {variant} | {entry['role']} | {entry['pairs']} | "
+                         f"{_fmt(entry['positive_beats'])} |")
+    return "\n".join(lines) if len(lines) > 2 else ""
+
+
 def pool_table(rows) -> str:
     lines = ["| Model | Pool | Queries | Candidates | P@1 [95% CI] | P@5 | nDCG@10 | MRR | Truncated q/c | Tied positives |",
              "|---|---|---:|---:|---|---:|---:|---:|---:|---:|"]
@@ -211,14 +263,18 @@ def readout_table(rows) -> str:
 def markdown(report: dict) -> str:
     rows = report["results"]
     parts = [f"# Scores on {report['dataset']['ref']}", "",
-             "P@1 x 100. Easy/Hard columns average the pool's lengths. Candidates that score exactly as much "
-             "as the positive (e.g. inputs identical after middle truncation) count by expectation over "
-             "their possible orders: a model that cannot tell them apart gets chance.", ""]
-    for title, body in (("Table 3 layout: by task and dataset", table3(rows)),
-                        ("Table 12 layout: by length", table12(rows)),
+             "P@1 x 100. Easy/Hard columns average the pool's lengths; a Visual Grounding column averages "
+             "every grid pool of its needle modality (backgrounds, lengths, depths). Candidates that score "
+             "exactly as much as the positive (e.g. inputs identical after middle truncation) count by "
+             "expectation over their possible orders: a model that cannot tell them apart gets chance.", ""]
+    for title, body in (("Table 3 layout: by task and dataset (Visual Grounding by needle modality; "
+                         "Avg over every column)", table3(rows)),
+                        ("Table 12 layout: by task and length", table12(rows)),
                         ("Table 4 layout: Visual Grounding by needle modality and background "
-                         "(P@1 averaged over lengths and depths; mean ± population std across backgrounds)",
+                         "(P@1 averaged over lengths and depths; mean ± sample standard deviation (n-1) "
+                         "across the three backgrounds, as the paper prints it)",
                          table4(rows)),
+                        ("Per variant: how often the positive beats each kind of negative", variant_table(rows)),
                         ("Needle grid (P@1 by depth and length)", grid_table(rows)),
                         ("Per pool", pool_table(rows) if rows else ""),
                         ("Generative readout (format validity, fallbacks to the last generated token, mean "

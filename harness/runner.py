@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 
 from harness.cache import EmbeddingCache
 from harness.data import Benchmark, PoolError, PoolInfo
-from harness.metrics import positive_ranks, summarise, tied_positives
+from harness.metrics import positive_ranks, summarise, tied_positives, variant_breakdown
 from harness.models import Model, ModelError, RunSettings
 
 
@@ -56,6 +56,7 @@ def score(benchmark: Benchmark, pools: list[PoolInfo], models: list[Model], sett
             log(f"skipped {info.name}: {exc}")
             continue
         load_seconds = time.perf_counter() - start
+        audit = pool.audit()  # breakdowns only, read after the pool's tables and never scored
         for model in runnable:
             start = time.perf_counter()
             try:
@@ -79,6 +80,9 @@ def score(benchmark: Benchmark, pools: list[PoolInfo], models: list[Model], sett
                 "notes": scored.notes,
                 **scored.details,
             }
+            if audit is not None:
+                row["breakdown"] = variant_breakdown(scored.scores, pool.query_ids, pool.corpus_ids,
+                                                     pool.positive_index, audit)
             outcome.results.append(row)
             p1 = row["metrics"]["p@1"]
             log(f"{info.name:<40} {model.spec:<24} P@1 {p1['value']:.3f} "

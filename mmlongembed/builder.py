@@ -24,6 +24,7 @@ class BuildReport:
     notes: list[str] = field(default_factory=list)
     llm_steps: list[dict] = field(default_factory=list)
     shortcuts: dict[str, Any] = field(default_factory=dict)
+    stats: dict[str, Any] = field(default_factory=dict)  # a builder's own figures (manifest and card)
     progress: bool = True  # whether long steps show progress bars (the CLI's --no-progress)
 
     def bar(self, items, description: str, unit: str, min_items: int = 50):
@@ -47,6 +48,7 @@ class BuildReport:
             "notes": self.notes,
             "llm_steps": self.llm_steps,
             "shortcuts": self.shortcuts,
+            "stats": self.stats,
         }
 
 

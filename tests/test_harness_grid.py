@@ -68,15 +68,16 @@ def test_table4_bm25_on_a_known_score_pattern(tmp_path, grid, capsys):
         assert {b: c["p@1"] for b, c in entry["backgrounds"].items()} == pytest.approx(
             dict(zip(("text", "mixed", "image"), cells)))
         assert all(c["n_pools"] == c["expected_pools"] == 4 for c in entry["backgrounds"].values())
-        # mean and population std (ddof=0) across the three backgrounds
+        # mean and sample std (ddof=1, as the paper prints it) across the three backgrounds
         mean = sum(cells) / 3
-        std = (sum((c - mean) ** 2 for c in cells) / 3) ** 0.5
+        std = (sum((c - mean) ** 2 for c in cells) / 2) ** 0.5
         assert entry["mean"] == pytest.approx(mean) and entry["std"] == pytest.approx(std)
         line = (f"| bm25 | {needle.title()} | " + " | ".join(f"{100 * c:.1f}" for c in cells)
                 + f" | {100 * mean:.1f} ± {100 * std:.1f} |")
         expected[needle] = line
     table = (output / "table.md").read_text()
     assert "| Model | Needle | Text | Mix | Image | Mean ± std |" in table
+    assert "sample standard deviation (n-1)" in table
     assert expected["text"] in table and expected["image"] in table
     assert expected["image"] in capsys.readouterr().out  # printed too
     # Figure 3: one depth x length heatmap per (model, needle modality, background)
@@ -123,8 +124,44 @@ def test_table4_marks_partial_cells_and_reads_names_without_facts():
     assert data[1]["backgrounds"]["text"] == {"p@1": 0.5, "n_pools": 1, "expected_pools": 2}
     assert data[1]["mean"] is None
     table = report.table4(rows)
-    assert "| a | Text | 75.0 | 25.0 | 0.0 | 33.3 ± 31.2 |" in table
+    assert "| a | Text | 75.0 | 25.0 | 0.0 | 33.3 ± 38.2 |" in table
     assert "| b | Text | 50.0 (1/2 pools) | – | – | – |" in table
     # the builder's facts win over the name
     facts = [_row("c", "needle-x-y-256-d0", 0.5, {"needle_modality": "image", "background": "mixed"})]
     assert report.table4_data(facts)[0]["backgrounds"]["mixed"]["p@1"] == 0.5
+
+
+def test_table4_spread_is_the_sample_standard_deviation_the_paper_prints():
+    """Qwen3-VL-2B in the paper: 63.19 / 82.85 / 88.61 across backgrounds, printed sigma 13.33
+    (the population std would be 10.89)."""
+    rows = [{**_row("qwen", f"needle-text-{b}-256-d0", v / 100, {"needle_modality": "text", "background": b}),
+             "task": "visual_grounding", "dataset": "needle", "difficulty": "grid"}
+            for b, v in (("text", 63.19), ("mixed", 82.85), ("image", 88.61))]
+    entry = report.table4_data(rows)[0]
+    assert round(100 * entry["std"], 2) == 13.33 and round(100 * entry["mean"], 2) == 78.22
+    assert "| qwen | Text | 63.2 | 82.8 | 88.6 | 78.2 ± 13.3 |" in report.table4(rows)
+
+
+def test_table3_has_the_visual_grounding_columns_and_averages_every_column():
+    def real(model, dataset, task, difficulty, length, value):
+        return {"model": model, "pool": f"{dataset}-{difficulty}-{length}", "task": task, "dataset": dataset,
+                "difficulty": difficulty, "length": length, "depth": None, "extra": {},
+                "metrics": {"p@1": {"value": value}}}
+
+    grid = [{**_row("m", f"needle-{n}-{b}-256-d{d}", v), "task": "visual_grounding", "dataset": "needle",
+             "difficulty": "grid"}
+            for n, v in (("text", 0.9), ("image", 0.3)) for b in ("text", "mixed", "image") for d in (0, 100)]
+    rows = grid + [real("m", "govreport", "logical_summarization", diff, n, v)
+                   for diff, v in (("easy", 0.8), ("hard", 0.2)) for n in (8192, 16384)]
+    data = report.table3_data(rows)[0]
+    assert list(data["columns"]) == ["VG: text needle", "VG: image needle", "LS: govreport Easy", "LS: govreport Hard"]
+    assert data["columns"]["VG: text needle"] == pytest.approx(0.9)
+    assert data["average"] == pytest.approx((0.9 + 0.3 + 0.8 + 0.2) / 4)  # VG included, as in the paper
+    table = report.table3(rows)
+    assert "| Model | VG: text needle | VG: image needle | LS: govreport Easy | LS: govreport Hard | Avg |" in table
+    assert "| m | 90.0 | 30.0 | 80.0 | 20.0 | 55.0 |" in table
+    # Table 12 in the paper's layout: a row per task and model, Easy then Hard at each length
+    rows += [real("m", "mmlb", "logical_summarization", "easy", 8192, 0.4)]
+    table12 = report.table12(rows)
+    assert "| Task | Model | Easy 8K | Easy 16K | Hard 8K | Hard 16K |" in table12
+    assert "| LS | m | 60.0 | 80.0 | 20.0 | 20.0 |" in table12  # 8K Easy: govreport 80 and mmlb 40 averaged

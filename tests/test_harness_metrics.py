@@ -69,3 +69,23 @@ def test_metrics_equal_mteb_retrieval_evaluator():
     assert ours["hit@5"]["value"] == pytest.approx(theirs.hit_rate["HitRate@5"], abs=1e-5)
     assert ours["ndcg@10"]["value"] == pytest.approx(theirs.ndcg["NDCG@10"], abs=1e-5)
     assert ours["mrr"]["value"] == pytest.approx(theirs.mrr["MRR@100"], abs=1e-5)
+
+
+def test_variant_breakdown_counts_wins_per_variant_with_ties_as_half():
+    from harness.metrics import variant_breakdown
+
+    # two queries; candidates: q0's positive, head25, tail25; q1's positive, head25, other
+    scores = np.array([[0.9, 0.5, 0.9, 0.1, 0.2, 0.3],
+                       [0.0, 0.0, 0.0, 0.4, 0.6, 0.1]])
+    audit = {"_id": ["Q0", "Q1", "p0", "h0", "t0", "p1", "h1", "o1"],
+             "kind": ["query", "query"] + ["candidate"] * 6,
+             "role": ["query", "query", "positive", "hard_negative", "hard_negative", "positive", "hard_negative",
+                      "easy_negative"],
+             "group": ["Q0", "Q1", "Q0", "Q0", "Q0", "Q1", "Q1", "Q1"],
+             "variant": ["", "", "original", "head25", "tail25", "original", "head25", "other_report"]}
+    out = variant_breakdown(scores, ["Q0", "Q1"], ["p0", "h0", "t0", "p1", "h1", "o1"], [0, 3], audit)
+    assert out == {"by_variant": {
+        "head25": {"role": "hard_negative", "pairs": 2, "positive_beats": 0.5},  # beats h0, loses to h1
+        "other_report": {"role": "easy_negative", "pairs": 1, "positive_beats": 1.0},
+        "tail25": {"role": "hard_negative", "pairs": 1, "positive_beats": 0.5},  # a tie
+    }}

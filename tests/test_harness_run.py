@@ -61,7 +61,14 @@ def test_default_run_scores_text_pools_and_writes_reports(tmp_path, bench, capsy
     assert report["models"][1]["identity"]["revision"]
     table = (output / "table.md").read_text()
     assert "| Model | LS: govreport Easy | LS: govreport Hard | Avg |" in table.replace("VG: slides Easy | ", "")
-    assert "| minilm | 512 |" in table and "needle-text-essay" in table
+    assert "| LS | minilm |" in table and "| Task | Model | Easy 256 | Easy 512 | Hard 256 | Hard 512 |" in table
+    assert "needle-text-essay" in table
+    # per-variant breakdowns from the audit config (the fixture's negatives carry no variant: their role)
+    breakdown = bm25["govreport-hard-512"]["breakdown"]["by_variant"]
+    assert set(breakdown) == {"hard_negative", "easy_negative"}
+    assert breakdown["hard_negative"]["pairs"] == 4 and breakdown["easy_negative"]["pairs"] == 8
+    assert 0 <= breakdown["hard_negative"]["positive_beats"] <= 1
+    assert "| bm25 | govreport-hard-512 | hard_negative | hard_negative | 4 |" in table
     for png in ("p1_by_length.png", "heatmap_bm25_needle-text-essay.png", "heatmap_minilm_needle-text-essay.png"):
         assert (output / png).read_bytes()[:4] == b"\x89PNG"
     assert "Table 3 layout" in capsys.readouterr().out  # the table is printed

@@ -4,6 +4,7 @@ server, and --llm replay (byte-identical data). Small on purpose: two lengths, 6
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -61,7 +62,8 @@ def test_replay_rebuild_is_byte_identical(builds):
 
 def test_manifest_and_card_name_the_backend_of_the_audit(builds):
     steps = {name: json.loads((builds[name] / "manifest.json").read_text())["llm_steps"] for name in ("none", "openai", "replay")}
-    assert steps["none"][0]["backend"] == "none" and "heuristic" in steps["none"][0]["model"]
+    assert steps["none"][0]["backend"] == "none" and "rules" in steps["none"][0]["model"]
+    assert steps["none"][0]["prompt_version_name"] == "paper"
     live, replayed = steps["openai"][0], steps["replay"][0]
     assert live["backend"] == "openai" and live["model"] == "fake-model" and live["calls"] == builds["asked"]
     assert replayed["backend"] == "replay" and replayed["replayed_from"] == ["openai"] and replayed["calls"] == 0
@@ -69,6 +71,12 @@ def test_manifest_and_card_name_the_backend_of_the_audit(builds):
     assert any(k.startswith("invalid_output:") for k in live["rejected"])  # the broken replies were counted
     card = (builds["openai"] / "README.md").read_text()
     assert f"| query_audit | openai | fake-model | `{live['prompt_hash']}` |" in card
+    assert "version `paper`" in card
+    offline = steps["none"][0]
+    card = (builds["none"] / "README.md").read_text()
+    assert f"{offline['kept']} kept" in card and f"{offline['marked_invalid']} dropped" in card
+    for why, questions in offline["dropped_examples"].items():
+        assert f"| `{why}` | {questions[0]}" in card.replace("\\|", "|")
 
 
 def test_evidence_keeps_its_relative_depth_from_4k_to_8k(builds):
@@ -143,3 +151,64 @@ def test_defaults_follow_the_paper():
     assert config.llm == "none" and config.max_queries_per_pool == 160 and config.lengths == (8192, 16384, 32768)
     assert config.negatives_per_query == 3
 
+
+
+# -- refills (paper A.2: coherent text of strictly equivalent token length) -------------------
+
+def _refills(root: Path, pool: str):
+    """(hard negative row, its positive row, refill text, receiving paragraph without the refill)."""
+    _, corpus, _, _ = pool_tables(root, pool)
+    rows = [dict(zip(corpus, values)) for values in zip(*corpus.values())]
+    by_id = {r["internal_id"]: r for r in rows}
+    for row in rows:
+        if row["role"] != "hard_negative":
+            continue
+        positive = by_id[row["internal_id"].rsplit(":", 1)[0]]
+        text = row["text"]
+        for item in json.loads(row["provenance"])["padding"]:
+            if item["kind"] != "replacement":
+                continue
+            a, b = item["char_range"]
+            start, end = text.rfind("\n\n", 0, a) + 2, text.find("\n\n", b)
+            yield row, positive, text[a:b], text[start:a] + " " + text[b:end if end >= 0 else len(text)]
+
+
+def test_every_refill_is_exactly_as_long_as_the_sentence_it_replaces(builds):
+    root = builds["none"]
+    manifest = json.loads((root / "manifest.json").read_text())
+    stats = manifest["report"]["stats"]["refills"]
+    for pool in ("hotpotqa-hard-4k", "hotpotqa-hard-8k"):
+        _, corpus, _, _ = pool_tables(root, pool)
+        positives = {g: n for g, n, r in zip(corpus["group"], corpus["n_tokens"], corpus["role"]) if r == "positive"}
+        for n, group, role, raw in zip(corpus["n_tokens"], corpus["group"], corpus["role"], corpus["provenance"]):
+            if role == "hard_negative":
+                assert n == positives[group]  # the receiving paragraph recounts to the same length
+                for removed in json.loads(raw)["removed"]:
+                    assert removed["replacement"]["tokens"] == removed["tokens"]
+        assert stats["per_pool"][pool]["exact"] == stats["per_pool"][pool]["refills"] > 0
+    card = (root / "README.md").read_text()
+    assert f"{stats['all']['exact']} exact" in card and "| `hotpotqa-hard-8k` |" in card
+    assert "### Deviations from the paper" in card
+
+
+def test_a_refill_gives_back_neither_the_answer_nor_the_removed_fact_and_repeats_nothing(builds):
+    from builders.hotpotqa import answer_pattern, fact_anchors
+    from mmlongembed.text import split_sentences
+
+    checked = 0
+    for row, positive, refill, _ in _refills(builds["none"], "hotpotqa-hard-8k"):
+        provenance = json.loads(positive["provenance"])
+        pattern = answer_pattern(provenance["answer"])
+        assert pattern is None or not pattern.search(refill)
+        evidence = {e["index"]: positive["text"][slice(*e["char_range"])].strip() for e in provenance["evidence"]}
+        context = positive["text"]
+        for removed in json.loads(row["provenance"])["removed"]:
+            sentence = evidence[removed["index"]]
+            anchors = fact_anchors(sentence, context.replace(sentence, " "))
+            assert not any(re.search(rf"(?<!\w){re.escape(a.lower())}(?!\w)", refill.lower()) for a in anchors), \
+                (sentence, refill)
+        for sentence in split_sentences(refill.strip()):
+            if len(sentence.strip()) > 20:
+                assert row["text"].count(sentence.strip()) == 1, sentence  # no sentence twice in the document
+        checked += 1
+    assert checked >= 18

@@ -9,8 +9,8 @@ from builders.hotpotqa import (
 from mmlongembed.documents import TEXT, Segment, text_segments
 from mmlongembed.errors import FitError
 from mmlongembed.ops.evidence import (
-    Unit, evidence_spans, find_sentence_run, insert_random, insert_spread, pick_fillers, token_offsets_at,
-    units_document)
+    Unit, evidence_spans, find_refill, find_sentence_run, insert_random, insert_spread, pick_fillers, sentence_runs,
+    token_offsets_at, units_document)
 from mmlongembed.ops.length import fit_block_edges
 from mmlongembed.rng import derive_rng
 from mmlongembed.tokens import default_counter
@@ -54,17 +54,45 @@ def test_insert_random_keeps_order_and_adds_everything():
     assert [u for u in grown if u.kind == "context"] == units and len(grown) == 12
 
 
-def test_find_sentence_run_stays_inside_one_paragraph_and_skips_headings():
+def test_sentence_runs_stay_inside_one_paragraph_and_skip_headings():
     counter = default_counter()
     text = ("Heading\nThe first sentence is here. The second one follows it. A third closes it.\n\n"
             "Another paragraph starts. It ends now.\n\n")
     source = Unit("article:x", "article", tuple(text_segments(text, counter)))
-    found, a, b = find_sentence_run([source], 5, 12, 8, derive_rng(0))
-    run = source.segments[a:b]
-    assert not any(s.paragraph_end for s in run[:-1]) and "Heading" not in "".join(s.text for s in run)
-    assert 5 <= sum(s.tokens for s in run) <= 12
+    runs = list(sentence_runs(source))
+    assert len(runs) == 6 + 3  # three sentences: 6 runs; two sentences: 3 runs; the heading: none
+    for a, b, tokens in runs:
+        run = source.segments[a:b]
+        assert not any(s.paragraph_end for s in run[:-1]) and "Heading" not in "".join(s.text for s in run)
+        assert tokens == sum(s.tokens for s in run)
+
+
+def _paragraph(name: str, counts: list[int]) -> Unit:
+    """A one-paragraph unit whose sentences have the given token counts."""
+    segments = [Segment(kind=TEXT, tokens=n, text=f" {name}{i}.", paragraph_end=i == len(counts) - 1)
+                for i, n in enumerate(counts)]
+    return Unit(name, "article", tuple(segments))
+
+
+def _measure(unit, a, b):
+    run = unit.segments[a:b]
+    return run, sum(s.tokens for s in run)
+
+
+def test_find_refill_takes_the_first_exact_run_in_candidate_order():
+    near_miss, exact, exact_later = _paragraph("a", [9, 4]), _paragraph("b", [3, 4, 2]), _paragraph("c", [7, 1])
+    found = find_refill([near_miss, exact, exact_later], 7, (1, 100), 9, _measure)
+    assert (found.unit.id, found.start, found.end, found.tokens, found.rank) == ("b", 0, 2, 7, 1)
+    # a run the content check refuses is never taken, even when exact
+    refuse_b = lambda unit, a, b: None if unit.id == "b" else _measure(unit, a, b)  # noqa: E731
+    assert find_refill([near_miss, exact, exact_later], 7, (1, 100), 7, refuse_b).unit.id == "c"
+
+
+def test_find_refill_falls_back_to_the_closest_run_in_the_window_only_without_an_exact_one():
+    found = find_refill([_paragraph("a", [12, 30]), _paragraph("b", [16, 40])], 14, (9, 19), 15, _measure)
+    assert (found.unit.id, found.tokens) == ("b", 16)
     with pytest.raises(FitError):
-        find_sentence_run([source], 500, 600, 550, derive_rng(0))
+        find_refill([_paragraph("a", [12, 30])], 500, (490, 510), 500, _measure)
 
 
 def test_fit_block_edges_moves_the_replaced_segments_whitespace():
@@ -153,3 +181,118 @@ def test_missing_sources_is_a_one_line_error(tmp_path):
     builder = get_builder("hotpotqa")
     with pytest.raises(UserError, match="does not exist"):
         run_build(builder, builder.config_class(sources=str(tmp_path / "absent")), tmp_path / "out", progress=False)
+
+
+def test_find_refill_chooses_among_the_first_exact_runs_by_closeness():
+    runs = [_paragraph("a", [7, 1]), _paragraph("b", [3, 4, 2]), _paragraph("c", [7, 9])]
+    closeness = {"a": 5.0, "b": 1.0, "c": 0.5}
+    pick = lambda run: closeness[run[0].text[1]]  # noqa: E731  (" a0." -> "a")
+    assert find_refill(runs, 7, (1, 100), 7, _measure).unit.id == "a"  # the first exact run by default
+    assert find_refill(runs, 7, (1, 100), 7, _measure, choose_among=2, closeness=pick).unit.id == "b"
+    assert find_refill(runs, 7, (1, 100), 7, _measure, choose_among=9, closeness=pick).unit.id == "c"
+
+
+def test_refill_sources_are_ranked_by_topic_and_exclude_what_may_not_be_used():
+    """The most similar usable paragraph comes first; a paragraph already in the document, one
+    that holds the answer, one of the question's own, and any question's gold paragraph never
+    come at all."""
+    from builders.hotpotqa import PaddingSupply, RefillSource
+
+    counter = default_counter()
+
+    def paragraph(title, text):
+        return Unit(f"paragraph:{title}", "paragraph",
+                    (Segment(kind=TEXT, tokens=1, text=title + "\n", paragraph_end=True),
+                     *text_segments(text + "\n\n", counter)))
+
+    units = [paragraph("Volcano", "Lava flows from the volcano crater. Eruptions of magma and ash follow."),
+             paragraph("Football", "The coach led the football team. The team won the league title."),
+             paragraph("Harbour", "Ships dock in the harbour. The port handles cargo ships."),
+             paragraph("Cricket", "The cricket team won the cup. Its coach trained the team daily."),
+             paragraph("Gold", "The coach won gold. It was his team."),
+             paragraph("Answer", "The coach of the team was Zanzibar Smith. He won."),
+             paragraph("Own", "The team and its coach. The coach won the team title.")]
+    instance, _ = parse_instance({**RECORD, "answer": "Zanzibar Smith",
+                                  "context": [["Own", ["The team and its coach."]], ["Paris", ["Paris is big."]]],
+                                  "supporting_facts": [["Own", 0], ["Paris", 0]]}, "x")
+    source = RefillSource(PaddingSupply([], units), gold_titles={"Gold"})
+    ranked = [u.id for u in source.candidates(instance, "The football coach and his team won.", set())]
+    assert ranked[:2] == ["paragraph:Football", "paragraph:Cricket"]
+    assert not {"paragraph:Gold", "paragraph:Answer", "paragraph:Own"} & set(ranked)
+    excluded = source.candidates(instance, "The football coach and his team won.", {"paragraph:Football"})
+    assert [u.id for u in excluded][0] == "paragraph:Cricket"
+
+
+def test_a_refill_never_brings_back_the_removed_fact(tmp_path):
+    """Another question's distractor paragraph is the best topical match for the paragraph that
+    loses its evidence, and has a sentence of exactly the removed one's length; but that sentence
+    names the place only the removed sentence names (not the answer: only the fact check stops it).
+    The refill must come from elsewhere."""
+    import json
+
+    from builders.hotpotqa import Built, RefillSource
+    from mmlongembed.builder import BuildReport, get_builder
+    from mmlongembed.ops.length import exact_tokens, trim_edges
+    from mmlongembed.pools import LengthBand
+    from mmlongembed.testing import write_hotpotqa_sources
+
+    write_hotpotqa_sources(tmp_path, n_instances=12)
+    evidence = "Quillbrook Tower is a granite lighthouse that stands in Varnemouth harbour."
+    trap = "Quillbrook Tower is a stone lighthouse that stands in Varnemouth bay."
+    fair = "The old harbour light is a stone lighthouse that guides the small fishing boats home."
+    counter = default_counter()
+    assert counter.count(" " + trap) == counter.count(" " + evidence) == counter.count(" " + fair)
+    tower = ["Quillbrook Tower is a lighthouse on a rocky coast.", " " + evidence,
+             " The lighthouse keeper lit the lamp of the tower every night."]
+    query = {"_id": "tower", "question": "What is the lighthouse kept by Ada Pell made of?", "answer": "granite", "type": "bridge", "level": "hard",
+             "supporting_facts": [["Quillbrook Tower", 1], ["Ada Pell", 0]],
+             "context": [["Quillbrook Tower", tower], ["Ada Pell", ["Ada Pell kept the lamp of the tower for forty years.",
+                                                                     " She lived alone."]]]}
+    other = {"_id": "zother", "question": "Who painted the keeper's lamp?", "answer": "Bo Lund", "type": "bridge",
+             "level": "hard", "supporting_facts": [["Bo Lund", 0], ["Lamp art", 0]],
+             "context": [["Bo Lund", ["Bo Lund painted lamps.", " He was a painter."]],
+                         ["Lamp art", ["Lamp art is old.", " It is painted."]],
+                         ["Lighthouse lore", ["The lighthouse keeper of Quillbrook Tower lit the lamp of the tower.",
+                                              " " + trap, " A stone lighthouse keeper tower lamp story."]],
+                         ["Harbour lights", ["Harbour lights are lamps.", " " + fair,
+                                             " Mia Stone kept the lamp of the pier for forty years."]]]}
+    with open(tmp_path / "hotpotqa" / "sample.jsonl", "a", encoding="utf-8") as handle:
+        for record in (query, other):
+            handle.write(json.dumps(record) + "\n")
+    builder = get_builder("hotpotqa")
+    config = builder.config_class(sources=str(tmp_path))
+    sources = builder.load_sources(config, BuildReport())
+    units_of = {}
+    for instance in sources.instances:
+        pieces = context_pieces(instance)
+        units_of[instance.id] = context_units(instance, counter, dict(zip(pieces, counter.count_many(pieces))))
+    supply = builder._padding_supply(sources, units_of, counter)
+    refills = RefillSource(supply, {title for i in sources.instances for title, _ in i.supporting})
+    tower = next(i for i in sources.instances if i.id == "tower")
+    document = trim_edges(units_document("tower", units_of["tower"]), counter)
+    positive = Built(units_of["tower"], document, exact_tokens(document, counter))
+    band = LengthBand(target=4096, lo=1, hi=4096)
+    variants = builder._hard_variants(tower, positive, band, "test", refills, config, counter)
+    assert not isinstance(variants, str), variants
+    dropping = [(made, removed) for _, made, removed in variants if any(r["index"] == 0 for r in removed)]
+    assert len(dropping) == 2  # drop_first and drop_both
+    for made, removed in dropping:
+        text = made.document.text
+        assert evidence not in text and "Varnemouth" not in text
+        refill = next(r for r in removed if r["index"] == 0)["replacement"]
+        assert refill["tokens"] == counter.count(" " + evidence)
+        assert made.n_tokens == positive.n_tokens or len(removed) == 2  # exact unless the other refill is not
+        assert refill["source"] == "paragraph:Harbour lights" and fair in text
+def test_find_sentence_run_stays_inside_one_paragraph_and_skips_headings():
+    counter = default_counter()
+    text = ("Heading\nThe first sentence is here. The second one follows it. A third closes it.\n\n"
+            "Another paragraph starts. It ends now.\n\n")
+    source = Unit("article:x", "article", tuple(text_segments(text, counter)))
+    found, a, b = find_sentence_run([source], 5, 12, 8, derive_rng(0))
+    run = source.segments[a:b]
+    assert not any(s.paragraph_end for s in run[:-1]) and "Heading" not in "".join(s.text for s in run)
+    assert 5 <= sum(s.tokens for s in run) <= 12
+    with pytest.raises(FitError):
+        find_sentence_run([source], 500, 600, 550, derive_rng(0))
+
+

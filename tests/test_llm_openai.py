@@ -15,8 +15,10 @@ from mmlongembed.llm.cache import LLMCache
 from mmlongembed.llm.fake_server import Canned, FakeOpenAIServer, audit_responder
 from mmlongembed.llm.steps import AuditItem
 
-VALID = '{"valid": true, "reason": "anchored"}'
-INVALID = '{"valid": false, "reason": "vague"}'
+VALID = ('{"is_valid": true, "strong_linked_anchor": "Paris", "anchor_type": "entity", '
+         '"potential_ambiguity": "Low", "reason": "anchored"}')
+INVALID = ('{"is_valid": false, "strong_linked_anchor": "Paris", "anchor_type": "entity", '
+           '"potential_ambiguity": "High", "reason": "vague"}')
 
 
 def config(server, tmp_path, **overrides) -> LLMConfig:
@@ -59,10 +61,9 @@ def test_concurrency_is_bounded_and_used(server, tmp_path):
 def test_retries_with_backoff_on_5xx_and_429(server, tmp_path):
     server.fail_next(1, status=503)
     server.fail_next(1, status=429, retry_after="0")
-    result = run_llm_step("query_audit", load_prompt("query_audit"),
-                          [("only", {"query": "Who?", "answer": "x", "evidence": "[1] x"})],
+    result = run_llm_step("query_audit", load_prompt("query_audit"), [("only", {"query": "Who?"})],
                           config(server, tmp_path, llm_concurrency=1), BuildReport())
-    assert result.values["only"]["valid"] is True
+    assert result.values["only"]["is_valid"] is True
     assert server.requests == 3
 
 
@@ -166,7 +167,7 @@ def test_an_interrupted_run_resumes_without_repeating_calls(server, tmp_path, mo
 
 def test_malformed_replies_are_repaired_then_rejected_with_a_counted_reason(tmp_path):
     replies = {
-        "number 0 ": ['{"valid": tru', VALID],  # repaired on the second ask
+        "number 0 ": ['{"is_valid": tru', VALID],  # repaired on the second ask
         "number 1 ": "not json at all",  # never repaired
         "number 2 ": '{"reason": "no verdict"}',
         "number 3 ": INVALID,
@@ -180,13 +181,13 @@ def test_malformed_replies_are_repaired_then_rejected_with_a_counted_reason(tmp_
     assert step["rejected"] == {"invalid_output:invalid_json": 1, "invalid_output:missing_key": 1}
     assert step["marked_invalid"] == 1 and step["kept"] == 2
     assert server.requests == 5 + 1 + 2 + 2  # first asks, one repair for q0, two repairs each for q1 and q2
-    assert repair_body["messages"][2] == {"role": "assistant", "content": '{"valid": tru'}
+    assert repair_body["messages"][2] == {"role": "assistant", "content": '{"is_valid": tru'}
     assert "not valid JSON" in repair_body["messages"][3]["content"]
     assert report.skipped["query_audit:invalid_output:invalid_json"] == 1
 
 
 def test_replay_answers_from_the_cache_only_and_names_a_missing_entry(tmp_path):
-    replies = {"number 1 ": ['{"valid": tru', INVALID], "number 2 ": "garbage"}
+    replies = {"number 1 ": ['{"is_valid": tru', INVALID], "number 2 ": "garbage"}
     with FakeOpenAIServer(replies=replies, responder=lambda body: VALID) as server:
         cfg = config(server, tmp_path, llm_output_retries=1)
         live_report = BuildReport()
@@ -230,3 +231,34 @@ def test_translation_rejects_replies_that_keep_chinese(tmp_path):
         assert "response_format" not in server.bodies[0]  # plain-text prompt: no schema
     assert out == {"b": "Good morning."}
     assert report.llm_steps[0]["rejected"] == {"invalid_output:rule:chinese_characters": 1}
+
+
+def test_the_paper_audit_reads_the_query_alone_and_v1_stays_selectable(tmp_path):
+    v1_valid = '{"valid": true, "reason": "anchored"}'
+    with FakeOpenAIServer(responder=lambda body: VALID if "QUERY:" in body["messages"][1]["content"] else v1_valid) \
+            as server:
+        paper_report, v1_report = BuildReport(), BuildReport()
+        paper = audit_queries(items(2), config(server, tmp_path), paper_report)
+        v1 = audit_queries(items(2), config(server, tmp_path, llm_prompt_version="v1"), v1_report)
+        paper_body, v1_body = server.bodies[0], server.bodies[-1]
+    assert paper.kept == v1.kept == {"q0", "q1"}
+    assert paper_body["messages"][1]["content"] in {f"QUERY: Question number {i} about Paris?" for i in (0, 1)}
+    assert "Reference answer: Paris" in v1_body["messages"][1]["content"]
+    assert set(paper_body["response_format"]["json_schema"]["schema"]["required"]) == {
+        "is_valid", "strong_linked_anchor", "anchor_type", "potential_ambiguity", "reason"}
+    assert paper.details["q0"]["anchor_type"] == "entity"
+    steps = paper_report.llm_steps[0], v1_report.llm_steps[0]
+    assert [s["prompt_version_name"] for s in steps] == ["paper", "v1"]
+    assert steps[0]["prompt_hash"] != steps[1]["prompt_hash"]
+    assert steps[0]["kept_by_anchor_type"] == {"entity": 2}
+
+
+def test_the_paper_rewrite_reads_the_original_caption_concatenated(tmp_path):
+    from mmlongembed.llm import rewrite_captions
+
+    with FakeOpenAIServer(responder=lambda body: "First, a man walks in. Then, he sits down.") as server:
+        out = rewrite_captions([("v1", ["A man walks in.", " He sits down. "])], config(server, tmp_path),
+                               BuildReport())
+        assert server.bodies[0]["messages"][1]["content"] == "Original caption: A man walks in. He sits down."
+        assert "transition words only" in server.bodies[0]["messages"][0]["content"]
+    assert out == {"v1": "First, a man walks in. Then, he sits down."}

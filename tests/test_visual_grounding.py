@@ -300,3 +300,38 @@ def test_real_data_short_needles_fill_their_cell(tmp_path):
     assert len(pools[0].candidates) == 25 and not report.skipped.get("no_haystack_window_in_band")
     lengths = {len(c.provenance["needle_text"]) for c in pools[0].candidates}
     assert len(lengths) > 1  # the family's needles do differ in length
+
+
+def test_one_needle_set_serves_every_cell_of_a_modality(written):
+    """The paper's grid: the same query-needle pairs in every background x length x depth cell, so
+    the heatmap and Table 4 measure depth, length and background only (a family drawn per cell
+    would mix needle difficulty into them)."""
+    pools = pools_table(written)
+    sets: dict[str, set] = {}
+    for name, extra in zip(pools["pool"], pools["extra"]):
+        facts = json.loads(extra)
+        _, _, queries, _ = _pool_tables(written, name)
+        needles = frozenset(zip(queries["text"], queries["needle_spec"]))
+        sets.setdefault(facts["needle_modality"], set()).add(needles)
+        assert len(needles) == 4
+    assert set(sets) == {"text", "image"} and all(len(found) == 1 for found in sets.values()), \
+        {m: len(found) for m, found in sets.items()}
+    card = (written / "README.md").read_text()
+    assert "One needle set per needle modality" in card and "### Deviations from the paper" in card
+
+
+def test_per_family_grids_are_separate_and_each_fixed(sources_dir):
+    config = tiny_config(sources_dir, lengths=(256,), depths=(0.0, 100.0), backgrounds=("text",),
+                         needle_sets="per_family", subject_kinds=("name", "place"), image_families=("glyph", "count"))
+    _, pools, _ = build(config)
+    names = {p.name for p in pools}
+    assert names == {f"needle-{m}-{f}-text-256-d{d}" for m, f in (("text", "name"), ("text", "place"),
+                                                                   ("image", "glyph"), ("image", "count"))
+                     for d in (0, 100)}
+    by_grid: dict[str, set] = {}
+    for pool in pools:
+        grid = pool.name.rsplit("-text-256-", 1)[0]
+        by_grid.setdefault(grid, set()).add(tuple(sorted(q.text for q in pool.queries)))
+        assert pool.facts["needle_modality"] in grid
+    assert len(by_grid) == 4 and all(len(found) == 1 for found in by_grid.values())
+    assert len({next(iter(found)) for found in by_grid.values()}) == 4  # the families do differ

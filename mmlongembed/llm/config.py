@@ -21,6 +21,10 @@ class LLMConfig:
                 "replay (answers only from the cache)",
         "choices": BACKENDS})
     llm_model: str = field(default=PAPER_MODEL, metadata={"help": "model name (as the server or vLLM knows it)"})
+    llm_prompt_version: str = field(default="paper", metadata={
+        "help": "prompt wording: paper (the inputs, rules and output fields of the paper's Tables 8-10; its "
+                "rule-based audit filter under --llm none) or v1 (the toolkit's first prompts and heuristic)",
+        "choices": ("paper", "v1")})
     llm_model_revision: str = field(default="", metadata={
         "help": "model revision (commit) the answers come from; part of the cache key"})
     llm_base_url: str = field(default="http://127.0.0.1:8000/v1", metadata={

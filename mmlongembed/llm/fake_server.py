@@ -190,7 +190,7 @@ def _make_handler(server: FakeOpenAIServer):
 
 # -- a responder for the query-audit prompt (stand-alone demos and build tests) --------------
 
-_QUESTION = re.compile(r"^Question: (.*)$", re.MULTILINE)
+_QUESTION = re.compile(r"^(?:Question|QUERY): (.*)$", re.MULTILINE)
 
 
 def _stable_bucket(text: str, modulus: int) -> int:
@@ -198,27 +198,36 @@ def _stable_bucket(text: str, modulus: int) -> int:
 
 
 def audit_responder(malformed_every: int = 0, broken_every: int = 0) -> Responder:
-    """Answers the query-audit prompt with a fixed rule that differs from the offline heuristic:
+    """Answers the query-audit prompt (either prompt version: the paper's fields for the paper's
+    prompt, ``valid``/``reason`` for v1) with a fixed rule that differs from the offline rules:
     a question is valid when it has at least 8 words and names something (a capitalised word
     after the first). Chosen by the question's hash (not by arrival order, so concurrency does
     not change results): every ``malformed_every``-th question first gets invalid JSON and is
     answered properly after the repair turn; every ``broken_every``-th always gets a reply
-    missing the ``valid`` key (so it is rejected)."""
+    missing the verdict key (so it is rejected)."""
 
     def respond(body: dict) -> str:
-        match = _QUESTION.search(first_user_message(body))
+        message = first_user_message(body)
+        match = _QUESTION.search(message)
         if not match:
             return "I can only audit questions."
+        paper = match.group(0).startswith("QUERY:")
+        verdict_key = "is_valid" if paper else "valid"
         question = match.group(1).strip()
         repairing = len(body.get("messages", [])) > 2
         if broken_every and _stable_bucket(question, broken_every) == 0:
             return json.dumps({"reason": "forgot the verdict"})
         if malformed_every and _stable_bucket(question, malformed_every) == 1 and not repairing:
-            return '{"valid": true, "reason": "unterminated'
+            return '{"%s": true, "reason": "unterminated' % verdict_key
         words = question.split()
-        valid = len(words) >= 8 and any(w[:1].isupper() for w in words[1:])
+        names = [w.strip("?,.") for w in words[1:] if w[:1].isupper()]
+        valid = len(words) >= 8 and bool(names)
         reason = "specific, anchored question" if valid else "too short or names nothing specific"
-        return json.dumps({"valid": valid, "reason": reason})
+        if not paper:
+            return json.dumps({"valid": valid, "reason": reason})
+        return json.dumps({"is_valid": valid, "strong_linked_anchor": names[0] if names else "",
+                           "anchor_type": "entity", "potential_ambiguity": "Low" if valid else "High",
+                           "reason": reason})
 
     return respond
 

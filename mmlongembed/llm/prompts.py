@@ -1,5 +1,9 @@
 """Prompts: one versioned YAML file each in ``prompts/``, with its output contract.
 
+Prompt versions (``--llm-prompt-version``): ``paper`` (the default, ``prompts/<name>.yaml``) has
+exactly the inputs, rules and output fields of the paper's Tables 8-10; ``v1``
+(``prompts/v1/<name>.yaml``) is the toolkit's first wording, kept selectable.
+
 A prompt file holds the system text, a user template with named ``{fields}``, and the contract
 its reply must meet: a JSON schema (``output.type: json``) or rules for plain text
 (``output.type: text``: not empty, at most ``max_chars``, none of the ``forbid`` patterns).
@@ -24,6 +28,9 @@ import yaml
 from mmlongembed.errors import UserError
 
 PROMPTS_DIR = Path(__file__).resolve().parent.parent.parent / "prompts"
+# version name -> subdirectory of the prompts directory ("" = the directory itself)
+PROMPT_VERSIONS = {"paper": "", "v1": "v1"}
+DEFAULT_PROMPT_VERSION = "paper"
 
 
 @dataclass(frozen=True)
@@ -44,6 +51,7 @@ class Prompt:
     fields: tuple[str, ...]
     output: dict = field(hash=False, compare=False)
     description: str = ""
+    variant: str = DEFAULT_PROMPT_VERSION  # the prompt version it belongs to (``PROMPT_VERSIONS``)
 
     @property
     def hash(self) -> str:
@@ -188,9 +196,13 @@ def _parse_text(reply: str, rules: dict) -> tuple[object, OutputProblem | None]:
 
 
 @functools.lru_cache(maxsize=None)
-def load_prompt(name: str, directory: str | None = None) -> Prompt:
+def load_prompt(name: str, directory: str | None = None, version: str | None = None) -> Prompt:
+    """The prompt ``name`` of prompt version ``version`` (default: the paper's)."""
+    version = version or DEFAULT_PROMPT_VERSION
+    if version not in PROMPT_VERSIONS:
+        raise UserError(f"unknown prompt version {version!r}; choose from {', '.join(PROMPT_VERSIONS)}")
     path = Path(directory) if directory else PROMPTS_DIR
-    path = path / f"{name}.yaml"
+    path = path / PROMPT_VERSIONS[version] / f"{name}.yaml"
     if not path.is_file():
         raise UserError(f"no prompt file {path}")
     data = yaml.safe_load(path.read_text(encoding="utf-8"))
@@ -198,7 +210,7 @@ def load_prompt(name: str, directory: str | None = None) -> Prompt:
         prompt = Prompt(
             name=data["name"], version=int(data["version"]), role=data.get("role", ""),
             system=data["system"], user=data["user"], fields=tuple(data["fields"]), output=data["output"],
-            description=data.get("description", ""),
+            description=data.get("description", ""), variant=version,
         )
     except (KeyError, TypeError, ValueError) as error:
         raise UserError(f"prompt file {path} is malformed: {error}") from None

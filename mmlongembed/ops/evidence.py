@@ -9,8 +9,9 @@ text. Evidence segments carry ``origin="evidence:<k>"``. Operations:
 - ``insert_spread``: insert units between existing ones so that each old position keeps its
   relative depth (``f = tokens before / total``) as the document grows;
 - ``insert_random``: insert units at random gaps (the first padding of a document);
-- ``find_sentence_run``: a run of whole sentences of one paragraph of a padding article whose
-  length lies in a window, to replace an evidence segment with coherent text of the same length;
+- ``sentence_runs`` / ``find_refill``: runs of whole sentences inside one paragraph, and the one
+  that replaces an evidence segment with coherent text of exactly its length (the most preferred
+  source first; the closest length in a window only where no run is exact);
 - ``segment_spans`` / ``token_offsets_at``: where segments are, in characters and tokens, and the
   independent recount that checks it.
 """
@@ -19,7 +20,7 @@ from __future__ import annotations
 
 import bisect
 from dataclasses import dataclass, replace
-from typing import Iterable, Sequence
+from typing import Callable, Iterable, Iterator, Sequence
 
 import numpy as np
 
@@ -157,37 +158,104 @@ def _insert_at(units: Sequence[Unit], placed: Sequence[tuple[int, Unit]]) -> lis
     return out
 
 
+def sentence_runs(unit: Unit) -> Iterator[tuple[int, int, int]]:
+    """(start, end, tokens): every run ``unit.segments[start:end]`` of whole text sentences inside
+    one paragraph of the unit, with the sum of their counts. A one-segment paragraph (a heading,
+    a title line, a fragment) yields nothing."""
+    segments = unit.segments
+    start = 0
+    while start < len(segments):
+        end = start
+        while end < len(segments) and not segments[end].paragraph_end:
+            end += 1
+        stop = min(end + 1, len(segments))
+        if stop - start > 1:
+            for a in range(start, stop):
+                total = 0
+                for b in range(a, stop):
+                    if segments[b].kind != TEXT:
+                        break
+                    total += segments[b].tokens
+                    yield a, b + 1, total
+        start = stop
+
+
 def find_sentence_run(sources: Sequence[Unit], need_lo: int, need_hi: int, aim: int,
                       rng: np.random.Generator) -> tuple[Unit, int, int]:
     """(unit, start, end): ``unit.segments[start:end]`` is a run of whole sentences inside one
     paragraph (no heading lines) with a token sum in [need_lo, need_hi], closest to ``aim``.
-    Sources are tried in random order; the first exact hit wins."""
+    Sources are tried in random order; the first exact hit wins. (Kept for builders that draw
+    refills at random; ``find_refill`` takes them in order of preference and measures in place.)"""
     best: tuple[int, int, Unit, int, int] | None = None
     for rank, i in enumerate(rng.permutation(len(sources))):
         unit = sources[int(i)]
-        segments = unit.segments
-        start = 0
-        while start < len(segments):
-            end = start
-            while end < len(segments) and not segments[end].paragraph_end:
-                end += 1
-            paragraph = range(start, min(end + 1, len(segments)))
-            if len(paragraph) > 1:  # a one-segment paragraph is a heading or a fragment: skip
-                for a in paragraph:
-                    total = 0
-                    for b in range(a, paragraph.stop):
-                        if segments[b].kind != TEXT:
-                            break
-                        total += segments[b].tokens
-                        if total > need_hi:
-                            break
-                        if total >= need_lo:
-                            miss = abs(total - aim)
-                            if best is None or (miss, rank) < best[:2]:
-                                best = (miss, rank, unit, a, b + 1)
-                            if miss == 0:
-                                return unit, a, b + 1
-            start = paragraph.stop
+        for a, b, total in sentence_runs(unit):
+            if not need_lo <= total <= need_hi:
+                continue
+            miss = abs(total - aim)
+            if best is None or (miss, rank) < best[:2]:
+                best = (miss, rank, unit, a, b)
+            if miss == 0:
+                return unit, a, b
     if best is None:
         raise FitError("no_sentence_run", f"no run of [{need_lo}, {need_hi}] tokens in {len(sources)} sources")
     return best[2], best[3], best[4]
+
+
+@dataclass(frozen=True)
+class Refill:
+    """A run of whole sentences chosen to stand in for a removed segment of ``target`` tokens:
+    ``segments`` are the run as fitted into place (see ``find_refill``), ``tokens`` its measured
+    length there."""
+
+    unit: Unit
+    start: int
+    end: int
+    segments: tuple[Segment, ...]
+    tokens: int
+    target: int
+    rank: int  # the unit's position in the candidate order (0 = the most preferred)
+
+
+FitRun = Callable[[Unit, int, int], "tuple[Sequence[Segment], int] | None"]
+
+
+def find_refill(candidates: Sequence[Unit], target: int, window: tuple[int, int], aim: int, fit: FitRun,
+                max_fits: int = 400, near: int = 1, choose_among: int = 1,
+                closeness: Callable[[Sequence[Segment]], float] | None = None) -> Refill:
+    """A run of whole sentences from one paragraph of one candidate unit to replace a segment of
+    ``target`` tokens. ``fit(unit, start, end)`` puts a run into place and returns its fitted
+    segments and measured length, or None where the run may not be used (its content).
+
+    Candidates are in order of preference (the most topical first). The first run whose measured
+    length equals ``target`` wins, searching runs whose summed counts lie within ``near`` of the
+    target and fitting at most ``max_fits`` of them; with ``choose_among`` > 1, the first that many
+    exact runs are compared and the one with the smallest ``closeness`` wins (e.g. the nearest in
+    characters to the removed text; ties: the earlier). Only when no run is exact does the fitted run
+    within ``window`` closest to ``aim`` win, among the candidates searched (the earlier candidate
+    on ties). Bounded; raises FitError when nothing fits the window."""
+    lo, hi = window
+    fits = 0
+    fallback: list[tuple[int, int, int, int, int]] = []  # (miss from aim, rank, k, start, end)
+    exact: list[Refill] = []
+    for rank, unit in enumerate(candidates):
+        if fits >= max_fits or len(exact) >= choose_among:
+            break
+        for a, b, approx in sentence_runs(unit):
+            if lo <= approx <= hi:
+                fallback.append((abs(approx - aim), rank, len(fallback), a, b))
+            if abs(approx - target) > near or fits >= max_fits or len(exact) >= choose_among:
+                continue
+            fits += 1
+            fitted = fit(unit, a, b)
+            if fitted is not None and fitted[1] == target:
+                exact.append(Refill(unit, a, b, tuple(fitted[0]), fitted[1], target, rank))
+    if exact:
+        if closeness is None:
+            return exact[0]
+        return min(enumerate(exact), key=lambda item: (closeness(item[1].segments), item[0]))[1]
+    for _, rank, _, a, b in sorted(fallback)[:max_fits]:
+        fitted = fit(candidates[rank], a, b)
+        if fitted is not None and lo <= fitted[1] <= hi:
+            return Refill(candidates[rank], a, b, tuple(fitted[0]), fitted[1], target, rank)
+    raise FitError("no_sentence_run", f"no run of [{lo}, {hi}] tokens in {len(candidates)} sources")
