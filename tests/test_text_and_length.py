@@ -99,6 +99,27 @@ def test_find_block_meets_the_length_and_prefers_paragraph_starts():
         find_block(doc.segments, 10**6, 10**6 + 5, rng)
 
 
+def test_find_block_matches_characters_as_well_as_tokens_when_asked():
+    """Donor text denser in characters than its host would make every variant longer in
+    characters than its positive; with a character aim the block follows the host's density."""
+    counter = default_counter()
+    dense = "Interdepartmental reconciliation notwithstanding comprehensive appropriations. "
+    sparse = "It is so. We go on. "
+    doc = text_document("donor", "".join((dense if k % 2 else sparse) * 3 + "\n" for k in range(40)), counter)
+    sums, chars = prefix_sums(doc.segments), [0]
+    for segment in doc.segments:
+        chars.append(chars[-1] + len(segment.text))
+    tokens_wanted = 30
+    runs = {}
+    for char_aim in (60, 400):
+        start, end = find_block(doc.segments, tokens_wanted - 6, tokens_wanted + 6, np.random.default_rng(0),
+                                aim=tokens_wanted, char_aim=char_aim, chars_per_token=4.0)
+        runs[char_aim] = (sums[end] - sums[start], chars[end] - chars[start])
+        assert abs(runs[char_aim][0] - tokens_wanted) <= 6
+    assert runs[60][1] < runs[400][1]
+    assert abs(runs[60][1] - 60) < abs(runs[400][1] - 60) and abs(runs[400][1] - 400) < abs(runs[60][1] - 400)
+
+
 def test_span_at_fraction_snaps_to_paragraphs():
     doc = _long_doc()
     start, end = span_at_fraction(doc.segments, 0.25, 0.75)

@@ -75,9 +75,14 @@ def replace_span_with_donor(
     char_start = len(Document(positive.id, segments[:start]).render()[0])
     char_end = char_start + len(Document(positive.id, segments[start:end]).render()[0])
     donor_sums = prefix_sums(donor.segments)
+    chars_per_token = len(positive_text) / max(1, positive_tokens)
     for _ in range(max_attempts):
         aim = min(max(removed + length_offset, need_lo), need_hi)
-        block_start, block_end = find_block(donor.segments, need_lo, need_hi, rng, aim=aim)
+        # the block's characters follow its tokens at the positive's own density, so the
+        # variants' character lengths are as exchangeable with the positive's as their tokens
+        char_aim = char_end - char_start + round((aim - removed) * chars_per_token)
+        block_start, block_end = find_block(donor.segments, need_lo, need_hi, rng, aim=aim, char_aim=char_aim,
+                                            chars_per_token=chars_per_token)
         block = fit_block_edges(donor.segments[block_start:block_end], lead, tail, counter,
                                 origin=f"donor:{donor.id}")
         negative = replace_segments(positive, start, end, block)

@@ -112,28 +112,35 @@ def find_block(
     need_hi: int,
     rng: np.random.Generator,
     aim: int | None = None,
+    char_aim: int | None = None,
+    chars_per_token: float = 4.0,
 ) -> tuple[int, int]:
     """A contiguous run ``segments[start:end]`` of text whose token sum lies in
-    [need_lo, need_hi], starting at a paragraph start where possible. Among the runs found at
-    the shuffled start points, the first whose sum is closest to ``aim`` wins.
+    [need_lo, need_hi], starting at a paragraph start where possible. The run closest to ``aim``
+    tokens wins; with ``char_aim``, the run closest to both aims, a character counting as
+    ``1 / chars_per_token`` tokens: a block from a denser or sparser donor would otherwise make
+    every variant of a positive longer (or shorter) in characters than the positive itself.
 
-    O(n log n): one bisection over prefix sums per start point."""
+    Start points are tried in shuffled order: O(n log n), one bisection over prefix sums per start."""
     if need_lo > need_hi or need_hi <= 0:
         raise FitError("bad_request", f"block of [{need_lo}, {need_hi}] tokens")
     aim = (need_lo + need_hi) // 2 if aim is None else aim
     sums = prefix_sums(segments)
+    chars = [0, *accumulate(len(s.text) for s in segments)]
     text_only = [s.kind == TEXT for s in segments]
     paragraph_starts = [0] + [i + 1 for i, s in enumerate(segments[:-1]) if s.paragraph_end]
     for starts in (paragraph_starts, list(range(len(segments)))):
         order = rng.permutation(len(starts))
-        best: tuple[int, int, int] | None = None
+        best: tuple[float, int, int] | None = None
         for k in order:
             start = starts[k]
             # first end whose sum reaches need_lo, then walk while still <= need_hi
             end = bisect.bisect_left(sums, sums[start] + need_lo, lo=start + 1)
             while end < len(sums) and sums[end] - sums[start] <= need_hi:
                 if all(text_only[start:end]):
-                    miss = abs(sums[end] - sums[start] - aim)
+                    miss = float(abs(sums[end] - sums[start] - aim))
+                    if char_aim is not None:
+                        miss += abs(chars[end] - chars[start] - char_aim) / chars_per_token
                     if best is None or miss < best[0]:
                         best = (miss, start, end)
                     if miss == 0:
