@@ -131,7 +131,7 @@ def test_sampling_check_finds_back_half_changes_the_default_sampling_skips():
     hidden = [k for k in range(50, 100) if k not in chosen][:2]  # two back-half positions between samples
     swapped = list(positive)
     swapped[hidden[0]], swapped[hidden[1]] = swapped[hidden[1]], swapped[hidden[0]]
-    check = sampling_check(positive, swapped, fps=1.0)
+    check = sampling_check(positive, swapped, clip_fps=1.0)
     assert check == {"frames": 100, "selected": 64, "changed": 2, "changed_dropped": 2, "indistinguishable": True}
     visible = list(positive)
     visible[98], visible[99] = 99, 98  # the last frame is always selected

@@ -39,19 +39,19 @@ def _frame(image: bytes, index: int) -> Frame:
     return Frame(index, float(index), image, height, width)
 
 
-def sampling_check(positive: list[int], negative: list[int], fps: float, **sampling) -> dict:
+def sampling_check(positive: list[int], negative: list[int], clip_fps: float, **sampling) -> dict:
     """How mteb's frame selection treats one hard negative: the positions where its frames differ
     from the positive's (``changed``), how many of them the selection drops, and whether the
     selected frames of the two are identical (then no model can tell them apart)."""
     n = len(positive)
-    chosen = set(mteb_frame_indices(n, n / fps, **sampling))
+    chosen = set(mteb_frame_indices(n, n / clip_fps, **sampling))
     changed = [k for k in range(n) if positive[k] != negative[k]]
     dropped = [k for k in changed if k not in chosen]
     return {"frames": n, "selected": len(chosen), "changed": len(changed), "changed_dropped": len(dropped),
             "indistinguishable": bool(changed) and len(dropped) == len(changed)}
 
 
-def pool_warnings(pool: str, corpus: dict, fps: float, **sampling) -> dict:
+def pool_warnings(pool: str, corpus: dict, clip_fps: float, **sampling) -> dict:
     """Per hard variant: negatives checked, negatives with dropped changed frames, negatives the
     default sampling makes identical to their positive; and frame counts."""
     positives = {corpus["group"][i]: corpus["grid_index"][i] for i in range(len(corpus["_id"]))
@@ -61,7 +61,8 @@ def pool_warnings(pool: str, corpus: dict, fps: float, **sampling) -> dict:
         variant = corpus["variant"][i]
         if corpus["role"][i] != "hard_negative" or variant not in HARD_VARIANTS:
             continue
-        check = sampling_check(list(positives[corpus["group"][i]]), list(corpus["grid_index"][i]), fps, **sampling)
+        check = sampling_check(list(positives[corpus["group"][i]]), list(corpus["grid_index"][i]), clip_fps,
+                               **sampling)
         counts = per_variant.setdefault(variant, Counter())
         counts["negatives"] += 1
         counts["some_changed_frames_dropped"] += check["changed_dropped"] > 0
