@@ -3,6 +3,7 @@ ranking (against mteb's own leaderboard code) and task pruning, on fixtures (no 
 
 from __future__ import annotations
 
+import json
 import math
 from collections import Counter
 
@@ -243,3 +244,20 @@ def test_scores_csv_round_trip(tmp_path):
     write_scores_csv(tmp_path / "s.csv", table)
     back = read_scores_csv(tmp_path / "s.csv")
     assert back == table and not math.isnan(back["m2"]["A"])
+
+
+def test_rank_and_prune_commands(tmp_path, capsys):
+    from mmlongembed.cli import main
+
+    write_scores_csv(tmp_path / "scores.csv", score_table())
+    (tmp_path / "costs.json").write_text(json.dumps({"A": 5.0, "B": 1.0, "C": 3.0, "D": 2.0, "E": 9.0}))
+    assert main(["mveb", "rank", str(tmp_path / "scores.csv")]) == 0
+    ranking = capsys.readouterr().out
+    assert ranking.splitlines()[2].split()[:3] == ["1", "m4", "25"]  # the best model under Borda
+    assert main(["mveb", "prune", str(tmp_path / "scores.csv"), "--costs", str(tmp_path / "costs.json"),
+                 "--output", str(tmp_path / "prune.json")]) == 0
+    printed = capsys.readouterr().out
+    assert "drop  A  (rho 1.000 with B)" in printed and "kept 3 of 5 tasks" in printed
+    decision = json.loads((tmp_path / "prune.json").read_text())
+    assert decision["kept"] == ["B", "D", "C"] and decision["agreement"]["models"] == 8
+    assert main(["mveb", "prune", str(tmp_path / "scores.csv"), "--protect", "Z"]) == 2
