@@ -229,29 +229,37 @@ def _single_split_labelled(ctx: TaskContext, variant: str, family: str):
     return everything, clip_ids, failed
 
 
-def clustering(ctx: TaskContext, variant: str) -> TaskOutput | None:
-    picked = _single_split_labelled(ctx, variant, "clustering")
+def _labelled_single_split(ctx: TaskContext, variant: str, family: str):
+    """Rows, statistics and features of a one-split labelled task (clustering, zero-shot)."""
+    picked = _single_split_labelled(ctx, variant, family)
     if picked is None:
         return None
     everything, clip_ids, failed = picked
     names, label = _label_column(clip_ids, ctx)
-    config = f"clustering-{variant}"
+    config = f"{family}-{variant}"
     ids, mods = ctx.ids(config), _modalities(variant)
     rows = _shuffled(ctx, [{"clip_id": ids(c), **_media_values(ctx, ids, c, mods),
                             "label": names.index(ctx.clips[c].clip.label)} for c in clip_ids], config)
+    stats = {"rows": {TEST: len(clip_ids)}, "classes": len(names), "per_class": {TEST: _per_class(ctx, clip_ids)},
+             "audio_dropped": dict(failed), "audio_dropped_sources": _dropped_sources(ctx, everything)}
+    features = {config: _features({"clip_id": _string(), **_media_features(mods), "label": label})}
+    return config, names, mods, {config: {TEST: rows}}, features, stats
+
+
+def clustering(ctx: TaskContext, variant: str) -> TaskOutput | None:
+    built = _labelled_single_split(ctx, variant, "clustering")
+    if built is None:
+        return None
+    config, names, mods, configs, features, stats = built
     name = f"{ctx.prefix}Clustering{_suffix(variant)}"
     meta = ctx.metadata(name, "VideoClustering", "va2c" if variant == "va" else "v2c", mods, "v_measure",
                         "Clustering of clips by class (MiniBatchKMeans with k = number of classes; V-measure).")
-    stats = {"rows": {TEST: len(clip_ids)}, "classes": len(names), "per_class": {TEST: _per_class(ctx, clip_ids)},
-             "audio_dropped": dict(failed), "audio_dropped_sources": _dropped_sources(ctx, everything)}
     # MVEB's video clustering tasks embed every clip (no 4 % subsample)
     return TaskOutput(name, "clustering", meta, config,
                       {"input_column_name": _input_columns(variant), "label_column_name": "label",
                        "max_fraction_of_documents_to_embed": None,
                        "max_documents_per_cluster": ctx.cluster_sample},
-                      configs={config: {TEST: rows}},
-                      features={config: _features({"clip_id": _string(), **_media_features(mods), "label": label})},
-                      stats=stats, family="clustering", variant=variant)
+                      configs=configs, features=features, stats=stats, family="clustering", variant=variant)
 
 
 def pairs(ctx: TaskContext, variant: str) -> TaskOutput | None:
@@ -291,27 +299,19 @@ def pairs(ctx: TaskContext, variant: str) -> TaskOutput | None:
 
 
 def zeroshot(ctx: TaskContext, variant: str) -> TaskOutput | None:
-    picked = _single_split_labelled(ctx, variant, "zeroshot")
-    if picked is None:
+    built = _labelled_single_split(ctx, variant, "zeroshot")
+    if built is None:
         return None
-    everything, clip_ids, failed = picked
-    names, label = _label_column(clip_ids, ctx)
-    config = f"zeroshot-{variant}"
-    ids, mods = ctx.ids(config), _modalities(variant)
-    rows = _shuffled(ctx, [{"clip_id": ids(c), **_media_values(ctx, ids, c, mods),
-                            "label": names.index(ctx.clips[c].clip.label)} for c in clip_ids], config)
+    config, names, mods, configs, features, stats = built
     name = f"{ctx.prefix}ZeroShot{_suffix(variant)}"
     prompts = [ctx.zeroshot_template.format(label=n) for n in names]
     meta = ctx.metadata(name, "VideoZeroshotClassification", "va2t" if variant == "va" else "v2t",
                         (*mods, "text"), "accuracy",
                         f"Zero-shot classification against the prompts {ctx.zeroshot_template!r}.")
-    stats = {"rows": {TEST: len(clip_ids)}, "classes": len(names), "per_class": {TEST: _per_class(ctx, clip_ids)},
-             "audio_dropped": dict(failed), "audio_dropped_sources": _dropped_sources(ctx, everything)}
     return TaskOutput(name, "zeroshot", meta, config,
                       {"input_column_name": _input_columns(variant), "label_column_name": "label"},
-                      candidate_labels=prompts, configs={config: {TEST: rows}},
-                      features={config: _features({"clip_id": _string(), **_media_features(mods), "label": label})},
-                      stats=stats, family="zeroshot", variant=variant)
+                      candidate_labels=prompts, configs=configs, features=features, stats=stats, family="zeroshot",
+                      variant=variant)
 
 
 def _side_row(ctx: TaskContext, ids: OpaqueIds, clip_id: str, modalities: Sequence[str], text: str | None) -> dict:
