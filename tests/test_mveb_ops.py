@@ -261,3 +261,36 @@ def test_rank_and_prune_commands(tmp_path, capsys):
     decision = json.loads((tmp_path / "prune.json").read_text())
     assert decision["kept"] == ["B", "D", "C"] and decision["agreement"]["models"] == 8
     assert main(["mveb", "prune", str(tmp_path / "scores.csv"), "--protect", "Z"]) == 2
+
+
+def test_collection_layouts_and_bad_rows(tmp_path):
+    from mmlongembed.builder import BuildReport
+    from mmlongembed.video_tasks.collection import read_collection
+
+    for split, label, name in (("train", "dog", "a.mp4"), ("test", "dog", "b.webm"), ("train", "cat", "c.mkv")):
+        (tmp_path / "folders" / split / label).mkdir(parents=True, exist_ok=True)
+        (tmp_path / "folders" / split / label / name).write_bytes(b"")
+    (tmp_path / "folders" / "train" / "cat" / "notes.txt").write_text("not a video")
+    report = BuildReport(progress=False)
+    found, root, layout = read_collection(tmp_path / "folders", report)
+    assert layout == "class folders with train/test folders"
+    assert [(c.source, c.label, c.split) for c in found] == [
+        ("test/dog/b.webm", "dog", "test"), ("train/cat/c.mkv", "cat", "train"), ("train/dog/a.mp4", "dog", "train")]
+
+    table = tmp_path / "table"
+    table.mkdir()
+    (table / "v.mp4").write_bytes(b"")
+    (table / "collection.json").write_text(json.dumps([
+        {"path": "v.mp4", "label": "x", "start": 1, "end": 3, "captions": ["first", "second"],
+         "question": "Q?", "candidates": ["a", "b"], "answer": "b", "id": "clip-1"},
+        {"path": "missing.mp4", "label": "x"},
+        {"path": "v.mp4", "label": "x", "split": "dev"},
+        {"path": "v.mp4", "start": 3, "end": 2},
+        "not an object"]))
+    report = BuildReport(progress=False)
+    found, root, layout = read_collection(table, report)
+    assert layout == "table collection.json" and root == table
+    (clip,) = found
+    assert (clip.clip_id, clip.source, clip.start, clip.end, clip.captions, clip.candidates, clip.answer) == (
+        "clip-1", "v.mp4", 1.0, 3.0, ("first", "second"), ("a", "b"), "b")
+    assert dict(report.skipped) == {"video_file_missing": 1, "malformed_entry": 3}
