@@ -151,6 +151,9 @@ def prepare(config: MvebConfig, report: BuildReport) -> Prepared:
         if entry.source not in facts:
             report.skip(f"undecodable_video:{outcome.status.get(entry.source)}", entry.origin)
             continue
+        if facts[entry.source]["frame_sizes"] != 1:  # a clip's frames must share one size
+            report.skip("frame_size_changes", entry.origin)
+            continue
         ranges = _ranges(entry, facts[entry.source]["duration"], config)
         if not ranges:
             report.skip("range_outside_video", entry.origin)
