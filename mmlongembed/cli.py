@@ -105,6 +105,8 @@ def _run_list(args) -> int:
 EXTERNAL_SUBCOMMANDS: tuple[tuple[str, str, str], ...] = (
     ("score", "harness.cli", "score embedding models on a built benchmark (reads it through load_dataset only)"),
     ("push", "mmlongembed.publish", "publish a validated build to a Hub dataset repo as a tagged release"),
+    ("mveb", "mmlongembed.video_tasks.cli", "MTEB video tasks (MVEB): build from a video collection, export, "
+                                             "evaluate with mteb, rank and prune"),
 )
 
 
