@@ -60,6 +60,8 @@ class FrameSettings:
     def __post_init__(self):
         if self.fps <= 0 or self.max_pixels <= 0 or not 1 <= self.quality <= 100 or self.audio_rate <= 0:
             raise UserError(f"bad frame settings: {self}")
+        # one key for one rule: fps=4 and fps=4.0 decode the same frames
+        object.__setattr__(self, "fps", float(self.fps))
 
     def identity(self) -> dict:
         return {**asdict(self), "rule": FRAME_RULE, "format": "JPEG baseline, no EXIF, 4:2:0 (Pillow default)",
