@@ -49,7 +49,7 @@ MIN_EVIDENCE, MAX_EVIDENCE = 2, 5
 RECOUNT_MARGIN = 4
 YES_NO = frozenset({"yes", "no"})
 GROWTH_PIECES = 4  # a longer positive grows by at least this many whole units
-REFILL_CHOICES = 8  # exact-length refill runs compared for their character length
+REFILL_CHOICES = 32  # exact-length refill runs compared for their character length
 
 
 @dataclass
@@ -234,6 +234,23 @@ def sha(text: str) -> str:
     return hashlib.sha256(text.encode("utf-8")).hexdigest()[:16]
 
 
+def grow(units: list[Unit], level: int, lo: int, hi: int, articles: list[Unit], paragraphs: list[Unit],
+         rng) -> list[Unit]:
+    """One growth step of a document of whole units to [lo, hi] tokens, the same for positives and
+    easy negatives. The first step scatters padding at random gaps (evidence depth varies across
+    queries); later steps spread the new padding so each old point keeps its depth, and no single
+    unit may take more than a quarter of the new tokens (smaller pieces follow each evidence
+    sentence's depth more closely). Raises FitError ("already_longer", or pick_fillers')."""
+    current = sum(u.tokens for u in units)
+    if current > hi:
+        raise FitError("already_longer", f"{current} tokens, window ends at {hi}")
+    used = {u.id for u in units}
+    largest = (hi - current) if level == 0 else max(1, (hi - current) // GROWTH_PIECES)
+    fillers = pick_fillers([u for u in articles if u.id not in used and u.tokens <= largest],
+                           [u for u in paragraphs if u.id not in used], lo - current, hi - current, rng)
+    return insert_random(units, fillers, rng) if level == 0 else insert_spread(units, fillers, rng)
+
+
 @dataclass
 class Built:
     units: list[Unit]
@@ -384,7 +401,7 @@ class HotpotQABuilder(Builder):
     name = "hotpotqa"
     # 1.1: an instance serves a pool once; positives share no paragraph
     # 1.2: refills of exactly the removed sentence's length, on the receiving paragraph's topic
-    version = "1.2.0"
+    version = "1.3.0"  # 1.3: easy negatives grow as positives do; refills balanced in characters
     task = "multi_source_reasoning"
     title = "MMLongEmbed Multi-Source Reasoning: HotpotQA"
     config_class = HotpotQAConfig
@@ -496,7 +513,7 @@ class HotpotQABuilder(Builder):
         for level, band in enumerate(bands):
             # Pools take instances in one seeded order and skip those they cannot use, so a
             # failure is replaced by the next instance and the pools of a length share queries.
-            pools.append(self._easy_pool(band, level, order, positives_of, instances, units_of, supply,
+            pools.append(self._easy_pool(bands, level, order, positives_of, instances, units_of, supply,
                                          config, counter, report))
             pools.append(self._hard_pool(band, level, order, positives_of, refills, config, counter, report))
         report.stats["refills"] = refill_statistics(pools)
@@ -534,25 +551,14 @@ class HotpotQABuilder(Builder):
         units = list(context)
         for level, band in enumerate(bands):
             lo, hi = self._window(band)
-            current = sum(u.tokens for u in units)
-            if current > hi:
-                report.skip(f"context_longer_than_{band.name}", instance.id)
-                break
-            used = {u.id for u in units}
             rng = derive_rng(config.seed, self.name, instance.id, band.target, "positive")
-            # When growing, no single unit may take more than a quarter of the new tokens: whole
-            # units are placed only between existing ones, and smaller pieces let the inserted
-            # mass follow each evidence sentence's depth more closely.
-            largest = (hi - current) if level == 0 else max(1, (hi - current) // GROWTH_PIECES)
             try:
-                fillers = pick_fillers([u for u in articles if u.id not in used and u.tokens <= largest],
-                                       [u for u in paragraphs if u.id not in used], lo - current, hi - current, rng)
+                units = grow(units, level, lo, hi, articles, paragraphs, rng)
             except FitError as error:
-                report.skip(f"positive_{band.name}_{error.reason}", instance.id)
+                reason = f"context_longer_than_{band.name}" if error.reason == "already_longer" else \
+                    f"positive_{band.name}_{error.reason}"
+                report.skip(reason, instance.id)
                 break
-            # The first length scatters padding at random gaps (evidence depth varies across
-            # queries); longer ones spread new padding so each evidence keeps its depth.
-            units = insert_random(units, fillers, rng) if level == 0 else insert_spread(units, fillers, rng)
             document = trim_edges(units_document(f"{instance.id}@{band.name}", units), counter)
             n_tokens = exact_tokens(document, counter)
             if not lo <= n_tokens <= band.hi - hard_negative_tolerance(band.hi):
@@ -573,8 +579,9 @@ class HotpotQABuilder(Builder):
                         "evidence": _evidence_provenance(built.document, built.n_tokens),
                         "padding": _padding_provenance(built.units)})
 
-    def _easy_pool(self, band, level, order, positives_of, instances, units_of, supply, config, counter,
+    def _easy_pool(self, bands, level, order, positives_of, instances, units_of, supply, config, counter,
                    report) -> Pool:
+        band = bands[level]
         pool = Pool(name=pool_name(self.name, "easy", band), task=self.task, dataset=self.name, difficulty="easy",
                     band=band)
         k = config.negatives_per_query
@@ -607,7 +614,7 @@ class HotpotQABuilder(Builder):
                 if any(e in u.text for u in other_units for e in evidence):
                     continue
                 made = self._other_document(instance, other, other_units, positive.n_tokens + offsets[len(negatives)],
-                                            band, evidence, supply, config, counter)
+                                            bands, level, evidence, supply, config, counter)
                 if made is not None:
                     negatives.append((other, made))
             if len(negatives) < k:
@@ -628,23 +635,24 @@ class HotpotQABuilder(Builder):
                                 "padding": _padding_provenance(made.units)}))
         return pool
 
-    def _other_document(self, instance, other, other_units, aim, band, evidence, supply, config,
+    def _other_document(self, instance, other, other_units, aim, bands, level, evidence, supply, config,
                         counter) -> Built | None:
-        """Another instance's context padded to about ``aim`` tokens, with padding that carries
-        neither this query's answer nor its evidence."""
-        context_tokens = sum(u.tokens for u in other_units)
+        """Another instance's context padded to about ``aim`` tokens with padding that carries
+        neither this query's answer nor its evidence, grown level by level exactly as a positive
+        grows (``grow``): padded in one pass instead, a longer easy negative would hold fewer,
+        larger units than the positive, and its paragraph-break density would tell them apart."""
+        band = bands[level]
         tolerance = hard_negative_tolerance(aim)
-        lo = max(band.lo + RECOUNT_MARGIN, aim - tolerance // 2)
-        hi = min(band.hi - RECOUNT_MARGIN, aim + tolerance // 2)
-        if context_tokens > hi:
-            return None
         articles, paragraphs = supply.usable(instance, exclude_titles={t for t, _ in other.context})
-        rng = derive_rng(config.seed, self.name, band.target, instance.id, other.id, "easy")
+        units = list(other_units)
         try:
-            fillers = pick_fillers(articles, paragraphs, lo - context_tokens, hi - context_tokens, rng)
+            for step in range(level + 1):
+                lo, hi = self._window(bands[step]) if step < level else (
+                    max(band.lo + RECOUNT_MARGIN, aim - tolerance // 2), min(band.hi - RECOUNT_MARGIN, aim + tolerance // 2))
+                rng = derive_rng(config.seed, self.name, bands[step].target, instance.id, other.id, "easy")
+                units = grow(units, step, lo, hi, articles, paragraphs, rng)
         except FitError:
             return None
-        units = insert_random(other_units, fillers, rng)
         document = trim_edges(units_document(f"{other.id}@{band.name}:for:{instance.id}", units), counter)
         n_tokens = exact_tokens(document, counter)
         text = document.text
@@ -732,12 +740,19 @@ class HotpotQABuilder(Builder):
                 # The receiving paragraph whole (the removed sentence too) says what it is about;
                 # the anchor check above keeps the removed fact out of the refill.
                 candidates = refills.candidates(instance, before + segment.text + after, in_document)
+                # Among the first few exact runs, the nearest in characters, on a side (at most /
+                # at least as long) drawn at random: a refill as long in tokens but not in
+                # characters, or longer more often than shorter, would mark the variant by its
+                # character count.
+                longer = bool(derive_rng(config.seed, pool_label, instance.id, variant, k, "char-side").integers(2))
+
+                def closeness(run, removed_chars=len(segment.text), longer=longer):
+                    difference = sum(len(x.text) for x in run) - removed_chars
+                    return (difference != 0 and (difference > 0) != longer, abs(difference))
+
                 try:
-                    # among the first few exact runs, the nearest in characters: a refill as long in
-                    # tokens but not in characters would mark the variant by its character count
-                    found: Refill = find_refill(
-                        candidates, segment.tokens, window, aim, fit, choose_among=REFILL_CHOICES,
-                        closeness=lambda run: abs(sum(len(x.text) for x in run) - len(segment.text)))
+                    found: Refill = find_refill(candidates, segment.tokens, window, aim, fit,
+                                                choose_among=REFILL_CHOICES, closeness=closeness)
                 except FitError:
                     return "no_replacement_sentences"
                 units[u] = Unit(unit.id, unit.kind, (*unit.segments[:s], *found.segments, *unit.segments[s + 1:]))

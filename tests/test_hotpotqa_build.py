@@ -212,3 +212,22 @@ def test_a_refill_gives_back_neither_the_answer_nor_the_removed_fact_and_repeats
                 assert row["text"].count(sentence.strip()) == 1, sentence  # no sentence twice in the document
         checked += 1
     assert checked >= 18
+
+
+def test_easy_negatives_grow_as_positives_do():
+    """At a longer length a positive has grown step by step in pieces of at most a quarter of the
+    new tokens; an easy negative padded in one pass would hold fewer, larger units, and its
+    paragraph-break density alone would tell it from the positive. Both are grown alike."""
+    import statistics
+
+    from mmlongembed.builder import BuildReport
+
+    builder = get_builder("hotpotqa")
+    config = builder.config_class(sources=str(shared_data_dir("hotpotqa").parent), lengths=(2048, 4096, 8192),
+                                  max_queries_per_pool=20)
+    report = BuildReport(progress=False)
+    pools = builder.build_pools(builder.load_sources(config, report), config, report)
+    easy = next(p for p in pools if p.name == "hotpotqa-easy-8k")
+    units = {role: statistics.mean(len(c.document.meta["units"]) for c in easy.candidates if c.role == role)
+             for role in ("positive", "easy_negative")}
+    assert 0.9 <= units["easy_negative"] / units["positive"] <= 1.3, units

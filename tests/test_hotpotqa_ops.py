@@ -223,12 +223,15 @@ def test_refill_sources_are_ranked_by_topic_and_exclude_what_may_not_be_used():
     assert [u.id for u in excluded][0] == "paragraph:Cricket"
 
 
-def test_a_refill_never_brings_back_the_removed_fact(tmp_path):
+def test_a_refill_never_brings_back_the_removed_fact(tmp_path, monkeypatch):
     """Another question's distractor paragraph is the best topical match for the paragraph that
     loses its evidence, and has a sentence of exactly the removed one's length; but that sentence
     names the place only the removed sentence names (not the answer: only the fact check stops it).
-    The refill must come from elsewhere."""
+    The refill must come from elsewhere. (The first exact run wins here, as without the balancing
+    of character lengths, so that the trap would be taken if the fact check were missing.)"""
     import json
+
+    monkeypatch.setattr("builders.hotpotqa.REFILL_CHOICES", 1)
 
     from builders.hotpotqa import Built, RefillSource
     from mmlongembed.builder import BuildReport, get_builder

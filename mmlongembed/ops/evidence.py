@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import bisect
 from dataclasses import dataclass, replace
-from typing import Callable, Iterable, Iterator, Sequence
+from typing import Any, Callable, Iterable, Iterator, Sequence
 
 import numpy as np
 
@@ -222,7 +222,7 @@ FitRun = Callable[[Unit, int, int], "tuple[Sequence[Segment], int] | None"]
 
 def find_refill(candidates: Sequence[Unit], target: int, window: tuple[int, int], aim: int, fit: FitRun,
                 max_fits: int = 400, near: int = 1, choose_among: int = 1,
-                closeness: Callable[[Sequence[Segment]], float] | None = None) -> Refill:
+                closeness: Callable[[Sequence[Segment]], Any] | None = None) -> Refill:
     """A run of whole sentences from one paragraph of one candidate unit to replace a segment of
     ``target`` tokens. ``fit(unit, start, end)`` puts a run into place and returns its fitted
     segments and measured length, or None where the run may not be used (its content).
@@ -230,7 +230,7 @@ def find_refill(candidates: Sequence[Unit], target: int, window: tuple[int, int]
     Candidates are in order of preference (the most topical first). The first run whose measured
     length equals ``target`` wins, searching runs whose summed counts lie within ``near`` of the
     target and fitting at most ``max_fits`` of them; with ``choose_among`` > 1, the first that many
-    exact runs are compared and the one with the smallest ``closeness`` wins (e.g. the nearest in
+    exact runs are compared and the one with the smallest ``closeness`` (a sort key) wins (e.g. the nearest in
     characters to the removed text; ties: the earlier). Only when no run is exact does the fitted run
     within ``window`` closest to ``aim`` win, among the candidates searched (the earlier candidate
     on ties). Bounded; raises FitError when nothing fits the window."""
