@@ -17,6 +17,13 @@ def hub(monkeypatch):
         yield server
 
 
+@pytest.fixture(autouse=True)
+def _run_in_a_temporary_directory(tmp_path, monkeypatch):
+    """Every test runs in its own temporary directory: nothing it writes by a relative path (the
+    default `out/`, `results/`) lands in, or reads from, the user's working tree."""
+    monkeypatch.chdir(tmp_path)
+
+
 @pytest.fixture(autouse=True, scope="session")
 def _private_datasets_cache(tmp_path_factory):
     """The tests' `datasets` cache is their own: a cache shared with earlier runs on the same
