@@ -94,13 +94,18 @@ def summary_table(stats: list[dict], report: BuildReport, validation: Validation
 def run_build(builder: Builder, config, output_root: Path, overwrite: bool = False, progress: bool = True) -> Path:
     output_root = Path(output_root)
     final_dir = output_root / builder.name
+    created = not output_root.exists()
     check_output_root(output_root)
-    with sigterm_as_interrupt(), BuildLock(final_dir):
-        if final_dir.exists() and not overwrite:
-            raise UserError(f"output directory {final_dir} already exists; pass --overwrite to replace it")
-        check_replaceable(final_dir)
-        remove_stale_temporaries(final_dir)
-        return _build_locked(builder, config, final_dir, overwrite, progress)
+    try:
+        with sigterm_as_interrupt(), BuildLock(final_dir):
+            if final_dir.exists() and not overwrite:
+                raise UserError(f"output directory {final_dir} already exists; pass --overwrite to replace it")
+            check_replaceable(final_dir)
+            remove_stale_temporaries(final_dir)
+            return _build_locked(builder, config, final_dir, overwrite, progress)
+    finally:
+        if created and output_root.is_dir() and not any(output_root.iterdir()):
+            output_root.rmdir()  # a failed first build leaves no empty --output behind
 
 
 def _build_locked(builder: Builder, config, final_dir: Path, overwrite: bool, progress: bool) -> Path:

@@ -114,7 +114,7 @@ def test_sigterm_mid_build_removes_the_temporary_output(held, tmp_path):
     code, err = build.stop(signal.SIGTERM)
     assert code == 128 + signal.SIGTERM
     assert err.strip().splitlines()[-1] == "mmle: terminated (SIGTERM)" and "Traceback" not in err
-    assert list(out.iterdir()) == []  # no temporary, no lock, no half build
+    assert not out.exists()  # no temporary, no lock, no half build, not even the folder it made
 
 
 def test_after_sigkill_the_next_build_removes_the_stale_temporary(held, sources, tmp_path, capsys):
@@ -163,6 +163,13 @@ def test_output_pointing_at_a_file_is_one_line(sources, tmp_path, capsys):
     assert target.read_text() == "not a folder"
 
 
+def test_a_failed_build_leaves_no_output_folder_it_made(tmp_path, capsys):
+    code, err = _one_line(capsys, ["build", "govreport", "--sources", str(tmp_path / "missing"), "--output",
+                                   str(tmp_path / "new"), *ARGS])
+    assert code == 2 and "does not exist" in err
+    assert not (tmp_path / "new").exists()
+
+
 def test_overwrite_replaces_builds_only(sources, tmp_path, capsys):
     (tmp_path / "out" / "govreport").mkdir(parents=True)
     (tmp_path / "out" / "govreport" / "notes.txt").write_text("mine")
@@ -189,7 +196,7 @@ def test_a_full_disk_is_one_line_and_leaves_nothing(sources, tmp_path, capsys, m
     out = tmp_path / "out"
     code, err = _one_line(capsys, ["build", "govreport", "--sources", str(sources), "--output", str(out), *ARGS])
     assert code == 2 and "disk is full" in err and str(out / "govreport") in err
-    assert list(out.iterdir()) == []
+    assert not out.exists()  # nothing left: no temporary, no lock, not even the folder it made
 
 
 @pytest.mark.parametrize("umask", [0o022, 0o002, 0o077])
