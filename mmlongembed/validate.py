@@ -209,30 +209,30 @@ def validate_tables(root: Path, specs: dict[str, ConfigSpec], builder_name: str,
     result.problems += check_configs(pools.get("pool", []), specs)
     rows = [{k: v[i] for k, v in pools.items()} for i in range(len(pools.get("pool", [])))]
     total = sum(int(row.get("n_candidates") or 0) + int(row.get("n_queries") or 0) for row in rows)
-    with tqdm(total=total, desc="validating", unit="row", disable=not progress or not rows) as bar:
-        for row in rows:
-            name = row["pool"]
-            bar.set_postfix_str(name, refresh=False)
-            done = bar.n
-            try:
-                tables = read_pool(root, specs, row)
-            except UserError as error:
-                result.problems.append(Problem(name, "files", str(error)))
-                continue
-            result.problems += check_pool(tables, advance=bar.update)
-            result.problems += builder.validate_pool(row, tables.corpus, tables.queries, tables.qrels)
-            audit = audit_pool(tables.corpus, tables.qrels)
-            result.shortcuts[name] = audit
-            for failing in audit.get("failing", []):
-                result.problems.append(Problem(name, "shortcut", f"the query-blind rule '{failing['rule']}' finds "
-                                                                 f"the positive with P@1 {failing['p_at_1']:.2f} "
-                                                                 f"against chance {audit['chance']:.2f} "
-                                                                 f"(z {failing['z']})"))
-            result.checked["pools"] += 1
-            result.checked["candidates"] += len(tables.corpus["_id"])
-            result.checked["queries"] += len(tables.queries["_id"])
-            # the pools table's counts may disagree with the configs (a problem check_pool names)
-            bar.update(max(0, int(row.get("n_candidates") or 0) + int(row.get("n_queries") or 0) - (bar.n - done)))
+    bar = tqdm(total=total, desc="validating", unit="row", disable=not progress or not rows)
+    for row in rows:
+        name = row["pool"]
+        bar.set_postfix_str(name, refresh=False)
+        done = bar.n
+        try:
+            tables = read_pool(root, specs, row)
+        except UserError as error:
+            result.problems.append(Problem(name, "files", str(error)))
+            continue
+        result.problems += check_pool(tables, advance=bar.update)
+        result.problems += builder.validate_pool(row, tables.corpus, tables.queries, tables.qrels)
+        audit = audit_pool(tables.corpus, tables.qrels)
+        result.shortcuts[name] = audit
+        for failing in audit.get("failing", []):
+            result.problems.append(Problem(name, "shortcut", f"the query-blind rule '{failing['rule']}' finds the "
+                                                             f"positive with P@1 {failing['p_at_1']:.2f} against "
+                                                             f"chance {audit['chance']:.2f} (z {failing['z']})"))
+        result.checked["pools"] += 1
+        result.checked["candidates"] += len(tables.corpus["_id"])
+        result.checked["queries"] += len(tables.queries["_id"])
+        # the rows the pools table promised, whatever the configs hold (check_pool names a mismatch)
+        bar.update(max(0, int(row.get("n_candidates") or 0) + int(row.get("n_queries") or 0) - (bar.n - done)))
+    bar.close()
     return result
 
 

@@ -207,8 +207,8 @@ def _run_cli(*args, cwd, env=None):
 
 
 def test_cli_errors_are_one_line_with_exit_code_2(tmp_path):
-    """Run where a default `out/govreport` already exists (as after the README's build): each
-    error is still the one its check is about, not "already exists"."""
+    """Run where a default `out/govreport` already exists (as after the README's build): an
+    error is the one its check is about; only a build without --output meets that folder."""
     (tmp_path / "out" / "govreport").mkdir(parents=True)
     for args, needle in (
         (("build", "nosuch"), "invalid choice"),
