@@ -144,7 +144,7 @@ class GovReportBuilder(Builder):
                        _clean(r.get("report", r.get("document"))), _clean(r.get("summary")), f"hub:{number}")
                 for number, r in enumerate(hub_rows(HUB_SOURCE, self.name), 1)
             )
-        kept, seen = [], {}
+        kept, seen, seen_ids = [], {}, {}
         for r in records:
             if not r.report:
                 report.skip("empty_report", r.origin)
@@ -155,7 +155,11 @@ class GovReportBuilder(Builder):
                 if digest in seen:
                     report.skip("duplicate_report", f"{r.origin} repeats {seen[digest]}")
                     continue
+                if r.id in seen_ids:  # same id, another text: the first one read is kept
+                    report.skip("duplicate_id", f"{r.origin} reuses id {r.id} of {seen_ids[r.id]}")
+                    continue
                 seen[digest] = r.origin
+                seen_ids[r.id] = r.origin
                 kept.append(r)
         if not kept and config.sources:
             raise UserError(f"no usable GovReport record under {config.sources}")

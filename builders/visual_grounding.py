@@ -525,7 +525,8 @@ class NeedleBuilder(Builder):
                                     config, report, counter)
             if pool is not None:
                 pools.append(pool)
-        for pool in pools:  # measured here for the notes below; the build reuses them
+        # measured here for the notes below; the build reuses them
+        for pool in report.bar(pools, "BM25 shortcut check", "pool", min_items=8):
             report.shortcuts[pool.name] = shortcut_check(pool)
         for modality, figures in sorted(self.confusability(pools, report.shortcuts)["by_modality"].items()):
             shown = ", ".join(f"{length}: {p:.3f}" for length, p in sorted(figures.items()))

@@ -15,6 +15,9 @@ TASK_SHORT = {"visual_grounding": "VG", "multi_source_reasoning": "MSR", "logica
 TASK_ORDER = list(TASK_SHORT)
 DIFFICULTIES = ("easy", "hard")
 HEATMAP_METRIC = "hit@5"  # P@5 with one positive caps at 0.2; its hit form reads on a 0..1 scale
+# The heatmaps sit beside tables of P@1: their title and colour bar say they show another metric.
+HEATMAP_LABEL = f"{HEATMAP_METRIC} (positive in the top 5)"
+HEATMAP_TITLE = f"{HEATMAP_LABEL}, not the tables' P@1; x100 in cells"
 
 
 def _value(row, metric=MAIN_METRIC) -> float:
@@ -361,8 +364,8 @@ def plot_depth_heatmaps(rows, directory: Path) -> list[Path]:
             ax.set_ylabel("needle depth (% of the document)")
             cell = grid_cell(mine[0])
             what = f"{cell[0]} needle, {BACKGROUND_HEADERS[cell[1]].lower()} background" if cell else group
-            ax.set_title(f"{model}: {what}\n{HEATMAP_METRIC} (x100 in cells)", fontsize=9)
-            fig.colorbar(image, ax=ax, label=HEATMAP_METRIC)
+            ax.set_title(f"{model}: {what}\n{HEATMAP_TITLE}", fontsize=9)
+            fig.colorbar(image, ax=ax, label=HEATMAP_LABEL)
             fig.tight_layout()
             path = directory / f"heatmap_{_slug(model)}_{_slug(group)}.png"
             fig.savefig(path, dpi=120)

@@ -4,14 +4,18 @@ from __future__ import annotations
 
 import shutil
 import sys
+from contextlib import contextmanager
 from pathlib import Path
 
 from mmlongembed.builder import Builder, BuildReport
 from mmlongembed.card import render_card
 from mmlongembed.errors import UserError
 from mmlongembed.manifest import public_config, toolkit_identity
+from mmlongembed.outdir import (
+    BuildLock, check_output_root, check_replaceable, remove_stale_temporaries, sigterm_as_interrupt, write_error)
 from mmlongembed.output import (
     Written, commit_output_dir, pool_statistics, prepare_output_dir, write_json, write_tables)
+from mmlongembed.pools import Pool
 from mmlongembed.report import format_table, length_histogram, shortcut_check
 from mmlongembed.shortcuts import ALPHA, MIN_EXCESS
 from mmlongembed.tokens import default_counter
@@ -36,16 +40,53 @@ def build_manifest(builder: Builder, config, report: BuildReport, stats, written
     }
 
 
-def summary_table(stats: list[dict], report: BuildReport, validation: Validation) -> str:
-    rows = []
-    for s in stats:
-        audit = validation.shortcuts.get(s["pool"], {})
-        worst = (f"{audit['worst_rule']} {audit['worst_p_at_1']:.2f} vs {audit['chance']:.2f}"
-                 if audit.get("applicable") else "n/a (all positives)")
-        rows.append((s["pool"], s["queries"], s["candidates"], s["tokens_min"], s["tokens_median"], s["tokens_max"],
-                     worst))
-    table = format_table(["pool", "queries", "candidates", "min", "median", "max", "worst query-blind rule (P@1)"],
-                         rows)
+SUMMARY_MAX_ROWS = 24  # beyond this many pools the summary shows one row per family of pools
+
+
+def _family(pool: Pool) -> str:
+    """A pool's name up to its length: needle-text-mixed-1k-d20 -> needle-text-mixed."""
+    head, separator, _ = pool.name.rpartition(f"-{pool.band.name}")
+    return head if separator else pool.name
+
+
+def _worst_rule(audits: dict[str, dict]) -> str:
+    """The query-blind rule that comes closest to finding the positives, over ``audits`` (a label
+    -> a pool's label-free audit; the label is shown when there are several)."""
+    applicable = {label: a for label, a in audits.items() if a.get("applicable")}
+    if not applicable:
+        return "n/a (all positives)"
+    label, worst = max(applicable.items(), key=lambda item: item[1]["worst_p_at_1"] - item[1]["chance"])
+    where = f" ({label})" if len(audits) > 1 else ""
+    return f"{worst['worst_rule']} {worst['worst_p_at_1']:.2f} vs {worst['chance']:.2f}{where}"
+
+
+def summary_table(stats: list[dict], report: BuildReport, validation: Validation,
+                  pools: list[Pool] | None = None) -> str:
+    """One row per pool; for a long grid (more than SUMMARY_MAX_ROWS pools, given ``pools``),
+    one row per family of pools (same name up to the length: all lengths and depths of a cell)."""
+    audit = validation.shortcuts
+    if pools is None or len(stats) <= SUMMARY_MAX_ROWS:
+        rows = [(s["pool"], s["queries"], s["candidates"], s["tokens_min"], s["tokens_median"], s["tokens_max"],
+                 _worst_rule({s["pool"]: audit.get(s["pool"], {})})) for s in stats]
+        table = format_table(["pool", "queries", "candidates", "min", "median", "max",
+                              "worst query-blind rule (P@1)"], rows)
+    else:
+        families: dict[str, list[tuple[Pool, dict]]] = {}
+        for pool, s in zip(pools, stats):
+            families.setdefault(_family(pool), []).append((pool, s))
+        rows = []
+        for family, members in families.items():
+            bands = sorted({p.band.target: p.band.name for p, _ in members}.items())
+            depths = {p.depth for p, _ in members if p.depth is not None}
+            rows.append((family, len(members), f"{bands[0][1]}..{bands[-1][1]} ({len(bands)})",
+                         len(depths) or "-", sum(s["queries"] for _, s in members),
+                         sum(s["candidates"] for _, s in members), min(s["tokens_min"] for _, s in members),
+                         max(s["tokens_max"] for _, s in members),
+                         _worst_rule({p.name[len(family) + 1:]: audit.get(p.name, {}) for p, _ in members})))
+        table = format_table(["pools", "count", "lengths", "depths", "queries", "candidates", "min", "max",
+                              "worst query-blind rule (P@1) (its pool)"], rows)
+        table += (f"\n{len(stats)} pools in {len(families)} families; every pool's figures are in manifest.json "
+                  "('pools', 'label_free_audit')")
     if report.skipped:
         table += "\n\n" + format_table(["skipped: reason", "records"], sorted(report.skipped.items()))
     return table
@@ -70,27 +111,55 @@ def finish(summary: str, written: Written, validation: Validation, tmp_dir: Path
     commit_output_dir(tmp_dir, final_dir)
 
 
-def run_build(builder: Builder, config, output_root: Path, overwrite: bool = False, progress: bool = True) -> Path:
-    if builder.output_kind == "training":
-        from mmlongembed.training import run_training_build
+@contextmanager
+def temporary_output(final_dir: Path, overwrite: bool):
+    """A temporary sibling of ``final_dir`` to write into, removed on any failure (Ctrl-C and
+    SIGTERM included); an OSError (a full disk, a quota, permissions) becomes one line."""
+    tmp_dir = prepare_output_dir(final_dir, overwrite)
+    try:
+        yield tmp_dir
+    except BaseException as error:  # Ctrl-C and SIGTERM (outdir.Terminated) included
+        shutil.rmtree(tmp_dir, ignore_errors=True)
+        one_line = write_error(error, final_dir, tmp_dir) if isinstance(error, OSError) else None
+        if one_line is not None:
+            raise one_line from None
+        raise
 
-        return run_training_build(builder, config, output_root, overwrite, progress)
-    final_dir = Path(output_root) / builder.name
-    if final_dir.exists() and not overwrite:
-        raise UserError(f"output directory {final_dir} already exists; pass --overwrite to replace it")
+
+def run_build(builder: Builder, config, output_root: Path, overwrite: bool = False, progress: bool = True) -> Path:
+    output_root = Path(output_root)
+    final_dir = output_root / builder.name
+    created = not output_root.exists()
+    check_output_root(output_root)
+    try:
+        with sigterm_as_interrupt(), BuildLock(final_dir):
+            if final_dir.exists() and not overwrite:
+                raise UserError(f"output directory {final_dir} already exists; pass --overwrite to replace it")
+            check_replaceable(final_dir)
+            remove_stale_temporaries(final_dir)
+            if builder.output_kind == "training":
+                from mmlongembed.training import build_training
+
+                return build_training(builder, config, final_dir, overwrite, progress)
+            return _build_locked(builder, config, final_dir, overwrite, progress)
+    finally:
+        if created and output_root.is_dir() and not any(output_root.iterdir()):
+            output_root.rmdir()  # a failed first build leaves no empty --output behind
+
+
+def _build_locked(builder: Builder, config, final_dir: Path, overwrite: bool, progress: bool) -> Path:
     report = BuildReport(progress=progress)
     sources = builder.load_sources(config, report)
     pools = builder.build_pools(sources, config, report)
     if not any(p.queries for p in pools):
         raise UserError(f"{builder.name}: the sources gave no pool any query ({dict(report.skipped)})")
     pools = [p for p in pools if p.queries] or pools
-    for pool in pools:
-        if pool.name not in report.shortcuts:  # a builder may have measured it for its own report
-            report.shortcuts[pool.name] = shortcut_check(pool)
+    unmeasured = [pool for pool in pools if pool.name not in report.shortcuts]  # a builder may have measured some
+    for pool in report.bar(unmeasured, "BM25 shortcut check", "pool", min_items=8):
+        report.shortcuts[pool.name] = shortcut_check(pool)
     stats = [{**pool_statistics(p), "difficulty": p.difficulty} for p in pools]
 
-    tmp_dir = prepare_output_dir(final_dir, overwrite)
-    try:
+    with temporary_output(final_dir, overwrite) as tmp_dir:
         written = write_tables(pools, tmp_dir, seed=config.seed, builder=builder.name, progress=progress)
         specs = {spec.name: spec for spec in written.specs}
         validation = validate_tables(tmp_dir, specs, builder.name, progress=progress)
@@ -109,8 +178,5 @@ def run_build(builder: Builder, config, output_root: Path, overwrite: bool = Fal
             "config": manifest["config"], **builder.card_context(config, pools, report),
         }
         write_card(builder, context, tmp_dir)
-        finish(summary_table(stats, report, validation), written, validation, tmp_dir, final_dir)
-    except BaseException:
-        shutil.rmtree(tmp_dir, ignore_errors=True)
-        raise
+        finish(summary_table(stats, report, validation, pools), written, validation, tmp_dir, final_dir)
     return final_dir

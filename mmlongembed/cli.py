@@ -1,7 +1,8 @@
 """The `mmle` command: build, validate, list, score, push.
 
 Config dataclasses drive the flags: each field becomes `--field-name` with its metadata `help`.
-User errors print one line and exit 2; nothing prints a traceback unless MMLE_DEBUG is set.
+User errors print one line and exit 2 (1 for a build that cannot be validated); nothing prints a
+traceback unless MMLE_DEBUG is set. SIGTERM is handled like Ctrl-C (exit 143 instead of 130).
 """
 
 from __future__ import annotations
@@ -9,6 +10,7 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import os
+import signal
 import sys
 import typing
 from pathlib import Path
@@ -77,15 +79,16 @@ def _run_build(args) -> int:
 def _add_validate(subparsers) -> None:
     sub = subparsers.add_parser("validate", help="recount tokens and check every invariant of a build directory")
     sub.add_argument("directory", type=Path, help="a build directory (holds manifest.json)")
+    sub.add_argument("--no-progress", action="store_true", help="hide the progress bar")
     sub.set_defaults(func=_run_validate)
 
 
 def _run_validate(args) -> int:
-    from mmlongembed.validate import format_report, validate_dir
+    from mmlongembed.validate import format_report, validate_build
 
-    problems, checked = validate_dir(args.directory)
-    print(format_report(problems, checked))
-    return 1 if problems else 0
+    result = validate_build(args.directory, progress=not args.no_progress)
+    print(format_report(result.problems, dict(result.checked)))
+    return 1 if result.problems else 0
 
 
 def _add_list(subparsers) -> None:
@@ -135,18 +138,22 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
+    from mmlongembed.outdir import Terminated, sigterm_as_interrupt
+
     parser = build_parser()
     args = parser.parse_args(argv)
     try:
-        return int(args.func(args) or 0)
+        with sigterm_as_interrupt():  # SIGTERM (timeout, docker stop, Slurm) cleans up like Ctrl-C
+            return int(args.func(args) or 0)
     except UserError as error:
         if os.environ.get("MMLE_DEBUG"):
             raise
         print(f"mmle: error: {error}", file=sys.stderr)
         return error.exit_code
-    except KeyboardInterrupt:
-        print("mmle: interrupted", file=sys.stderr)
-        return 130
+    except KeyboardInterrupt as interrupt:
+        terminated = isinstance(interrupt, Terminated)
+        print(f"mmle: {'terminated (SIGTERM)' if terminated else 'interrupted'}", file=sys.stderr)
+        return 128 + signal.SIGTERM if terminated else 130
 
 
 if __name__ == "__main__":

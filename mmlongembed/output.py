@@ -11,17 +11,16 @@ Every builder writes through here, so every release inherits the same guarantees
 - files are named by their content hash (see ``mmlongembed.layout``).
 
 Everything is written into a temporary sibling directory and renamed into place only when
-complete, so a crash never leaves a half-written benchmark behind.
+complete, so a crash never leaves a half-written benchmark behind (``mmlongembed.outdir``: the
+lock, owned temporaries, the umask, SIGTERM).
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
-import os
 import shutil
 import statistics
-import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Sequence
@@ -30,6 +29,7 @@ from mmlongembed.errors import UserError
 from mmlongembed.layout import (
     AUDIT_COLUMNS, CANDIDATE_KIND, MODEL_COLUMNS, PARTS, POOL_COLUMN, QUERY_KIND, SPLIT, ConfigSpec, OpaqueIds,
     config_name)
+from mmlongembed.outdir import check_replaceable, make_temporary_dir, temporary_path
 from mmlongembed.pools import Pool
 from mmlongembed.rng import derive_rng
 
@@ -358,11 +358,14 @@ def pool_statistics(pool: Pool) -> dict:
 # -- the output directory ----------------------------------------------------------------------------
 
 def prepare_output_dir(final_dir: Path, overwrite: bool) -> Path:
+    """A fresh temporary sibling of ``final_dir`` (named after this process, the user's umask);
+    call it holding ``outdir.BuildLock(final_dir)``."""
     final_dir = Path(final_dir)
     if final_dir.exists() and not overwrite:
         raise UserError(f"output directory {final_dir} already exists; pass --overwrite to replace it")
+    check_replaceable(final_dir)
     final_dir.parent.mkdir(parents=True, exist_ok=True)
-    return Path(tempfile.mkdtemp(prefix=f".{final_dir.name}.tmp-", dir=final_dir.parent))
+    return make_temporary_dir(final_dir)
 
 
 def commit_output_dir(tmp_dir: Path, final_dir: Path) -> None:
@@ -370,7 +373,7 @@ def commit_output_dir(tmp_dir: Path, final_dir: Path) -> None:
     final_dir = Path(final_dir)
     trash = None
     if final_dir.exists():
-        trash = final_dir.with_name(f".{final_dir.name}.old-{os.getpid()}")
+        trash = temporary_path(final_dir, "old")
         final_dir.rename(trash)
     Path(tmp_dir).rename(final_dir)
     if trash is not None:

@@ -198,7 +198,7 @@ def load_build(root: Path, token: str | None = None) -> Build:
         for part in PARTS:
             if config_name(row["pool"], part) not in specs:
                 raise UserError(f"pool {row['pool']}: the card has no config {config_name(row['pool'], part)}")
-    validation = validate_build(root)
+    validation = validate_build(root, progress=sys.stderr.isatty())  # minutes on a large grid: show it
     if validation.problems:
         report = format_report(validation.problems, dict(validation.checked), limit=3).splitlines()
         raise UserError(f"refusing to publish {root}: `mmle validate` finds {len(validation.problems)} problems "

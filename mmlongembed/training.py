@@ -14,7 +14,6 @@ Nothing of the blind pool layout applies: a training set has no hidden labels.
 
 from __future__ import annotations
 
-import shutil
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -24,7 +23,7 @@ from mmlongembed.errors import UserError
 from mmlongembed.layout import ConfigSpec
 from mmlongembed.manifest import public_config, toolkit_identity
 from mmlongembed.output import (
-    StorageStats, Written, _images_array, _sha256, prepare_output_dir, write_json, write_parquet)
+    StorageStats, Written, _images_array, _sha256, write_json, write_parquet)
 from mmlongembed.report import format_table
 from mmlongembed.tokens import default_counter
 
@@ -136,20 +135,17 @@ def summary_table(data: TrainingData, report: BuildReport) -> str:
     return table
 
 
-def run_training_build(builder: Builder, config, output_root: Path, overwrite: bool = False,
-                       progress: bool = True) -> Path:
-    from mmlongembed.build import finish, write_card
+def build_training(builder: Builder, config, final_dir: Path, overwrite: bool = False,
+                   progress: bool = True) -> Path:
+    """The training-data build, inside ``run_build``'s lock (mmlongembed.build)."""
+    from mmlongembed.build import finish, temporary_output, write_card
 
-    final_dir = Path(output_root) / builder.name
-    if final_dir.exists() and not overwrite:
-        raise UserError(f"output directory {final_dir} already exists; pass --overwrite to replace it")
     report = BuildReport(progress=progress)
     sources = builder.load_sources(config, report)
     data = builder.build_training(sources, config, report)
     if not any(t.rows for t in data.tables):
         raise UserError(f"{builder.name}: the sources gave no training rows ({dict(report.skipped)})")
-    tmp_dir = prepare_output_dir(final_dir, overwrite)
-    try:
+    with temporary_output(final_dir, overwrite) as tmp_dir:
         written = write_training_tables(data, tmp_dir)
         manifest = {
             "builder": {"name": builder.name, "version": builder.version, "task": builder.task,
@@ -179,7 +175,4 @@ def run_training_build(builder: Builder, config, output_root: Path, overwrite: b
         write_card(builder, context, tmp_dir)
         validation = validate_training_build(tmp_dir, {s.name: s for s in written.specs}, manifest, builder)
         finish(summary_table(data, report), written, validation, tmp_dir, final_dir)
-    except BaseException:
-        shutil.rmtree(tmp_dir, ignore_errors=True)
-        raise
     return final_dir

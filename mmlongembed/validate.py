@@ -6,7 +6,7 @@ against the sha256 the manifest recorded, the pools table against the configs, t
 blindness (model configs expose only model columns; the label-free shortcut audit), and runs the
 builder's own checks (`Builder.validate_pool`) on each pool with its audit joined in. Problems
 are collected, never raised one by one; a build that cannot be read at all (no card, no
-manifest, no pools table) is a one-line error.
+manifest, a data file missing, empty or corrupt) is a one-line error naming the file (exit 1).
 """
 
 from __future__ import annotations
@@ -17,6 +17,7 @@ import json
 from collections import Counter, defaultdict
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Callable
 
 from mmlongembed.builder import Problem, get_builder
 from mmlongembed.documents import count_rendered
@@ -53,8 +54,10 @@ def _recount(text: str, images: list, counter) -> int:
     return text_tokens + image_tokens
 
 
-def check_pool(tables: PoolTables) -> list[Problem]:
-    """The generic invariants of one pool (audit joined into ``corpus`` and ``queries``)."""
+def check_pool(tables: PoolTables, advance: Callable[[int], object] | None = None) -> list[Problem]:
+    """The generic invariants of one pool (audit joined into ``corpus`` and ``queries``);
+    ``advance(1)`` is called after each recounted row (a progress bar's ``update``)."""
+    advance = advance or (lambda n: None)
     pool_row, corpus, queries, qrels = tables.row, tables.corpus, tables.queries, tables.qrels
     name = pool_row["pool"]
     problems: list[Problem] = []
@@ -77,6 +80,7 @@ def check_pool(tables: PoolTables) -> list[Problem]:
     texts_seen: dict[tuple, str] = {}
     lengths: dict[str, int] = {}
     for i, cid in enumerate(ids):
+        advance(1)
         text, images = corpus["text"][i], corpus["images"][i]
         try:
             total = _recount(text, images, counter)
@@ -99,6 +103,7 @@ def check_pool(tables: PoolTables) -> list[Problem]:
     if len(set(query_ids)) != len(query_ids):
         problem("duplicate_query_id", f"{len(query_ids) - len(set(query_ids))} repeated ids")
     for i, qid in enumerate(query_ids):
+        advance(1)
         try:
             total = _recount(queries["text"][i], queries["images"][i], counter)
         except ValueError as error:
@@ -192,7 +197,8 @@ def check_configs(pool_names: list[str], specs: dict[str, ConfigSpec]) -> list[P
 
 
 def validate_tables(root: Path, specs: dict[str, ConfigSpec], builder_name: str, progress: bool = False) -> Validation:
-    """Every pool's invariants, the builder's checks and the shortcut audit."""
+    """Every pool's invariants, the builder's checks and the shortcut audit. ``progress`` shows
+    a bar over the pools' rows (candidates and queries)."""
     from tqdm.auto import tqdm
 
     builder = get_builder(builder_name)
@@ -202,14 +208,18 @@ def validate_tables(root: Path, specs: dict[str, ConfigSpec], builder_name: str,
     result = Validation()
     result.problems += check_configs(pools.get("pool", []), specs)
     rows = [{k: v[i] for k, v in pools.items()} for i in range(len(pools.get("pool", [])))]
-    for row in tqdm(rows, desc="validating", unit="pool", disable=not progress or len(rows) < 2):
+    total = sum(int(row.get("n_candidates") or 0) + int(row.get("n_queries") or 0) for row in rows)
+    bar = tqdm(total=total, desc="validating", unit="row", disable=not progress or not rows)
+    for row in rows:
         name = row["pool"]
+        bar.set_postfix_str(name, refresh=False)
+        done = bar.n
         try:
             tables = read_pool(root, specs, row)
         except UserError as error:
             result.problems.append(Problem(name, "files", str(error)))
             continue
-        result.problems += check_pool(tables)
+        result.problems += check_pool(tables, advance=bar.update)
         result.problems += builder.validate_pool(row, tables.corpus, tables.queries, tables.qrels)
         audit = audit_pool(tables.corpus, tables.qrels, tables.queries)
         result.shortcuts[name] = audit
@@ -220,7 +230,31 @@ def validate_tables(root: Path, specs: dict[str, ConfigSpec], builder_name: str,
         result.checked["pools"] += 1
         result.checked["candidates"] += len(tables.corpus["_id"])
         result.checked["queries"] += len(tables.queries["_id"])
+        # the rows the pools table promised, whatever the configs hold (check_pool names a mismatch)
+        bar.update(max(0, int(row.get("n_candidates") or 0) + int(row.get("n_queries") or 0) - (bar.n - done)))
+    bar.close()
     return result
+
+
+def check_readable(root: Path, specs: dict[str, ConfigSpec]) -> None:
+    """Every data file a config names is there and is a parquet file (its footer reads): the
+    build cannot be validated otherwise, which is one line naming the file."""
+    import pyarrow.parquet as pq
+
+    for path in sorted({spec.path for spec in specs.values()}):
+        full = root / path
+        if not full.is_file():
+            names = sorted(spec.name for spec in specs.values() if spec.path == path)
+            raise InvalidBuild(f"{full}: missing (config {', '.join(names[:3])}{' ...' if len(names) > 3 else ''})")
+        try:
+            pq.ParquetFile(full).close()
+        except Exception as error:  # noqa: BLE001  (pyarrow raises several types for broken files)
+            detail = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
+            if "size is 0 bytes" in detail:
+                detail = "empty file"
+            elif "magic bytes" in detail:
+                detail = "not a parquet file, or a truncated one"
+            raise InvalidBuild(f"{full}: cannot be read ({detail[:200]})") from None
 
 
 def validate_build(root: Path, progress: bool = False) -> Validation:
@@ -232,6 +266,7 @@ def validate_build(root: Path, progress: bool = False) -> Validation:
         specs = configs_from_card(root / "README.md")
     except UserError as error:
         raise InvalidBuild(str(error)) from None
+    check_readable(root, specs)
     try:
         builder = get_builder(manifest["builder"]["name"])
         if builder.output_kind == "training":

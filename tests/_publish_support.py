@@ -21,6 +21,7 @@ from mmlongembed.testing import write_fixture_build
 from tests import _fixture_builder  # noqa: F401  (registers the "fixture" builder the builds name)
 from mmlongembed.pools import Candidate, LengthBand, Pool, Query
 from mmlongembed.tokens import default_counter
+from tests._subprocess import python_env
 
 TOKEN = "hf_secretTOKENvalue0123456789abcdef"
 USER = "alice"
@@ -89,8 +90,8 @@ def client_env(hub, tmp: Path, token: str | None = TOKEN) -> dict:
 
 
 def run_python(code: str, env: dict, timeout: int = 240) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-c", textwrap.dedent(code)], env=env, capture_output=True,
-                          text=True, timeout=timeout, cwd=str(REPO_ROOT))
+    return subprocess.run([sys.executable, "-c", textwrap.dedent(code)], env=python_env(env), capture_output=True,
+                          text=True, timeout=timeout)  # in the test's own directory
 
 
 def run_push_cli(args: list[str], env: dict) -> subprocess.CompletedProcess:

@@ -17,6 +17,33 @@ def hub(monkeypatch):
         yield server
 
 
+def _hypothesis_outside_the_working_tree() -> None:
+    """Hypothesis keeps an example database and caches in `.hypothesis/` of the working
+    directory, and replays what it found there on the next run: keep them in a temporary
+    directory instead, and draw the same examples on every run."""
+    import atexit
+    import shutil
+    import tempfile
+
+    from hypothesis import configuration, settings
+
+    home = tempfile.mkdtemp(prefix="mmle-tests-hypothesis-")
+    atexit.register(shutil.rmtree, home, ignore_errors=True)
+    configuration.set_hypothesis_home_dir(home)
+    settings.register_profile("mmle-tests", database=None, derandomize=True)
+    settings.load_profile("mmle-tests")
+
+
+_hypothesis_outside_the_working_tree()
+
+
+@pytest.fixture(autouse=True)
+def _run_in_a_temporary_directory(tmp_path, monkeypatch):
+    """Every test runs in its own temporary directory: nothing it writes by a relative path (the
+    default `out/`, `results/`) lands in, or reads from, the user's working tree."""
+    monkeypatch.chdir(tmp_path)
+
+
 @pytest.fixture(autouse=True, scope="session")
 def _private_datasets_cache(tmp_path_factory):
     """The tests' `datasets` cache is their own: a cache shared with earlier runs on the same

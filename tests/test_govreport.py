@@ -2,6 +2,7 @@
 
 import hashlib
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -20,6 +21,7 @@ from mmlongembed.validate import format_report, validate_dir
 from mmlongembed.testing import write_govreport_jsonl
 from mmlongembed.tokens import default_counter
 from tests._realdata import shared_data_dir
+from tests._subprocess import python_env
 
 LENGTHS = (2048, 4096)
 
@@ -203,26 +205,30 @@ def test_validate_catches_tampering(built, tmp_path):
     assert main(["validate", str(copy)]) == 1
 
 
-def _run_cli(*args, env=None):
-    import os
-
+def _run_cli(*args, cwd, env=None):
+    """`python -m mmlongembed.cli ARGS` in ``cwd`` (the test's own directory), this checkout's code."""
     return subprocess.run([sys.executable, "-m", "mmlongembed.cli", *args], capture_output=True, text=True,
-                          env={**os.environ, **(env or {})}, timeout=300)
+                          env=python_env({**os.environ, **(env or {})}), timeout=300, cwd=cwd)
 
 
 def test_cli_errors_are_one_line_with_exit_code_2(tmp_path):
+    """Run where a default `out/govreport` already exists (as after the README's build): an
+    error is the one its check is about; only a build without --output meets that folder."""
+    (tmp_path / "out" / "govreport").mkdir(parents=True)
     for args, needle in (
         (("build", "nosuch"), "invalid choice"),
-        (("build", "govreport", "--sources", str(tmp_path / "missing")), "does not exist"),
+        (("build", "govreport", "--sources", str(tmp_path / "missing"), "--output", str(tmp_path / "new")),
+         "does not exist"),
+        (("build", "govreport", "--sources", str(tmp_path / "missing")), "already exists"),
     ):
-        result = _run_cli(*args)
+        result = _run_cli(*args, cwd=tmp_path)
         assert result.returncode == 2
-        assert len(result.stderr.strip().splitlines()) == 1 and needle in result.stderr
+        assert len(result.stderr.strip().splitlines()) == 1 and needle in result.stderr, result.stderr
         assert "Traceback" not in result.stderr
 
 
 def test_hub_unreachable_names_the_sources_option(tmp_path):
-    result = _run_cli("build", "govreport", "--output", str(tmp_path), env={"HF_HUB_OFFLINE": "1"})
+    result = _run_cli("build", "govreport", "--output", str(tmp_path), cwd=tmp_path, env={"HF_HUB_OFFLINE": "1"})
     assert result.returncode == 2
     assert "--sources" in result.stderr and "ccdv/govreport-summarization" in result.stderr
     assert len(result.stderr.strip().splitlines()) == 1

@@ -182,7 +182,7 @@ def test_openai_server_truncates_in_the_middle(tmp_path, bench):
 
 
 def test_module_entry_point_help():
-    result = subprocess.run([sys.executable, "-m", "harness", "--help"], cwd=ROOT, capture_output=True, text=True,
+    result = subprocess.run([sys.executable, "-m", "harness", "--help"], capture_output=True, text=True,
                             env={**os.environ, "PYTHONPATH": str(ROOT)}, timeout=120)
     assert result.returncode == 0
     for option in ("--dataset", "--model", "--pools", "--batch-size", "--output", "--cache-dir", "--max-length",

@@ -24,7 +24,8 @@ from builders.visual_grounding import NEEDLEBENCH, OBELICS
 from mmlongembed.rng import derive_rng
 from mmlongembed.testing import NAMES, NEEDLE_RECORDS, needle_prose, write_govreport_jsonl, write_hotpotqa_sources
 from mmlongembed.validate import format_report, validate_dir
-from tests._publish_support import REPO_ROOT, TOKEN, client_env
+from tests._publish_support import TOKEN, client_env
+from tests._subprocess import python_env
 
 
 # -- helpers ----------------------------------------------------------------------------------
@@ -61,7 +62,7 @@ def card(configs: dict[str, dict[str, str]], extra: str = "") -> bytes:
 
 def mmle_build(args: list[str], env: dict, timeout: int = 120) -> subprocess.CompletedProcess:
     return subprocess.run([sys.executable, "-m", "mmlongembed.cli", "build", *args, "--no-progress"],
-                          env=env, capture_output=True, text=True, timeout=timeout, cwd=str(REPO_ROOT))
+                          env=python_env(env), capture_output=True, text=True, timeout=timeout)
 
 
 def built_ok(proc: subprocess.CompletedProcess, out: Path) -> dict:

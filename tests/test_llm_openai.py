@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import json
-import time
+import threading
 
 import pytest
 
@@ -12,7 +12,7 @@ from mmlongembed.errors import UserError
 from mmlongembed.llm import LLMConfig, audit_queries, load_prompt, run_llm_step, translate
 from mmlongembed.llm.backends import OpenAIBackend
 from mmlongembed.llm.cache import LLMCache
-from mmlongembed.llm.fake_server import Canned, FakeOpenAIServer, audit_responder
+from mmlongembed.llm.fake_server import FakeOpenAIServer, audit_responder, first_user_message
 from mmlongembed.llm.steps import AuditItem
 
 VALID = ('{"is_valid": true, "strong_linked_anchor": "Paris", "anchor_type": "entity", '
@@ -49,13 +49,21 @@ def test_requests_are_greedy_and_ask_for_structured_json(server, tmp_path):
     assert body["messages"][0]["content"] == load_prompt("query_audit").system
 
 
-def test_concurrency_is_bounded_and_used(server, tmp_path):
-    server.stall_seconds = 0.2
-    started = time.monotonic()
-    audit_queries(items(8), config(server, tmp_path, llm_concurrency=3), BuildReport())
-    elapsed = time.monotonic() - started
-    assert server.max_in_flight == 3
-    assert elapsed < 8 * 0.2 * 0.75  # ran in parallel, not one after another
+def test_concurrency_is_bounded_and_used(tmp_path):
+    """The server answers only when three requests are in flight together (a barrier): a client
+    that sent one at a time would never be answered, one that sent more would be seen. No
+    timing is assumed; the barrier's timeout is a safety net that fails the test."""
+    barrier = threading.Barrier(3)
+
+    def responder(body):
+        barrier.wait(timeout=60)
+        return VALID
+
+    with FakeOpenAIServer(responder=responder) as server:
+        outcome = audit_queries(items(9), config(server, tmp_path, llm_concurrency=3, llm_timeout=120,
+                                                 llm_max_retries=0), BuildReport())
+    assert outcome.kept == {f"q{i}" for i in range(9)}
+    assert server.max_in_flight == 3 and server.requests == 9
 
 
 def test_retries_with_backoff_on_5xx_and_429(server, tmp_path):
@@ -103,14 +111,22 @@ def test_client_errors_are_not_retried(server, tmp_path):
 
 
 def test_a_stalled_request_times_out(tmp_path):
-    replies = {"number 0 ": Canned(content=VALID, delay=1.5)}
-    with FakeOpenAIServer(replies=replies, responder=lambda body: VALID) as server:
+    """The server holds the first record's request until the client has given up on it: a
+    client that waited for the reply would never return (the hold's own limit fails the test)."""
+    released, held_until_released = threading.Event(), []
+
+    def responder(body):
+        if "number 0 " in first_user_message(body):
+            held_until_released.append(released.wait(timeout=60))
+        return VALID
+
+    with FakeOpenAIServer(responder=responder) as server:
         report = BuildReport()
-        started = time.monotonic()
         outcome = audit_queries(items(2), config(server, tmp_path, llm_timeout=0.3, llm_max_retries=0), report)
-    assert time.monotonic() - started < 1.4
+        released.set()
     assert outcome.kept == {"q1"}
     assert report.llm_steps[0]["rejected"] == {"request_failed:timeout": 1}
+    assert held_until_released in ([], [True])  # the client returned while the reply was still held
 
 
 def test_an_unreachable_server_is_one_line_error(tmp_path):
@@ -141,25 +157,55 @@ def test_the_cache_key_covers_model_revision_and_prompt(server, tmp_path):
     assert server.requests == 6
 
 
-def test_an_interrupted_run_resumes_without_repeating_calls(server, tmp_path, monkeypatch):
-    cfg = config(server, tmp_path, llm_concurrency=1)
+def test_an_interrupted_run_resumes_without_repeating_calls(tmp_path, monkeypatch):
+    """Three replies are stored, then Ctrl-C arrives while the fourth is stored. The order is
+    fixed, whatever the threads' timing: the interrupt waits until the fifth request reached the
+    server, and the server holds that request until the client has dropped its queue; so exactly
+    five requests were asked, and the rerun asks exactly the five whose answers were not stored."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    from mmlongembed.llm import backends
+
+    arrivals, fifth_arrived, queue_dropped = [], threading.Event(), threading.Event()
+    lock = threading.Lock()
+
+    def responder(body):
+        with lock:
+            arrivals.append(body)
+            n = len(arrivals)
+        if n == 5:
+            fifth_arrived.set()
+        if n >= 5:
+            queue_dropped.wait(60)  # safety net only: the test fails below rather than hang
+        return VALID
+
+    class RecordingPool(ThreadPoolExecutor):
+        def shutdown(self, wait=True, *, cancel_futures=False):
+            super().shutdown(wait=False, cancel_futures=cancel_futures)
+            queue_dropped.set()  # the queued requests are cancelled now: let the held one finish
+            super().shutdown(wait=wait)
+
+    monkeypatch.setattr(backends, "ThreadPoolExecutor", RecordingPool)
     original_put = LLMCache.put
     stored = []
 
     def put_then_interrupt(self, *args, **kwargs):
         if len(stored) == 3:
+            assert fifth_arrived.wait(60), "the fifth request never reached the server"
             raise KeyboardInterrupt
         stored.append(args[0])
         return original_put(self, *args, **kwargs)
 
-    monkeypatch.setattr(LLMCache, "put", put_then_interrupt)
-    with pytest.raises(KeyboardInterrupt):
-        audit_queries(items(8), cfg, BuildReport())
-    monkeypatch.setattr(LLMCache, "put", original_put)
-    asked_before = server.requests
-    assert asked_before < 8  # queued requests were dropped on the interrupt
-    report = BuildReport()
-    outcome = audit_queries(items(8), cfg, report)
+    with FakeOpenAIServer(responder=responder) as server:
+        cfg = config(server, tmp_path, llm_concurrency=1)
+        monkeypatch.setattr(LLMCache, "put", put_then_interrupt)
+        with pytest.raises(KeyboardInterrupt):
+            audit_queries(items(8), cfg, BuildReport())
+        monkeypatch.setattr(LLMCache, "put", original_put)
+        asked_before = server.requests
+        assert asked_before == 5  # four answered (three stored), one in flight; three queued were dropped
+        report = BuildReport()
+        outcome = audit_queries(items(8), cfg, report)
     assert outcome.kept == {f"q{i}" for i in range(8)}
     assert report.llm_steps[0]["cache_hits"] == 3
     assert server.requests - asked_before == 5
