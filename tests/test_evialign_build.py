@@ -16,7 +16,7 @@ from mmlongembed.llm.fake_server import FakeOpenAIServer
 from mmlongembed.ops.evialign import units_for
 from mmlongembed.testing import write_mmeb_fixture
 from mmlongembed.training import read_training_tables
-from mmlongembed.validate import format_report, validate_dir
+from mmlongembed.validate import InvalidBuild, format_report, validate_dir
 from tests._realdata import shared_data_dir
 
 FAULTS = TeacherFaults(malformed_every=5, missing_unit_every=9, failing_every=11, repetitive_every=13,
@@ -238,10 +238,16 @@ def test_validation_rejects_wrong_constructions(good_rows, wrong, expected):
 def test_validate_finds_a_tampered_file(good_rows, tmp_path):
     _, _, out = good_rows
     copy = shutil.copytree(out, tmp_path / "copy")
+    import pyarrow.parquet as pq
+
     path = next(copy.glob("data/pairs/*.parquet"))
-    path.write_bytes(path.read_bytes() + b"\0")
+    table = pq.read_table(path)
+    pq.write_table(table.slice(1), path)  # a readable parquet, one row short
     problems, _ = validate_dir(copy)
     assert any(p.check == "file_hashes" for p in problems)
+    path.write_bytes(b"not a parquet file")  # an unreadable one: one line naming it
+    with pytest.raises(InvalidBuild, match=path.name):
+        validate_dir(copy)
 
 
 # -- bad input --------------------------------------------------------------------------------------
