@@ -17,7 +17,6 @@ lock, owned temporaries, the umask, SIGTERM).
 
 from __future__ import annotations
 
-import hashlib
 import json
 import shutil
 import statistics
@@ -26,6 +25,7 @@ from pathlib import Path
 from typing import Sequence
 
 from mmlongembed.errors import UserError
+from mmlongembed.manifest import file_sha256
 from mmlongembed.layout import (
     AUDIT_COLUMNS, CANDIDATE_KIND, MODEL_COLUMNS, PARTS, POOL_COLUMN, QUERY_KIND, SPLIT, ConfigSpec, OpaqueIds,
     config_name)
@@ -209,18 +209,10 @@ def write_parquet(table, features, directory: Path, stem: str) -> Path:
     with pq.ParquetWriter(str(scratch), table.schema, **PARQUET_OPTIONS) as writer:
         writer.write_table(table, row_group_size=max(1, table.num_rows))
         writer.add_key_value_metadata(metadata)
-    digest = _sha256(scratch)
+    digest = file_sha256(scratch)
     final = directory / f"{stem}-{digest[:12]}.parquet"
     scratch.rename(final)
     return final
-
-
-def _sha256(path: Path) -> str:
-    digest = hashlib.sha256()
-    with open(path, "rb") as handle:
-        for block in iter(lambda: handle.read(1 << 20), b""):
-            digest.update(block)
-    return digest.hexdigest()
 
 
 # -- shards and the whole build ----------------------------------------------------------------------
@@ -287,7 +279,7 @@ def write_tables(pools: Sequence[Pool], root: Path, *, seed: int, builder: str, 
 
     def record(path: Path) -> str:
         relative = path.relative_to(root).as_posix()
-        files[relative] = {"sha256": _sha256(path), "bytes": path.stat().st_size}
+        files[relative] = {"sha256": file_sha256(path), "bytes": path.stat().st_size}
         stats.data_bytes_on_disk += path.stat().st_size
         return relative
 

@@ -21,9 +21,9 @@ from typing import Any
 from mmlongembed.builder import Builder, BuildReport, Problem
 from mmlongembed.errors import UserError
 from mmlongembed.layout import ConfigSpec
-from mmlongembed.manifest import public_config, toolkit_identity
+from mmlongembed.manifest import file_sha256, public_config, toolkit_identity
 from mmlongembed.output import (
-    StorageStats, Written, _images_array, _sha256, write_json, write_parquet)
+    StorageStats, Written, _images_array, write_json, write_parquet)
 from mmlongembed.report import format_table
 from mmlongembed.tokens import default_counter
 
@@ -70,7 +70,7 @@ def write_training_tables(data: TrainingData, root: Path) -> Written:
         path = write_parquet(_arrow_table(table), table.features, root / "data" / table.name, TRAIN_SPLIT)
         relative = path.relative_to(root).as_posix()
         size = path.stat().st_size
-        files[relative] = {"sha256": _sha256(path), "bytes": size}
+        files[relative] = {"sha256": file_sha256(path), "bytes": size}
         stats.data_bytes_on_disk += size
         for row in table.rows:
             for image in row.get(IMAGES) or ():

@@ -11,7 +11,6 @@ manifest, a data file missing, empty or corrupt) is a one-line error naming the 
 
 from __future__ import annotations
 
-import hashlib
 import io
 import json
 from collections import Counter, defaultdict
@@ -22,6 +21,7 @@ from typing import Callable
 from mmlongembed.builder import Problem, get_builder
 from mmlongembed.documents import count_rendered
 from mmlongembed.errors import UserError
+from mmlongembed.manifest import file_sha256
 from mmlongembed.layout import MODEL_COLUMNS, PARTS, ConfigSpec, PoolTables, config_name, configs_from_card, \
     read_config, read_pool
 from mmlongembed.pools import POSITIVE, hard_negative_tolerance
@@ -155,14 +155,6 @@ def _load_manifest(root: Path) -> dict:
     return manifest
 
 
-def _sha256(path: Path) -> str:
-    digest = hashlib.sha256()
-    with open(path, "rb") as handle:
-        for block in iter(lambda: handle.read(1 << 20), b""):
-            digest.update(block)
-    return digest.hexdigest()
-
-
 def check_files(root: Path, specs: dict[str, ConfigSpec], manifest: dict) -> list[Problem]:
     """Every data file is the one the build wrote (sha256 in the manifest), and every config
     names a recorded file."""
@@ -173,7 +165,7 @@ def check_files(root: Path, specs: dict[str, ConfigSpec], manifest: dict) -> lis
     for path, facts in sorted(recorded.items()):
         if not (root / path).is_file():
             problems.append(Problem("*", "file_hashes", f"{path} is recorded in the manifest but missing"))
-        elif _sha256(root / path) != facts.get("sha256"):
+        elif file_sha256(root / path) != facts.get("sha256"):
             problems.append(Problem("*", "file_hashes", f"{path} differs from what the build wrote (sha256)"))
     for spec in specs.values():
         if recorded and spec.path not in recorded:

@@ -23,7 +23,8 @@ from mmlongembed.cli import main
 from mmlongembed.layout import configs_from_card
 from mmlongembed.testing import write_govreport_jsonl
 from mmlongembed.tokens import default_counter
-from mmlongembed.validate import _sha256, validate_dir
+from mmlongembed.manifest import file_sha256
+from mmlongembed.validate import validate_dir
 
 
 @pytest.fixture(scope="module")
@@ -53,7 +54,7 @@ def _refresh_manifest_hash(build: Path, path: Path) -> None:
     """What a careful forger does: record the edited file's sha256 too, so that only the
     content checks are left to catch the edit."""
     manifest = json.loads((build / "manifest.json").read_text())
-    manifest["files"][path.relative_to(build).as_posix()]["sha256"] = _sha256(path)
+    manifest["files"][path.relative_to(build).as_posix()]["sha256"] = file_sha256(path)
     (build / "manifest.json").write_text(json.dumps(manifest))
 
 
