@@ -18,7 +18,8 @@ from typing import Sequence
 import yaml
 
 from mmlongembed.card import size_category
-from mmlongembed.output import _sha256, write_json, write_parquet
+from mmlongembed.manifest import file_sha256
+from mmlongembed.output import write_json, write_parquet
 from mmlongembed.video_tasks.tasks import TaskOutput
 
 LOADER = Path(__file__).with_name("mteb_tasks.py")
@@ -43,7 +44,7 @@ def write_task_data(root: Path, tasks: Sequence[TaskOutput], progress=None) -> t
             path = write_parquet(_table(rows, task.features[config]), task.features[config],
                                  root / "data" / config, split)
             relative = path.relative_to(root).as_posix()
-            files[relative] = {"sha256": _sha256(path), "bytes": path.stat().st_size}
+            files[relative] = {"sha256": file_sha256(path), "bytes": path.stat().st_size}
             data_files.append({"split": split, "path": relative})
         entries.append({"config_name": config, "data_files": data_files})
     return entries, files
