@@ -37,6 +37,7 @@ bench: $(STAMP)
 	$(BIN)/python bench/token_counter.py
 	$(BIN)/python bench/bm25.py
 	$(BIN)/python bench/harness_throughput.py
+	$(BIN)/python bench/hotpotqa_build.py
 
 score: $(STAMP)
 	$(BIN)/mmle score --dataset $(OUT)/$(DATASET) $(SCORE_ARGS)
