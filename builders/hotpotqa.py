@@ -17,6 +17,8 @@ import json
 import re
 from collections import Counter
 from dataclasses import dataclass, field, replace
+from functools import cached_property
+from itertools import accumulate
 from pathlib import Path
 from typing import Iterable, Iterator
 
@@ -28,15 +30,15 @@ from mmlongembed.llm import AuditItem, LLMConfig, audit_queries
 from mmlongembed.manifest import files_identity
 from mmlongembed.ops.donor import exchangeable_offsets
 from mmlongembed.ops.evidence import (
-    EVIDENCE_ORIGIN, Refill, Unit, evidence_spans, find_refill, insert_random, insert_spread, pick_fillers,
+    EVIDENCE_ORIGIN, Refill, SentenceRuns, Unit, find_refill, insert_random, insert_spread, pick_fillers,
     token_offsets_at, unit_spans, units_document)
-from mmlongembed.ops.length import edge_whitespace, exact_tokens, fit_block_edges, trim_edges
+from mmlongembed.ops.length import edge_whitespace, fit_block_edges, segment_token_offsets, summed_tokens, trim_edges
 from mmlongembed.pools import (
     EASY_NEGATIVE, HARD_NEGATIVE, POSITIVE, Candidate, LengthBand, Pool, Query, hard_negative_tolerance, pool_name)
 from mmlongembed.rng import derive_rng
 from mmlongembed.sources import HubSource, hub_rows, iter_jsonl, read_json, read_text_file, require_dir
 from mmlongembed.text import normalise_newlines
-from mmlongembed.tokens import TokenCounter, default_counter
+from mmlongembed.tokens import MemoCounter, TokenCounter, default_counter
 
 INSTRUCTION = "Given a multi-hop question, retrieve the document that contains all the evidence needed to answer it."
 HUB_SOURCE = HubSource(repo="hotpotqa/hotpot_qa", revision="1908d6afbbead072334abe2965f91bd2709910ab",
@@ -257,6 +259,15 @@ class Built:
     document: Document
     n_tokens: int
 
+    @cached_property
+    def evidence(self) -> list[dict]:
+        """Where its evidence lies (``_evidence_provenance``), worked out once per document."""
+        return _evidence_provenance(self.document, self.n_tokens)
+
+    @cached_property
+    def padding(self) -> list[dict]:
+        return _padding_provenance(self.units)
+
 
 class PaddingSupply:
     """The padding corpus: whole articles and whole HotpotQA paragraphs (by title). For each
@@ -336,8 +347,51 @@ def fact_anchors(sentence: str, rest: str) -> set[str]:
 
 
 def _mentions(text: str, words: Iterable[str]) -> bool:
-    lowered = text.lower()
-    return any(re.search(r"(?<!\w)" + re.escape(w.lower()) + r"(?!\w)", lowered) for w in words)
+    pattern = mentions_pattern(words)
+    return pattern is not None and pattern.search(text.lower()) is not None
+
+
+def mentions_pattern(words: Iterable[str]) -> re.Pattern | None:
+    """One pattern for ``_mentions``: any of the words, lower-cased, as a whole word, in
+    lower-cased text (None for no words)."""
+    words = sorted(words)
+    if not words:
+        return None
+    return re.compile("|".join(r"(?<!\w)" + re.escape(w.lower()) + r"(?!\w)" for w in words))
+
+
+class RefillGuard:
+    """What a refill must not hold: the answer (whole word), any evidence sentence of the query,
+    or a name or number of the removed fact (``fact_anchors``). ``allows(unit, text)`` judges the
+    fitted text of one run of ``unit``. A run's text is the unit's text between two of its
+    sentence boundaries (the edges' whitespace aside), so a unit whose whole text does not even
+    hold these as plain substrings (case aside) passes every run unread: the refill search tries
+    hundreds of runs, from a few dozen units, most of which hold none of them."""
+
+    def __init__(self, answer: str, evidence: list[str], anchors: set[str]):
+        self.pattern = answer_pattern(answer)
+        # the answer anywhere, word boundaries aside (a superset of the pattern's matches)
+        self.plain = re.compile(re.escape(answer.strip()), re.IGNORECASE) if self.pattern is not None else None
+        self.evidence = evidence
+        self.mentions = mentions_pattern(anchors)
+        self.anchors = [a.lower() for a in anchors]
+        self._clear: dict[str, bool] = {}
+
+    def _unit_clear(self, unit: Unit) -> bool:
+        if unit.id not in self._clear:
+            text = unit.text
+            # lower() maps character by character (a substring's lowering is a substring of the
+            # lowering) except for the Greek final sigma, which depends on what follows
+            self._clear[unit.id] = not (
+                (self.plain is not None and self.plain.search(text)) or any(e in text for e in self.evidence)
+                or (self.anchors and ("Σ" in text or any(a in text.lower() for a in self.anchors))))
+        return self._clear[unit.id]
+
+    def allows(self, unit: Unit, text: str) -> bool:
+        if self._unit_clear(unit):
+            return True
+        return not ((self.pattern is not None and self.pattern.search(text)) or any(e in text for e in self.evidence)
+                    or (self.mentions is not None and self.mentions.search(text.lower())))
 
 
 def paragraph_pieces(unit: Unit) -> list[Unit]:
@@ -369,9 +423,20 @@ class RefillSource:
             pieces = paragraph_pieces(article)
             self.pieces += pieces
             self.whole += [article.id] * len(pieces)
+        # each piece as a refill: its segments carry where they come from (fit_block_edges keeps it)
+        self.pieces = [Unit(u.id, u.kind, tuple(_with_origin(x, f"replacement:{u.id}") for x in u.segments))
+                       for u in self.pieces]
         self.index = BM25Index.from_texts([u.text for u in self.pieces]) if self.pieces else None
         self._ranked: dict[str, list[int]] = {}
         self._usable: dict[str, set[str]] = {}
+        self._runs: dict[str, SentenceRuns] = {}
+        self.edge_counter = MemoCounter(default_counter())  # the recounted edges of fitted runs
+
+    def runs(self, unit: Unit) -> SentenceRuns:
+        """The unit's sentence runs, indexed once per build (``find_refill``)."""
+        if unit.id not in self._runs:
+            self._runs[unit.id] = SentenceRuns(unit)
+        return self._runs[unit.id]
 
     def ranked(self, query_text: str) -> list[int]:
         """Piece indices, the most similar to ``query_text`` first (ties: lower index)."""
@@ -383,14 +448,14 @@ class RefillSource:
                 self._ranked[query_text] = sorted(range(len(scores)), key=lambda i: (-scores[i], i))
         return self._ranked[query_text]
 
-    def candidates(self, instance: "Instance", query_text: str, exclude_ids: set[str]) -> list[Unit]:
-        """The usable pieces, the most topical first."""
+    def candidates(self, instance: "Instance", query_text: str, exclude_ids: set[str]) -> Iterator[Unit]:
+        """The usable pieces, the most topical first (lazily: a search reads only a few)."""
         if instance.id not in self._usable:
             articles, paragraphs = self.supply.usable(instance)
             self._usable[instance.id] = {u.id for u in (*articles, *paragraphs)}
         usable = self._usable[instance.id]
-        return [self.pieces[i] for i in self.ranked(query_text)
-                if self.whole[i] in usable and self.whole[i] not in exclude_ids]
+        return (self.pieces[i] for i in self.ranked(query_text)
+                if self.whole[i] in usable and self.whole[i] not in exclude_ids)
 
 
 @register
@@ -560,7 +625,7 @@ class HotpotQABuilder(Builder):
                 report.skip(reason, instance.id)
                 break
             document = trim_edges(units_document(f"{instance.id}@{band.name}", units), counter)
-            n_tokens = exact_tokens(document, counter)
+            n_tokens = summed_tokens(document, counter)
             if not lo <= n_tokens <= band.hi - hard_negative_tolerance(band.hi):
                 report.skip(f"positive_{band.name}_recount_outside_window", instance.id)
                 break
@@ -576,8 +641,7 @@ class HotpotQABuilder(Builder):
             id=f"d:{instance.id}", document=built.document, role=POSITIVE, group=f"q:{instance.id}",
             source_id=instance.id, n_tokens=built.n_tokens,
             provenance={"variant": "original", "answer": instance.answer, "n_evidence": len(instance.supporting),
-                        "evidence": _evidence_provenance(built.document, built.n_tokens),
-                        "padding": _padding_provenance(built.units)})
+                        "evidence": built.evidence, "padding": built.padding})
 
     def _easy_pool(self, bands, level, order, positives_of, instances, units_of, supply, config, counter,
                    report) -> Pool:
@@ -632,7 +696,7 @@ class HotpotQABuilder(Builder):
                     id=f"d:{other.id}:for:{instance.id}", document=made.document, role=EASY_NEGATIVE,
                     group=f"q:{instance.id}", source_id=other.id, n_tokens=made.n_tokens,
                     provenance={"variant": "other_instance", "instance": other.id,
-                                "padding": _padding_provenance(made.units)}))
+                                "padding": made.padding}))
         return pool
 
     def _other_document(self, instance, other, other_units, aim, bands, level, evidence, supply, config,
@@ -654,7 +718,7 @@ class HotpotQABuilder(Builder):
         except FitError:
             return None
         document = trim_edges(units_document(f"{other.id}@{band.name}:for:{instance.id}", units), counter)
-        n_tokens = exact_tokens(document, counter)
+        n_tokens = summed_tokens(document, counter)
         text = document.text
         if not band.contains(n_tokens) or any(e in text for e in evidence):
             return None
@@ -685,9 +749,8 @@ class HotpotQABuilder(Builder):
                 pool.candidates.append(Candidate(
                     id=f"d:{instance.id}:{variant}", document=made.document, role=HARD_NEGATIVE,
                     group=f"q:{instance.id}", source_id=instance.id, n_tokens=made.n_tokens,
-                    provenance={"variant": variant, "removed": removed,
-                                "evidence": _evidence_provenance(made.document, made.n_tokens),
-                                "padding": _padding_provenance(made.units)}))
+                    provenance={"variant": variant, "removed": removed, "evidence": made.evidence,
+                                "padding": made.padding}))
         return pool
 
     def _hard_variants(self, instance, positive: Built, band, pool_label, refills: RefillSource, config, counter):
@@ -702,7 +765,6 @@ class HotpotQABuilder(Builder):
         plans.append(("drop_middle", [int(rng.integers(1, n - 1))]) if n >= 3 else ("drop_both", [0, 1]))
         plans = plans[: config.negatives_per_query]
         evidence = evidence_texts(instance)
-        answer = answer_pattern(instance.answer)
         in_document = {u.id for u in positive.units}
         # Where no run is exact, the variants aim at exchangeable lengths (see exchangeable_offsets).
         offsets = exchangeable_offsets(positive.n_tokens, len(plans), derive_rng(config.seed, pool_label, instance.id,
@@ -717,6 +779,7 @@ class HotpotQABuilder(Builder):
             anchors = set()
             for k in removed_indices:
                 anchors |= fact_anchors(evidence[k], context_text.replace(evidence[k], " "))
+            guard = RefillGuard(instance.answer, evidence, anchors)
             for k in removed_indices:
                 u, s = _find_evidence(units, k)
                 unit = units[u]
@@ -725,14 +788,18 @@ class HotpotQABuilder(Builder):
                 before = "".join(x.text for x in unit.segments[:s])
                 after = "".join(x.text for x in unit.segments[s + 1:])
                 paragraph_tokens = counter.count(before + segment.text + after)
+                edges = ([before, after], [counter.count(before), counter.count(after)])
 
                 def fit(source: Unit, a: int, b: int):
-                    run = fit_block_edges(source.segments[a:b], lead, tail, counter, f"replacement:{source.id}")
-                    text = "".join(x.text for x in run)
-                    if (answer is not None and answer.search(text)) or any(e in text for e in evidence) \
-                            or _mentions(text, anchors):
+                    run = fit_block_edges(source.segments[a:b], lead, tail, refills.edge_counter,
+                                          f"replacement:{source.id}")
+                    if not guard.allows(source, "".join(x.text for x in run)):
                         return None  # the refill must not give back the answer or the removed fact
-                    return run, segment.tokens + counter.count(before + text + after) - paragraph_tokens
+                    # the receiving paragraph as counted alone, from its pieces' counts (exact)
+                    pieces, counts = edges
+                    measured = counter.count_joined([pieces[0], *(x.text for x in run), pieces[1]],
+                                                    [counts[0], *(x.tokens for x in run), counts[1]])[0]
+                    return run, segment.tokens + measured - paragraph_tokens
 
                 slack = max(1, (tolerance - RECOUNT_MARGIN) // len(removed_indices))
                 window = (max(1, segment.tokens - slack), segment.tokens + slack)
@@ -752,7 +819,7 @@ class HotpotQABuilder(Builder):
 
                 try:
                     found: Refill = find_refill(candidates, segment.tokens, window, aim, fit,
-                                                choose_among=REFILL_CHOICES, closeness=closeness)
+                                                choose_among=REFILL_CHOICES, closeness=closeness, runs=refills.runs)
                 except FitError:
                     return "no_replacement_sentences"
                 units[u] = Unit(unit.id, unit.kind, (*unit.segments[:s], *found.segments, *unit.segments[s + 1:]))
@@ -761,7 +828,7 @@ class HotpotQABuilder(Builder):
                                                 "sentences": [found.start, found.end], "tokens": found.tokens,
                                                 "topic_rank": found.rank}})
             document = trim_edges(units_document(f"{instance.id}@{band.name}:{variant}", units), counter)
-            n_tokens = exact_tokens(document, counter)
+            n_tokens = summed_tokens(document, counter)
             if not band.contains(n_tokens) or abs(n_tokens - positive.n_tokens) > tolerance:
                 return "length_mismatch"
             text = document.text
@@ -910,17 +977,19 @@ def _find_evidence(units: list[Unit], k: int) -> tuple[int, int]:
 
 def _evidence_provenance(document: Document, n_tokens: int) -> list[dict]:
     """Each remaining evidence segment: its character and token range in the final text, its
-    relative depth, and a hash of its text. Token positions come from counting the final text
-    up to each boundary: summed segment counts can drift by a token where two pieces fuse."""
-    text = document.text
-    spans = sorted(evidence_spans(document).items())
-    offsets = token_offsets_at(text, [p for _, s in spans for p in (s.char_start, s.char_end)], default_counter())
+    relative depth, and a hash of its text. Token positions are what counting the final text
+    up to each boundary gives (``token_offsets_at``, which validation recounts), worked out from
+    the segments' counts (``segment_token_offsets``: exact also where two pieces fuse)."""
+    segments = document.segments
+    marked = sorted((int(x.origin[len(EVIDENCE_ORIGIN):]), i) for i, x in enumerate(segments)
+                    if x.origin.startswith(EVIDENCE_ORIGIN))
+    offsets = segment_token_offsets(document, default_counter(), [j for _, i in marked for j in (i, i + 1)])
+    chars = [0, *accumulate(len(x.text) for x in segments)]
     out = []
-    for k, span in spans:
-        start, end = offsets[span.char_start], offsets[span.char_end]
-        out.append({"index": k, "char_range": [span.char_start, span.char_end], "token_range": [start, end],
-                    "relative_position": round(start / n_tokens, 4),
-                    "sha256": sha(text[span.char_start:span.char_end].strip())})
+    for k, i in marked:
+        start, end = offsets[i], offsets[i + 1]
+        out.append({"index": k, "char_range": [chars[i], chars[i + 1]], "token_range": [start, end],
+                    "relative_position": round(start / n_tokens, 4), "sha256": sha(segments[i].text.strip())})
     return out
 
 
