@@ -12,6 +12,7 @@ length.
 
 from __future__ import annotations
 
+import bisect
 import hashlib
 import json
 import re
@@ -31,7 +32,7 @@ from mmlongembed.manifest import files_identity
 from mmlongembed.ops.donor import exchangeable_offsets
 from mmlongembed.ops.evidence import (
     EVIDENCE_ORIGIN, Refill, SentenceRuns, Unit, find_refill, insert_random, insert_spread, pick_fillers,
-    token_offsets_at, unit_spans, units_document)
+    texts_holding, token_offsets_at, unit_spans, units_document)
 from mmlongembed.ops.length import edge_whitespace, fit_block_edges, segment_token_offsets, summed_tokens, trim_edges
 from mmlongembed.pools import (
     EASY_NEGATIVE, HARD_NEGATIVE, POSITIVE, Candidate, LengthBand, Pool, Query, hard_negative_tolerance, pool_name)
@@ -856,17 +857,23 @@ class HotpotQABuilder(Builder):
                 a, b = span["char_range"]
                 evidence_of[group][span["index"]] = text[a:b].strip()
         # Every query ranks the whole pool: no candidate but its positive may hold all its evidence.
-        for group, evidence in evidence_of.items():
-            sentences = sorted((e for e in evidence.values() if e), key=len, reverse=True)
+        sentences_of = {group: sorted((e for e in evidence.values() if e), key=len, reverse=True)
+                        for group, evidence in evidence_of.items()}
+        # the texts that hold a group's longest sentence (one without a newline where there is one)
+        holding = texts_holding(text_of, {group: next((e for e in sentences if "\n" not in e), sentences[0])
+                                          for group, sentences in sentences_of.items() if sentences})
+        for group, sentences in sentences_of.items():
             if not sentences:
                 continue
             for cid, text in text_of.items():
-                if cid != positive_of[group] and all(e in text for e in sentences):
+                if cid in holding[group] and cid != positive_of[group] and all(e in text for e in sentences):
                     yield Problem(name, "second_document_with_all_evidence",
                                   f"{cid} holds all the evidence of {group}, whose positive is {positive_of[group]}")
+        counted: dict[str, int] = {}  # paragraph -> tokens: the pool's documents share most paragraphs
+        answers: dict[str, tuple] = {}
         for cid, role, group in zip(corpus["_id"], corpus["role"], corpus["group"]):
             text, provenance = text_of[cid], provenance_of[cid]
-            yield from _check_positions(name, cid, text, provenance.get("evidence", []), counter)
+            yield from _check_positions(name, cid, text, provenance.get("evidence", []), counter, counted)
             evidence = evidence_of.get(group, {})
             if role == HARD_NEGATIVE:
                 for removed in provenance.get("removed", []):
@@ -879,11 +886,24 @@ class HotpotQABuilder(Builder):
                 if any(e and e in text for e in evidence.values()):
                     yield Problem(name, "easy_negative_evidence", f"{cid} contains its query's evidence")
             answer = provenance_of.get(positive_of.get(group, ""), {}).get("answer", "")
-            pattern = answer_pattern(answer)
+            if answer not in answers:
+                pattern = answer_pattern(answer)
+                # the answer's letters, case and word boundaries aside
+                anywhere = re.compile(re.escape(answer.strip()), re.IGNORECASE) if pattern else None
+                answers[answer] = (pattern, anywhere)
+            pattern, anywhere = answers[answer]
             if pattern is not None:
-                for item in provenance.get("padding", []):
+                # only a padding range that holds one of the places where they stand (overlaps
+                # too) can hold the answer
+                places, found = [], anywhere.search(text)
+                while found is not None:
+                    places.append(found.start())
+                    found = anywhere.search(text, found.start() + 1)
+                width = len(answer.strip())
+                for item in provenance.get("padding", []) if places else ():
                     a, b = item["char_range"]
-                    if pattern.search(text[a:b]):
+                    k = bisect.bisect_left(places, a)
+                    if k < len(places) and places[k] + width <= b and pattern.search(text[a:b]):
                         yield Problem(name, "answer_in_padding", f"{cid}: padding {item['id']} contains the answer")
                         break
 
@@ -1014,12 +1034,14 @@ def _padding_provenance(units: list[Unit]) -> list[dict]:
     return out
 
 
-def _check_positions(pool: str, cid: str, text: str, spans: list[dict], counter: TokenCounter) -> Iterator[Problem]:
+def _check_positions(pool: str, cid: str, text: str, spans: list[dict], counter: TokenCounter,
+                     memo: dict[str, int] | None = None) -> Iterator[Problem]:
     """Recorded evidence ranges hold the recorded text, and the recorded token ranges match an
-    independent recount of the final text."""
+    independent recount of the final text (by paragraphs, remembered in ``memo`` across the
+    pool's documents: ``token_offsets_at``)."""
     if not spans:
         return
-    offsets = token_offsets_at(text, [p for s in spans for p in s["char_range"]], counter)
+    offsets = token_offsets_at(text, [p for s in spans for p in s["char_range"]], counter, memo)
     for span in spans:
         a, b = span["char_range"]
         if sha(text[a:b].strip()) != span["sha256"]:

@@ -155,8 +155,9 @@ def _build_locked(builder: Builder, config, final_dir: Path, overwrite: bool, pr
         raise UserError(f"{builder.name}: the sources gave no pool any query ({dict(report.skipped)})")
     pools = [p for p in pools if p.queries] or pools
     unmeasured = [pool for pool in pools if pool.name not in report.shortcuts]  # a builder may have measured some
+    words: dict[str, list[str]] = {}  # pools of a build share much of their text
     for pool in report.bar(unmeasured, "BM25 shortcut check", "pool", min_items=8):
-        report.shortcuts[pool.name] = shortcut_check(pool)
+        report.shortcuts[pool.name] = shortcut_check(pool, words)
     stats = [{**pool_statistics(p), "difficulty": p.difficulty} for p in pools]
 
     with temporary_output(final_dir, overwrite) as tmp_dir:

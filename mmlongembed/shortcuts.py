@@ -54,7 +54,8 @@ def _text_features(text: str) -> dict[str, float]:
         "newlines_per_1k_chars": 1000.0 * body.count("\n") / chars,
         "double_spaces_per_1k_chars": 1000.0 * body.count("  ") / chars,
         "tabs_per_1k_chars": 1000.0 * body.count("\t") / chars,
-        "trailing_spaces_per_1k_lines": 1000.0 * sum(1 for line in body.split("\n") if line != line.rstrip(" \t"))
+        # lines ending in a space or tab: one before each newline, and the last line
+        "trailing_spaces_per_1k_lines": 1000.0 * (body.count(" \n") + body.count("\t\n") + body.endswith((" ", "\t")))
         / (body.count("\n") + 1),
     }
 
@@ -106,13 +107,15 @@ def _groups(corpus: dict[str, list], qrels: dict[str, list]) -> list[tuple[list[
     return groups
 
 
-def rule_p_at_1(corpus: dict[str, list], qrels: dict[str, list]) -> dict[str, float]:
-    """Every query-blind rule's P@1 inside the queries' groups (see the module docstring)."""
+def rule_p_at_1(corpus: dict[str, list], qrels: dict[str, list],
+                rules: dict[str, list[float]] | None = None) -> dict[str, float]:
+    """Every query-blind rule's P@1 inside the queries' groups (see the module docstring);
+    ``rules``: ``rule_scores(corpus)`` when already computed."""
     groups = _groups(corpus, qrels)
     if not groups:
         return {}
     return {rule: sum(expected_p_at_1([scores[i] for i in rows], k) for rows, k in groups) / len(groups)
-            for rule, scores in rule_scores(corpus).items()}
+            for rule, scores in (rules if rules is not None else rule_scores(corpus)).items()}
 
 
 def _pairwise_share(scores: list[float], positive: int) -> float:
@@ -122,14 +125,14 @@ def _pairwise_share(scores: list[float], positive: int) -> float:
     return sum(1.0 if mine > s else 0.5 if mine == s else 0.0 for s in others) / len(others)
 
 
-def _pairwise_verdicts(corpus: dict[str, list], groups: list[tuple[list[int], int]]) -> list[dict]:
+def _pairwise_verdicts(rules: dict[str, list[float]], groups: list[tuple[list[int], int]]) -> list[dict]:
     """Each rule as a pairwise test: how often it orders the positive above a negative of its
     group (see the module docstring)."""
     if len(groups) < MIN_PAIRWISE_GROUPS:
         return []
     spread = math.sqrt(sum((len(rows) + 1) / (12 * (len(rows) - 1)) for rows, _ in groups))
     out = []
-    for rule, scores in rule_scores(corpus).items():
+    for rule, scores in rules.items():
         if not rule.startswith("max "):
             continue  # "min X" read pairwise is the mirror image of "max X"
         share = sum(_pairwise_share([scores[i] for i in rows], k) for rows, k in groups) / len(groups)
@@ -169,11 +172,21 @@ def pool_rule_scores(corpus: dict[str, list], queries: dict[str, list]) -> dict[
     if not n_queries or not n_rows:
         return {}
     stride = n_rows / n_queries
-    candidate_grams = [_ngrams(cid) for cid in corpus["_id"]]
+    rows_with: dict[str, list[int]] = defaultdict(list)  # 3-gram -> the rows whose id has it
+    for j, cid in enumerate(corpus["_id"]):
+        for gram in _ngrams(cid):
+            rows_with[gram].append(j)
+
+    def shared_grams(qid: str) -> list[float]:
+        shared = [0.0] * n_rows
+        for gram in _ngrams(qid):
+            for j in rows_with.get(gram, ()):
+                shared[j] += 1.0
+        return shared
+
     return {
         "row aligned with the query's row": [[-abs(j - i * stride) for j in range(n_rows)] for i in range(n_queries)],
-        "id shares most 3-grams with the query's id": [
-            [float(len(grams & _ngrams(qid))) for grams in candidate_grams] for qid in queries["_id"]],
+        "id shares most 3-grams with the query's id": [shared_grams(qid) for qid in queries["_id"]],
     }
 
 
@@ -193,8 +206,9 @@ def audit_pool(corpus: dict[str, list], qrels: dict[str, list], queries: dict[st
     groups = _groups(corpus, qrels)
     if groups:
         chances = [1 / len(rows) for rows, _ in groups]
-        results += [_verdict(rule, p * len(groups), chances) for rule, p in rule_p_at_1(corpus, qrels).items()]
-        results += _pairwise_verdicts(corpus, groups)
+        rules = rule_scores(corpus)
+        results += [_verdict(rule, p * len(groups), chances) for rule, p in rule_p_at_1(corpus, qrels, rules).items()]
+        results += _pairwise_verdicts(rules, groups)
     positive_of = {q: c for q, c, s in zip(qrels["query-id"], qrels["corpus-id"], qrels["score"]) if s > 0}
     index_of = {cid: i for i, cid in enumerate(corpus["_id"])}
     if queries is not None:

@@ -20,13 +20,13 @@ from pathlib import Path
 from typing import Callable
 
 from mmlongembed.builder import Problem, get_builder
-from mmlongembed.documents import count_rendered
+from mmlongembed.documents import count_rendered_many
 from mmlongembed.errors import UserError
 from mmlongembed.layout import MODEL_COLUMNS, PARTS, ConfigSpec, PoolTables, config_name, configs_from_card, \
     read_config, read_pool
 from mmlongembed.pools import POSITIVE, hard_negative_tolerance
 from mmlongembed.shortcuts import audit_pool
-from mmlongembed.tokens import default_counter
+from mmlongembed.tokens import counting_threads, default_counter
 
 
 class InvalidBuild(UserError):
@@ -49,14 +49,31 @@ def _image_size(image: dict) -> tuple[int, int]:
         return im.height, im.width
 
 
-def _recount(text: str, images: list, counter) -> int:
-    text_tokens, image_tokens = count_rendered(text, [_image_size(im) for im in images or []], counter)
-    return text_tokens + image_tokens
+RECOUNT_BATCH = 64  # rows counted together (on every core) between two steps of the progress bar
+
+
+def _recount_rows(texts: list[str], images: list, counter, advance: Callable[[int], object]) -> list[int | ValueError]:
+    """Each row's length recounted from its final text and stored images (``count_rendered``),
+    the text counted in batches on every core; a ValueError (placeholders that do not match
+    the images) in place of a length. ``advance(n)`` after each batch of ``n`` rows."""
+    out: list[int | ValueError] = []
+    threads = counting_threads()
+    for start in range(0, len(texts), RECOUNT_BATCH):
+        sizes: list = []
+        for row_images in images[start:start + RECOUNT_BATCH]:
+            try:
+                sizes.append([_image_size(im) for im in row_images or []])
+            except ValueError as error:
+                sizes.append(error)
+        counted = count_rendered_many(texts[start:start + RECOUNT_BATCH], sizes, counter, num_threads=threads)
+        out += [c if isinstance(c, ValueError) else c[0] + c[1] for c in counted]
+        advance(len(sizes))
+    return out
 
 
 def check_pool(tables: PoolTables, advance: Callable[[int], object] | None = None) -> list[Problem]:
     """The generic invariants of one pool (audit joined into ``corpus`` and ``queries``);
-    ``advance(1)`` is called after each recounted row (a progress bar's ``update``)."""
+    ``advance(n)`` is called after each batch of ``n`` recounted rows (a progress bar's ``update``)."""
     advance = advance or (lambda n: None)
     pool_row, corpus, queries, qrels = tables.row, tables.corpus, tables.queries, tables.qrels
     name = pool_row["pool"]
@@ -79,13 +96,11 @@ def check_pool(tables: PoolTables, advance: Callable[[int], object] | None = Non
             problem("audit", f"{len(unaudited)} {kind}(s) missing from the audit config, e.g. {unaudited[0]}")
     texts_seen: dict[tuple, str] = {}
     lengths: dict[str, int] = {}
+    recounted = _recount_rows(corpus["text"], corpus["images"], counter, advance)
     for i, cid in enumerate(ids):
-        advance(1)
-        text, images = corpus["text"][i], corpus["images"][i]
-        try:
-            total = _recount(text, images, counter)
-        except ValueError as error:
-            problem("image_placeholders", f"{cid}: {error}")
+        text, images, total = corpus["text"][i], corpus["images"][i], recounted[i]
+        if isinstance(total, ValueError):
+            problem("image_placeholders", f"{cid}: {total}")
             continue
         lengths[cid] = total
         if total != corpus["n_tokens"][i]:
@@ -102,12 +117,11 @@ def check_pool(tables: PoolTables, advance: Callable[[int], object] | None = Non
     query_ids = queries["_id"]
     if len(set(query_ids)) != len(query_ids):
         problem("duplicate_query_id", f"{len(query_ids) - len(set(query_ids))} repeated ids")
+    recounted = _recount_rows(queries["text"], queries["images"], counter, advance)
     for i, qid in enumerate(query_ids):
-        advance(1)
-        try:
-            total = _recount(queries["text"][i], queries["images"][i], counter)
-        except ValueError as error:
-            problem("image_placeholders", f"query {qid}: {error}")
+        total = recounted[i]
+        if isinstance(total, ValueError):
+            problem("image_placeholders", f"query {qid}: {total}")
             continue
         if total != queries["n_tokens"][i]:
             problem("query_recount", f"query {qid}: stored {queries['n_tokens'][i]} tokens, recounted {total}")

@@ -21,6 +21,7 @@ from __future__ import annotations
 import bisect
 from dataclasses import dataclass, replace
 from functools import cached_property
+from itertools import accumulate
 from typing import Any, Callable, Iterable, Iterator, Sequence
 
 import numpy as np
@@ -86,17 +87,48 @@ def evidence_spans(document: Document) -> dict[int, Span]:
             for s, span in zip(document.segments, segment_spans(document)) if s.origin.startswith(EVIDENCE_ORIGIN)}
 
 
-def token_offsets_at(text: str, char_positions: Iterable[int], counter: TokenCounter) -> dict[int, int]:
+def token_offsets_at(text: str, char_positions: Iterable[int], counter: TokenCounter,
+                     memo: dict[str, int] | None = None) -> dict[int, int]:
     """The token offset of each character position, counted piecewise between the positions
     (one pass over the text). Exact where the positions fall on pre-token boundaries, which is
-    where segments begin (whitespace leads a sentence, a newline run ends a paragraph)."""
+    where segments begin (whitespace leads a sentence, a newline run ends a paragraph). With
+    ``memo`` (shared across texts), each stretch is counted by paragraphs, each remembered
+    (``TokenCounter.count_cached``): the same counts, cheaper for texts that share paragraphs."""
     positions = sorted(set(char_positions))
     offsets, total = {}, 0
     pieces = [text[a:b] for a, b in zip([0, *positions], positions)]
-    for position, n in zip(positions, counter.count_many(pieces)):
+    counts = counter.count_many(pieces) if memo is None else [counter.count_cached(p, memo) for p in pieces]
+    for position, n in zip(positions, counts):
         total += n
         offsets[position] = total
     return offsets
+
+
+def texts_holding(texts: dict[str, str], needles: dict[Any, str]) -> dict[Any, set[str]]:
+    """For each needle, the ids of the texts that hold it: ``{i for i, t in texts.items() if
+    needle in t}``, found through the distinct lines of the texts (documents padded from one
+    supply share most of their lines), so that each needle scans the distinct text once instead
+    of every text. A needle with a newline is looked for in every text."""
+    holders: dict[str, list[str]] = {}
+    for key, text in texts.items():
+        for line in text.split("\n"):
+            holders.setdefault(line, []).append(key)
+    lines = list(holders)
+    starts = list(accumulate((len(line) + 1 for line in lines[:-1]), initial=0))
+    joined = "\n".join(lines)
+    out: dict[Any, set[str]] = {}
+    for name, needle in needles.items():
+        if not needle or "\n" in needle:
+            out[name] = {key for key, text in texts.items() if needle in text}
+            continue
+        found: set[str] = set()
+        at = joined.find(needle)
+        while at >= 0:
+            k = bisect.bisect_right(starts, at) - 1  # the line it lies in (a needle has no newline)
+            found.update(holders[lines[k]])
+            at = joined.find(needle, starts[k + 1]) if k + 1 < len(starts) else -1
+        out[name] = found
+    return out
 
 
 def pick_fillers(big: Sequence[Unit], small: Sequence[Unit], lo: int, hi: int, rng: np.random.Generator) -> list[Unit]:
