@@ -23,6 +23,8 @@ from itertools import accumulate
 from pathlib import Path
 from typing import Iterable, Iterator
 
+import numpy as np
+
 from mmlongembed.bm25 import BM25Index, bm25_tokenize
 from mmlongembed.builder import Builder, BuildReport, CommonConfig, Problem, register
 from mmlongembed.documents import TEXT, Document, Segment, text_segments
@@ -31,7 +33,7 @@ from mmlongembed.llm import AuditItem, LLMConfig, audit_queries
 from mmlongembed.manifest import files_identity
 from mmlongembed.ops.donor import exchangeable_offsets
 from mmlongembed.ops.evidence import (
-    EVIDENCE_ORIGIN, Refill, SentenceRuns, Unit, find_refill, insert_random, insert_spread, pick_fillers,
+    EVIDENCE_ORIGIN, LineIndex, Refill, SentenceRuns, Unit, find_refill, insert_random, insert_spread, pick_fillers,
     texts_holding, token_offsets_at, unit_spans, units_document)
 from mmlongembed.ops.length import edge_whitespace, fit_block_edges, segment_token_offsets, summed_tokens, trim_edges
 from mmlongembed.pools import (
@@ -259,11 +261,21 @@ class Built:
     units: list[Unit]
     document: Document
     n_tokens: int
+    # the token offsets of its evidence segments' edges (segment index -> offset), if measured
+    offsets: dict[int, int] | None = None
 
     @cached_property
     def evidence(self) -> list[dict]:
         """Where its evidence lies (``_evidence_provenance``), worked out once per document."""
-        return _evidence_provenance(self.document, self.n_tokens)
+        return _evidence_provenance(self.document, self.n_tokens, self.offsets)
+
+    @classmethod
+    def measured(cls, units: list[Unit], document: Document, counter: TokenCounter) -> "Built":
+        """The document with its exact length and its evidence offsets, from one pass over its
+        segments' counts (``segment_token_offsets``)."""
+        edges = [j for i, x in enumerate(document.segments) if x.origin.startswith(EVIDENCE_ORIGIN) for j in (i, i + 1)]
+        offsets = segment_token_offsets(document, counter, edges)
+        return cls(units, document, offsets[len(document.segments)], offsets)
 
     @cached_property
     def padding(self) -> list[dict]:
@@ -279,24 +291,26 @@ class PaddingSupply:
         self.articles, self.paragraphs = articles, paragraphs
         self._text = {u.id: u.text for u in (*articles, *paragraphs)}
         self._lowered = {k: v.lower() for k, v in self._text.items()}
+        self._lines = LineIndex(self._text)  # which units hold an evidence sentence
         self._memo: dict[str, tuple[list[Unit], list[Unit]]] = {}
 
-    def _clean(self, unit: Unit, answer: re.Pattern | None, answer_lower: str, evidence: list[str]) -> bool:
+    def _clean(self, unit: Unit, answer: re.Pattern | None, answer_lower: str, with_evidence: set[str]) -> bool:
         # the plain substring test is a fast filter; the whole-word pattern decides
         if answer is not None and answer_lower in self._lowered[unit.id] and answer.search(self._text[unit.id]):
             return False
-        return not any(e in self._text[unit.id] for e in evidence)
+        return unit.id not in with_evidence
 
     def usable(self, instance: "Instance", exclude_titles: set[str] = frozenset(),
                exclude_ids: set[str] = frozenset()) -> tuple[list[Unit], list[Unit]]:
         if instance.id not in self._memo:
-            answer, evidence = answer_pattern(instance.answer), evidence_texts(instance)
+            answer = answer_pattern(instance.answer)
+            with_evidence = set().union(*(self._lines.holding(e) for e in evidence_texts(instance)))
             own = {t for t, _ in instance.context}
             answer_lower = instance.answer.strip().lower()
             self._memo[instance.id] = (
-                [u for u in self.articles if self._clean(u, answer, answer_lower, evidence)],
+                [u for u in self.articles if self._clean(u, answer, answer_lower, with_evidence)],
                 [u for u in self.paragraphs
-                 if u.id[len("paragraph:"):] not in own and self._clean(u, answer, answer_lower, evidence)],
+                 if u.id[len("paragraph:"):] not in own and self._clean(u, answer, answer_lower, with_evidence)],
             )
         articles, paragraphs = self._memo[instance.id]
         if not exclude_titles and not exclude_ids:
@@ -432,12 +446,27 @@ class RefillSource:
         self._usable: dict[str, set[str]] = {}
         self._runs: dict[str, SentenceRuns] = {}
         self.edge_counter = MemoCounter(default_counter())  # the recounted edges of fitted runs
+        # What refilling one place learns holds for the same place at every length (a positive
+        # grows by padding only): the removed fact's anchors, and each run fitted there.
+        self._anchors: dict[tuple[str, str], set[str]] = {}
+        self._fitted: dict[tuple, dict] = {}
 
     def runs(self, unit: Unit) -> SentenceRuns:
         """The unit's sentence runs, indexed once per build (``find_refill``)."""
         if unit.id not in self._runs:
             self._runs[unit.id] = SentenceRuns(unit)
         return self._runs[unit.id]
+
+    def anchors(self, sentence: str, context: str) -> set[str]:
+        """``fact_anchors`` of a removed sentence in its instance's context, remembered."""
+        if (sentence, context) not in self._anchors:
+            self._anchors[(sentence, context)] = fact_anchors(sentence, context.replace(sentence, " "))
+        return self._anchors[(sentence, context)]
+
+    def fitted(self, place: tuple) -> dict:
+        """The runs already fitted into one place (``place`` names everything a fit depends on
+        but the run), by (unit id, start, end): what ``fit`` returned for each."""
+        return self._fitted.setdefault(place, {})
 
     def ranked(self, query_text: str) -> list[int]:
         """Piece indices, the most similar to ``query_text`` first (ties: lower index)."""
@@ -446,7 +475,7 @@ class RefillSource:
                 self._ranked[query_text] = []
             else:
                 scores = self.index.scores(bm25_tokenize(query_text))
-                self._ranked[query_text] = sorted(range(len(scores)), key=lambda i: (-scores[i], i))
+                self._ranked[query_text] = np.argsort(-scores, kind="stable").tolist()  # ties: lower index
         return self._ranked[query_text]
 
     def candidates(self, instance: "Instance", query_text: str, exclude_ids: set[str]) -> Iterator[Unit]:
@@ -467,7 +496,8 @@ class HotpotQABuilder(Builder):
     name = "hotpotqa"
     # 1.1: an instance serves a pool once; positives share no paragraph
     # 1.2: refills of exactly the removed sentence's length, on the receiving paragraph's topic
-    version = "1.3.0"  # 1.3: easy negatives grow as positives do; refills balanced in characters
+    # 1.3: easy negatives grow as positives do; refills balanced in characters
+    version = "1.4.0"  # 1.4: every easy query is one of the hard pool's queries of its length
     task = "multi_source_reasoning"
     title = "MMLongEmbed Multi-Source Reasoning: HotpotQA"
     config_class = HotpotQAConfig
@@ -578,10 +608,15 @@ class HotpotQABuilder(Builder):
         pools = []
         for level, band in enumerate(bands):
             # Pools take instances in one seeded order and skip those they cannot use, so a
-            # failure is replaced by the next instance and the pools of a length share queries.
-            pools.append(self._easy_pool(bands, level, order, positives_of, instances, units_of, supply,
-                                         config, counter, report))
-            pools.append(self._hard_pool(band, level, order, positives_of, refills, config, counter, report))
+            # failure is replaced by the next instance. The hard pool of a length comes first and
+            # the easy pool takes its queries among the hard pool's (the paper's paired comparison
+            # of the two); an easy query needs three other instances as its negatives, so the easy
+            # pool is the smaller.
+            hard = self._hard_pool(band, level, order, positives_of, refills, config, counter, report)
+            paired = {q.source_id for q in hard.queries}
+            easy = self._easy_pool(bands, level, [i for i in order if i.id in paired], positives_of, instances,
+                                   units_of, supply, config, counter, report)
+            pools += [easy, hard]
         report.stats["refills"] = refill_statistics(pools)
         return pools
 
@@ -625,12 +660,12 @@ class HotpotQABuilder(Builder):
                     f"positive_{band.name}_{error.reason}"
                 report.skip(reason, instance.id)
                 break
-            document = trim_edges(units_document(f"{instance.id}@{band.name}", units), counter)
-            n_tokens = summed_tokens(document, counter)
-            if not lo <= n_tokens <= band.hi - hard_negative_tolerance(band.hi):
+            built = Built.measured(units, trim_edges(units_document(f"{instance.id}@{band.name}", units), counter),
+                                   counter)
+            if not lo <= built.n_tokens <= band.hi - hard_negative_tolerance(band.hi):
                 report.skip(f"positive_{band.name}_recount_outside_window", instance.id)
                 break
-            out.append(Built(units, document, n_tokens))
+            out.append(built)
         return out
 
     def _query(self, instance: Instance) -> Query:
@@ -779,7 +814,7 @@ class HotpotQABuilder(Builder):
             share = offset // len(removed_indices)
             anchors = set()
             for k in removed_indices:
-                anchors |= fact_anchors(evidence[k], context_text.replace(evidence[k], " "))
+                anchors |= refills.anchors(evidence[k], context_text)
             guard = RefillGuard(instance.answer, evidence, anchors)
             for k in removed_indices:
                 u, s = _find_evidence(units, k)
@@ -790,8 +825,14 @@ class HotpotQABuilder(Builder):
                 after = "".join(x.text for x in unit.segments[s + 1:])
                 paragraph_tokens = counter.count(before + segment.text + after)
                 edges = ([before, after], [counter.count(before), counter.count(after)])
+                fitted = refills.fitted((instance.id, tuple(removed_indices), before, segment.text, after))
 
                 def fit(source: Unit, a: int, b: int):
+                    if (source.id, a, b) not in fitted:
+                        fitted[(source.id, a, b)] = fit_in_place(source, a, b)
+                    return fitted[(source.id, a, b)]
+
+                def fit_in_place(source: Unit, a: int, b: int):
                     run = fit_block_edges(source.segments[a:b], lead, tail, refills.edge_counter,
                                           f"replacement:{source.id}")
                     if not guard.allows(source, "".join(x.text for x in run)):
@@ -828,14 +869,14 @@ class HotpotQABuilder(Builder):
                                 "replacement": {"source": found.unit.id, "kind": found.unit.kind,
                                                 "sentences": [found.start, found.end], "tokens": found.tokens,
                                                 "topic_rank": found.rank}})
-            document = trim_edges(units_document(f"{instance.id}@{band.name}:{variant}", units), counter)
-            n_tokens = summed_tokens(document, counter)
-            if not band.contains(n_tokens) or abs(n_tokens - positive.n_tokens) > tolerance:
+            made = Built.measured(units, trim_edges(units_document(f"{instance.id}@{band.name}:{variant}", units),
+                                                    counter), counter)
+            if not band.contains(made.n_tokens) or abs(made.n_tokens - positive.n_tokens) > tolerance:
                 return "length_mismatch"
-            text = document.text
+            text = made.document.text
             if any(evidence[k] in text for k in removed_indices):
                 return "removed_evidence_still_present"
-            out.append((variant, Built(units, document, n_tokens), removed))
+            out.append((variant, made, removed))
         return out
 
     # -- checks and card -------------------------------------------------------------------
@@ -995,7 +1036,7 @@ def _find_evidence(units: list[Unit], k: int) -> tuple[int, int]:
     raise KeyError(marker)
 
 
-def _evidence_provenance(document: Document, n_tokens: int) -> list[dict]:
+def _evidence_provenance(document: Document, n_tokens: int, offsets: dict[int, int] | None = None) -> list[dict]:
     """Each remaining evidence segment: its character and token range in the final text, its
     relative depth, and a hash of its text. Token positions are what counting the final text
     up to each boundary gives (``token_offsets_at``, which validation recounts), worked out from
@@ -1003,7 +1044,8 @@ def _evidence_provenance(document: Document, n_tokens: int) -> list[dict]:
     segments = document.segments
     marked = sorted((int(x.origin[len(EVIDENCE_ORIGIN):]), i) for i, x in enumerate(segments)
                     if x.origin.startswith(EVIDENCE_ORIGIN))
-    offsets = segment_token_offsets(document, default_counter(), [j for _, i in marked for j in (i, i + 1)])
+    if offsets is None:
+        offsets = segment_token_offsets(document, default_counter(), [j for _, i in marked for j in (i, i + 1)])
     chars = [0, *accumulate(len(x.text) for x in segments)]
     out = []
     for k, i in marked:

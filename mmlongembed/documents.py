@@ -17,6 +17,7 @@ from mmlongembed.tokens import TokenCounter, image_tokens
 
 IMAGE_PLACEHOLDER = "<|image|>"
 TEXT, IMAGE, FRAME = "text", "image", "frame"
+VISUAL_KINDS = (IMAGE, FRAME)
 
 
 @dataclass(frozen=True, slots=True)
@@ -33,7 +34,7 @@ class Segment:
 
     @property
     def is_visual(self) -> bool:
-        return self.kind in (IMAGE, FRAME)
+        return self.kind in VISUAL_KINDS
 
 
 @dataclass(frozen=True, slots=True)
@@ -48,23 +49,17 @@ class Document:
 
     @property
     def text_tokens(self) -> int:
-        return sum(s.tokens for s in self.segments if s.kind == TEXT)
+        return sum([s.tokens for s in self.segments if s.kind == TEXT])
 
     @property
     def image_tokens(self) -> int:
-        return sum(s.tokens for s in self.segments if s.is_visual)
+        return sum([s.tokens for s in self.segments if s.kind in VISUAL_KINDS])
 
     def render(self) -> tuple[str, list[bytes]]:
         """The text with one placeholder per image, and the images in placeholder order."""
-        parts: list[str] = []
-        images: list[bytes] = []
-        for s in self.segments:
-            if s.is_visual:
-                parts.append(IMAGE_PLACEHOLDER)
-                images.append(s.image or b"")
-            else:
-                parts.append(s.text)
-        return "".join(parts), images
+        segments = self.segments
+        parts = [IMAGE_PLACEHOLDER if s.kind in VISUAL_KINDS else s.text for s in segments]
+        return "".join(parts), [s.image or b"" for s in segments if s.kind in VISUAL_KINDS]
 
     @property
     def text(self) -> str:

@@ -25,6 +25,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Sequence
 
+from mmlongembed.documents import VISUAL_KINDS
 from mmlongembed.errors import UserError
 from mmlongembed.layout import (
     AUDIT_COLUMNS, CANDIDATE_KIND, MODEL_COLUMNS, PARTS, POOL_COLUMN, QUERY_KIND, SPLIT, ConfigSpec, OpaqueIds,
@@ -228,7 +229,7 @@ def _sha256(path: Path) -> str:
 def _image_sizes(pool: Pool) -> dict[int, int]:
     """hash -> size of every image the pool's candidates and queries hold."""
     sizes = {hash(s.image): len(s.image) for c in pool.candidates for s in c.document.segments
-             if s.is_visual and s.image is not None}
+             if s.kind in VISUAL_KINDS and s.image is not None}
     sizes.update({hash(image): len(image) for q in pool.queries for image in q.images})
     return sizes
 

@@ -69,32 +69,16 @@ def _words(text: str) -> list[str]:
 
 
 def document_words(document: Document, cache: dict[str, list[str]]) -> list[str]:
-    """``_words`` of the rendered document, from the words of its pieces: the text is cut where
-    whitespace lies on one side of a segment seam (an image is whitespace to ``_words``), and the
-    words of each piece are looked up in ``cache`` (padding repeats across a pool's documents).
-    Exact: no word runs across whitespace, and NFKC and lower-casing treat the text on either
-    side of whitespace on its own (a final sigma before whitespace is final either way)."""
+    """``_words`` of the rendered document, line by line, the words of each line looked up in
+    ``cache`` (padding repeats across a pool's documents). Exact: a newline is whitespace, so no
+    word runs across it, and NFKC and lower-casing treat the text on its two sides apart (a
+    final sigma before a newline is final either way)."""
     out: list[str] = []
-    run: list[str] = []
-
-    def flush() -> None:
-        if run:
-            text = "".join(run)
-            if text not in cache:
-                cache[text] = _words(text)
-            out.extend(cache[text])
-            run.clear()
-
-    for segment in document.segments:
-        text = " " if segment.is_visual else segment.text
-        if not text:
-            continue
-        if run and not (run[-1][-1].isspace() or text[0].isspace()):
-            run.append(text)
-        else:
-            flush()
-            run.append(text)
-    flush()
+    for line in document.render()[0].replace(IMAGE_PLACEHOLDER, " ").split("\n"):
+        words = cache.get(line)
+        if words is None:
+            words = cache[line] = bm25_tokenize(line)
+        out += words
     return out
 
 

@@ -140,13 +140,19 @@ class TokenCounter:
         for section, (start, end) in enumerate(zip(starts, bounds)):
             total, run, previous = 0, [], -1
             for i in range(start, end):
-                if not pieces[i]:
+                piece = pieces[i]
+                if not piece:
                     continue
-                if previous >= 0 and not splits_between(pieces[previous], pieces[i]):
+                if previous >= 0:  # splits_between, inline (this loop runs over every segment)
+                    a, b = pieces[previous][-1], piece[0]
+                    splits = not a.isspace() if b == " " or b == "\t" else (a == "\n" or a == "\r") and not b.isspace()
+                else:
+                    splits = True
+                if not splits:
                     if not run:  # the run starts with the previous piece, counted alone so far
                         total -= counts[previous]
                         run.append(pieces[previous])
-                    run.append(pieces[i])
+                    run.append(piece)
                 else:
                     if run:
                         joined.append((section, "".join(run)))

@@ -15,6 +15,7 @@ import hashlib
 import io
 import json
 from collections import Counter, defaultdict
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
@@ -224,30 +225,42 @@ def validate_tables(root: Path, specs: dict[str, ConfigSpec], builder_name: str,
     rows = [{k: v[i] for k, v in pools.items()} for i in range(len(pools.get("pool", [])))]
     total = sum(int(row.get("n_candidates") or 0) + int(row.get("n_queries") or 0) for row in rows)
     bar = tqdm(total=total, desc="validating", unit="row", disable=not progress or not rows)
-    for row in rows:
-        name = row["pool"]
-        bar.set_postfix_str(name, refresh=False)
-        done = bar.n
-        try:
-            tables = read_pool(root, specs, row)
-        except UserError as error:
-            result.problems.append(Problem(name, "files", str(error)))
-            continue
-        result.problems += check_pool(tables, advance=bar.update)
-        result.problems += builder.validate_pool(row, tables.corpus, tables.queries, tables.qrels)
-        audit = audit_pool(tables.corpus, tables.qrels, tables.queries)
-        result.shortcuts[name] = audit
-        for failing in audit.get("failing", []):
-            result.problems.append(Problem(name, "shortcut", f"the content-blind rule '{failing['rule']}' finds the "
-                                                             f"positive with P@1 {failing['p_at_1']:.2f} against "
-                                                             f"chance {failing['chance']:.2f} (p = {failing['p_value']:.2g})"))
-        result.checked["pools"] += 1
-        result.checked["candidates"] += len(tables.corpus["_id"])
-        result.checked["queries"] += len(tables.queries["_id"])
-        # the rows the pools table promised, whatever the configs hold (check_pool names a mismatch)
-        bar.update(max(0, int(row.get("n_candidates") or 0) + int(row.get("n_queries") or 0) - (bar.n - done)))
-    bar.close()
+    # The generic checks (the recount: the counter's own threads, outside the GIL) run in the
+    # background while this thread runs the builder's checks and the audit, which hold the GIL.
+    background = ThreadPoolExecutor(max_workers=1, thread_name_prefix="recount")
+    try:
+        for row in rows:
+            name = row["pool"]
+            bar.set_postfix_str(name, refresh=False)
+            done = bar.n
+            try:
+                tables = read_pool(root, specs, row)
+            except UserError as error:
+                result.problems.append(Problem(name, "files", str(error)))
+                continue
+            generic = background.submit(check_pool, tables, bar.update)
+            own = list(builder.validate_pool(row, tables.corpus, tables.queries, tables.qrels))
+            audit = audit_pool(tables.corpus, tables.qrels, tables.queries)
+            result.problems += generic.result() + own
+            _record_pool(result, name, audit, tables)
+            # the rows the pools table promised, whatever the configs hold (check_pool names a mismatch)
+            bar.update(max(0, int(row.get("n_candidates") or 0) + int(row.get("n_queries") or 0) - (bar.n - done)))
+    finally:
+        background.shutdown(wait=False, cancel_futures=True)
+        bar.close()
     return result
+
+
+def _record_pool(result: Validation, name: str, audit: dict, tables: PoolTables) -> None:
+    """A validated pool's label-free audit (a failing rule is a problem) and its counts."""
+    result.shortcuts[name] = audit
+    for failing in audit.get("failing", []):
+        result.problems.append(Problem(name, "shortcut", f"the content-blind rule '{failing['rule']}' finds the "
+                                                         f"positive with P@1 {failing['p_at_1']:.2f} against "
+                                                         f"chance {failing['chance']:.2f} (p = {failing['p_value']:.2g})"))
+    result.checked["pools"] += 1
+    result.checked["candidates"] += len(tables.corpus["_id"])
+    result.checked["queries"] += len(tables.queries["_id"])
 
 
 def check_readable(root: Path, specs: dict[str, ConfigSpec]) -> None:

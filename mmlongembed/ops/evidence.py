@@ -104,31 +104,40 @@ def token_offsets_at(text: str, char_positions: Iterable[int], counter: TokenCou
     return offsets
 
 
-def texts_holding(texts: dict[str, str], needles: dict[Any, str]) -> dict[Any, set[str]]:
-    """For each needle, the ids of the texts that hold it: ``{i for i, t in texts.items() if
-    needle in t}``, found through the distinct lines of the texts (documents padded from one
-    supply share most of their lines), so that each needle scans the distinct text once instead
-    of every text. A needle with a newline is looked for in every text."""
-    holders: dict[str, list[str]] = {}
-    for key, text in texts.items():
-        for line in text.split("\n"):
-            holders.setdefault(line, []).append(key)
-    lines = list(holders)
-    starts = list(accumulate((len(line) + 1 for line in lines[:-1]), initial=0))
-    joined = "\n".join(lines)
-    out: dict[Any, set[str]] = {}
-    for name, needle in needles.items():
+class LineIndex:
+    """Which texts hold a string, found through their distinct lines: texts built from one
+    supply (padded documents, padding units) share most of their lines, so each look-up scans
+    the distinct text once instead of every text."""
+
+    def __init__(self, texts: dict[Any, str]):
+        self.texts = texts
+        self._holders: dict[str, list] = {}
+        for key, text in texts.items():
+            for line in text.split("\n"):
+                self._holders.setdefault(line, []).append(key)
+        self._lines = list(self._holders)
+        self._starts = list(accumulate((len(line) + 1 for line in self._lines[:-1]), initial=0))
+        self._joined = "\n".join(self._lines)
+
+    def holding(self, needle: str) -> set:
+        """The keys of the texts that hold ``needle``: ``{k for k, t in texts.items() if needle
+        in t}`` (a needle with a newline is looked for in every text)."""
         if not needle or "\n" in needle:
-            out[name] = {key for key, text in texts.items() if needle in text}
-            continue
-        found: set[str] = set()
+            return {key for key, text in self.texts.items() if needle in text}
+        found: set = set()
+        starts, joined = self._starts, self._joined
         at = joined.find(needle)
         while at >= 0:
-            k = bisect.bisect_right(starts, at) - 1  # the line it lies in (a needle has no newline)
-            found.update(holders[lines[k]])
+            k = bisect.bisect_right(starts, at) - 1  # the line it lies in (the needle has no newline)
+            found.update(self._holders[self._lines[k]])
             at = joined.find(needle, starts[k + 1]) if k + 1 < len(starts) else -1
-        out[name] = found
-    return out
+        return found
+
+
+def texts_holding(texts: dict[str, str], needles: dict[Any, str]) -> dict[Any, set[str]]:
+    """For each needle, the ids of the texts that hold it (``LineIndex``)."""
+    index = LineIndex(texts)
+    return {name: index.holding(needle) for name, needle in needles.items()}
 
 
 def pick_fillers(big: Sequence[Unit], small: Sequence[Unit], lo: int, hi: int, rng: np.random.Generator) -> list[Unit]:
