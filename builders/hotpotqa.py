@@ -681,7 +681,13 @@ class HotpotQABuilder(Builder):
 
     def _easy_pool(self, bands, level, order, positives_of, instances, units_of, supply, config, counter,
                    report) -> Pool:
+        """Queries from ``order`` (the hard pool's, in the seeded order), each with its positive
+        and ``negatives_per_query`` other instances' contexts padded alike."""
         band = bands[level]
+        queries = {instance.id for instance in order}
+        # no easy negative is padded with the gold paragraph of a query the pool may take
+        # (PoolEvidenceGuard would turn that query away)
+        gold = {title for instance in order for title, _ in instance.supporting}
         pool = Pool(name=pool_name(self.name, "easy", band), task=self.task, dataset=self.name, difficulty="easy",
                     band=band)
         k = config.negatives_per_query
@@ -704,8 +710,10 @@ class HotpotQABuilder(Builder):
             evidence = evidence_texts(instance)
             offsets = exchangeable_offsets(positive.n_tokens, k, derive_rng(config.seed, pool.name, instance.id, "offsets"))
             negatives = []
-            for j in rng.permutation(len(instances)):
-                other = instances[int(j)]
+            drawn = [instances[int(j)] for j in rng.permutation(len(instances))]
+            # instances that are not queries of the pool first: each one claimed as a negative
+            # could otherwise have been an easy query itself
+            for other in [o for o in drawn if o.id not in queries] + [o for o in drawn if o.id in queries]:
                 if len(negatives) == k:
                     break
                 if other.id == instance.id or other.id in claimed or titles & {t for t, _ in other.context}:
@@ -714,7 +722,7 @@ class HotpotQABuilder(Builder):
                 if any(e in u.text for u in other_units for e in evidence):
                     continue
                 made = self._other_document(instance, other, other_units, positive.n_tokens + offsets[len(negatives)],
-                                            bands, level, evidence, supply, config, counter)
+                                            bands, level, evidence, supply, config, counter, gold)
                 if made is not None:
                     negatives.append((other, made))
             if len(negatives) < k:
@@ -736,14 +744,14 @@ class HotpotQABuilder(Builder):
         return pool
 
     def _other_document(self, instance, other, other_units, aim, bands, level, evidence, supply, config,
-                        counter) -> Built | None:
+                        counter, avoid_titles: set[str] = frozenset()) -> Built | None:
         """Another instance's context padded to about ``aim`` tokens with padding that carries
         neither this query's answer nor its evidence, grown level by level exactly as a positive
         grows (``grow``): padded in one pass instead, a longer easy negative would hold fewer,
         larger units than the positive, and its paragraph-break density would tell them apart."""
         band = bands[level]
         tolerance = hard_negative_tolerance(aim)
-        articles, paragraphs = supply.usable(instance, exclude_titles={t for t, _ in other.context})
+        articles, paragraphs = supply.usable(instance, exclude_titles={t for t, _ in other.context} | avoid_titles)
         units = list(other_units)
         try:
             for step in range(level + 1):
