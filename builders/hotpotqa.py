@@ -31,6 +31,7 @@ from mmlongembed.documents import TEXT, Document, Segment, text_segments
 from mmlongembed.errors import FitError, UserError
 from mmlongembed.llm import AuditItem, LLMConfig, audit_queries
 from mmlongembed.manifest import files_identity
+from mmlongembed import parallel
 from mmlongembed.ops.donor import exchangeable_offsets
 from mmlongembed.ops.evidence import (
     EVIDENCE_ORIGIN, LineIndex, Refill, SentenceRuns, Unit, find_refill, insert_random, insert_spread, pick_fillers,
@@ -449,7 +450,9 @@ class RefillSource:
         # What refilling one place learns holds for the same place at every length (a positive
         # grows by padding only): the removed fact's anchors, and each run fitted there.
         self._anchors: dict[tuple[str, str], set[str]] = {}
+        self._guards: dict[tuple, RefillGuard] = {}
         self._fitted: dict[tuple, dict] = {}
+        self._runs_fitted: dict[tuple, list[Segment]] = {}
 
     def runs(self, unit: Unit) -> SentenceRuns:
         """The unit's sentence runs, indexed once per build (``find_refill``)."""
@@ -462,6 +465,22 @@ class RefillSource:
         if (sentence, context) not in self._anchors:
             self._anchors[(sentence, context)] = fact_anchors(sentence, context.replace(sentence, " "))
         return self._anchors[(sentence, context)]
+
+    def guard(self, instance: "Instance", evidence: list[str], anchors: set[str]) -> "RefillGuard":
+        """The ``RefillGuard`` of a variant (the same at every length), made once."""
+        key = (instance.id, frozenset(anchors))
+        if key not in self._guards:
+            self._guards[key] = RefillGuard(instance.answer, evidence, anchors)
+        return self._guards[key]
+
+    def fitted_run(self, source: Unit, a: int, b: int, lead: str, tail: str) -> list[Segment]:
+        """``fit_block_edges`` of a run of ``source`` for a place with that edge whitespace
+        (most places share a few kinds of edges), made once."""
+        key = (source.id, a, b, lead, tail)
+        if key not in self._runs_fitted:
+            self._runs_fitted[key] = fit_block_edges(source.segments[a:b], lead, tail, self.edge_counter,
+                                                     f"replacement:{source.id}")
+        return self._runs_fitted[key]
 
     def fitted(self, place: tuple) -> dict:
         """The runs already fitted into one place (``place`` names everything a fit depends on
@@ -605,6 +624,7 @@ class HotpotQABuilder(Builder):
                                                     report)
             return memo[instance.id]
 
+        planned = self._prefetch_hard_plans(order, positives_of, bands, refills, config, counter)
         pools = []
         for level, band in enumerate(bands):
             # Pools take instances in one seeded order and skip those they cannot use, so a
@@ -612,7 +632,7 @@ class HotpotQABuilder(Builder):
             # the easy pool takes its queries among the hard pool's (the paper's paired comparison
             # of the two); an easy query needs three other instances as its negatives, so the easy
             # pool is the smaller.
-            hard = self._hard_pool(band, level, order, positives_of, refills, config, counter, report)
+            hard = self._hard_pool(band, level, order, positives_of, refills, config, counter, report, planned)
             paired = {q.source_id for q in hard.queries}
             easy = self._easy_pool(bands, level, [i for i in order if i.id in paired], positives_of, instances,
                                    units_of, supply, config, counter, report)
@@ -768,7 +788,40 @@ class HotpotQABuilder(Builder):
             return None
         return Built(units, document, n_tokens)
 
-    def _hard_pool(self, band, level, order, positives_of, refills, config, counter, report) -> Pool:
+    def _prefetch_hard_plans(self, order, positives_of, bands, refills, config, counter) -> dict:
+        """The refill plans (``_hard_plan``) that the hard pools will ask for whatever happens, by
+        (instance id, level): at each length, those of the first ``max_queries_per_pool``
+        instances of the seeded order that have a positive of that length (a pool cannot fill
+        up before it has seen them). Worked out on all cores (``fork_map``; each worker takes
+        whole instances, so what it learns about a place serves every length), before the pools
+        are assembled in order. The positives this needs are the first the pools would build,
+        built here in the same order; the pools find them built."""
+        if parallel.available_cores() < 2 or not parallel.can_fork():
+            return {}
+        wanted: list[tuple[Instance, list[int]]] = []
+        seen = [0] * len(bands)
+        for instance in order:
+            if all(n >= config.max_queries_per_pool for n in seen):
+                break
+            levels = [level for level in range(len(positives_of(instance))) if seen[level] < config.max_queries_per_pool]
+            for level in levels:
+                seen[level] += 1
+            if levels:
+                wanted.append((instance, levels))
+        workers = min(parallel.available_cores(), len(wanted))
+
+        def plan_share(worker: int) -> dict:
+            return {(instance.id, level): self._hard_plan(instance, positives_of(instance)[level],
+                                                          pool_name(self.name, "hard", bands[level]), refills, config,
+                                                          counter)
+                    for instance, levels in wanted[worker::workers] for level in levels}
+
+        planned: dict = {}
+        for share in parallel.fork_map(plan_share, workers, workers):
+            planned.update(share)
+        return planned
+
+    def _hard_pool(self, band, level, order, positives_of, refills, config, counter, report, planned=None) -> Pool:
         pool = Pool(name=pool_name(self.name, "hard", band), task=self.task, dataset=self.name, difficulty="hard",
                     band=band)
         guard = PoolEvidenceGuard()
@@ -779,7 +832,10 @@ class HotpotQABuilder(Builder):
             if len(built) <= level:
                 continue
             positive = built[level]
-            variants = self._hard_variants(instance, positive, band, pool.name, refills, config, counter)
+            plan = (planned or {}).pop((instance.id, level), None)
+            if plan is None:
+                plan = self._hard_plan(instance, positive, pool.name, refills, config, counter)
+            variants = self._hard_assemble(instance, positive, band, plan, counter)
             if isinstance(variants, str):
                 report.skip(f"hard_{band.name}_{variants}", instance.id)
                 continue
@@ -803,27 +859,36 @@ class HotpotQABuilder(Builder):
         sentences on the receiving paragraph's topic (``RefillSource``) of exactly its token
         length wherever one exists, holding neither the answer nor the removed fact's names and
         numbers. Returns the variants, or the skip reason."""
+        plan = self._hard_plan(instance, positive, pool_label, refills, config, counter)
+        return self._hard_assemble(instance, positive, band, plan, counter)
+
+    def _hard_plan(self, instance, positive: Built, pool_label, refills: RefillSource, config,
+                   counter) -> list[tuple[str, list[int], list[tuple[int, Refill]] | str]]:
+        """The refills of each variant (the search, ``_hard_variants``'s costly part): per variant
+        (name, removed evidence indices, [(index, refill)]), or the reason in place of the refills
+        of the first variant for which a removed sentence has none (later variants are not
+        planned). A pure function of its arguments: plans can be worked out anywhere."""
         n = len(instance.supporting)
         rng = derive_rng(config.seed, self.name, pool_label, instance.id, "hard")
-        plans = [("drop_first", [0]), ("drop_last", [n - 1])]
-        plans.append(("drop_middle", [int(rng.integers(1, n - 1))]) if n >= 3 else ("drop_both", [0, 1]))
-        plans = plans[: config.negatives_per_query]
+        variants = [("drop_first", [0]), ("drop_last", [n - 1])]
+        variants.append(("drop_middle", [int(rng.integers(1, n - 1))]) if n >= 3 else ("drop_both", [0, 1]))
+        variants = variants[: config.negatives_per_query]
         evidence = evidence_texts(instance)
         in_document = {u.id for u in positive.units}
         # Where no run is exact, the variants aim at exchangeable lengths (see exchangeable_offsets).
-        offsets = exchangeable_offsets(positive.n_tokens, len(plans), derive_rng(config.seed, pool_label, instance.id,
-                                                                                 "offsets"))
+        offsets = exchangeable_offsets(positive.n_tokens, len(variants), derive_rng(config.seed, pool_label, instance.id,
+                                                                                    "offsets"))
         tolerance = hard_negative_tolerance(positive.n_tokens)
         context_text = "".join(u.text for u in positive.units if u.kind == "context")
-        out = []
-        for (variant, removed_indices), offset in zip(plans, offsets):
+        plans = []
+        for (variant, removed_indices), offset in zip(variants, offsets):
             units = list(positive.units)
-            removed = []
+            picks = []
             share = offset // len(removed_indices)
             anchors = set()
             for k in removed_indices:
                 anchors |= refills.anchors(evidence[k], context_text)
-            guard = RefillGuard(instance.answer, evidence, anchors)
+            guard = refills.guard(instance, evidence, anchors)
             for k in removed_indices:
                 u, s = _find_evidence(units, k)
                 unit = units[u]
@@ -841,8 +906,7 @@ class HotpotQABuilder(Builder):
                     return fitted[(source.id, a, b)]
 
                 def fit_in_place(source: Unit, a: int, b: int):
-                    run = fit_block_edges(source.segments[a:b], lead, tail, refills.edge_counter,
-                                          f"replacement:{source.id}")
+                    run = refills.fitted_run(source, a, b, lead, tail)
                     if not guard.allows(source, "".join(x.text for x in run)):
                         return None  # the refill must not give back the answer or the removed fact
                     # the receiving paragraph as counted alone, from its pieces' counts (exact)
@@ -871,7 +935,29 @@ class HotpotQABuilder(Builder):
                     found: Refill = find_refill(candidates, segment.tokens, window, aim, fit,
                                                 choose_among=REFILL_CHOICES, closeness=closeness, runs=refills.runs)
                 except FitError:
-                    return "no_replacement_sentences"
+                    plans.append((variant, removed_indices, "no_replacement_sentences"))
+                    return plans
+                units[u] = Unit(unit.id, unit.kind, (*unit.segments[:s], *found.segments, *unit.segments[s + 1:]))
+                picks.append((k, found))
+            plans.append((variant, removed_indices, picks))
+        return plans
+
+    def _hard_assemble(self, instance, positive: Built, band, plan, counter):
+        """The variants of a plan (``_hard_plan``), each measured and checked: its length in the
+        band and within the tolerance of its positive's, its removed evidence gone. Returns the
+        variants, or the first reason (in variant order) one fails for."""
+        evidence = evidence_texts(instance)
+        tolerance = hard_negative_tolerance(positive.n_tokens)
+        out = []
+        for variant, removed_indices, picks in plan:
+            if isinstance(picks, str):
+                return picks
+            units = list(positive.units)
+            removed = []
+            for k, found in picks:
+                u, s = _find_evidence(units, k)
+                unit = units[u]
+                segment = unit.segments[s]
                 units[u] = Unit(unit.id, unit.kind, (*unit.segments[:s], *found.segments, *unit.segments[s + 1:]))
                 removed.append({"index": k, "sha256": sha(segment.text.strip()), "tokens": segment.tokens,
                                 "replacement": {"source": found.unit.id, "kind": found.unit.kind,

@@ -28,6 +28,7 @@ positive of exactly one query and a query-blind rule scores exactly chance by co
 from __future__ import annotations
 
 import math
+import re
 from collections import Counter, defaultdict
 from mmlongembed.documents import IMAGE_PLACEHOLDER
 from mmlongembed.report import expected_p_at_1
@@ -38,25 +39,38 @@ MIN_PAIRWISE_GROUPS = 20
 MAX_CATEGORIES = 12  # indicator rules per categorical feature (its most common values)
 NUMERIC_COLUMNS = ("n_tokens", "n_text_tokens", "n_image_tokens")
 CATEGORICAL_COLUMNS = ("title",)
+_LEADING_WHITESPACE = re.compile(r"\s*")  # \s is str.isspace, what lstrip strips
 
 
 def _text_features(text: str) -> dict[str, float]:
-    body = text.replace(IMAGE_PLACEHOLDER, "\x00")
-    chars = max(1, len(body))
-    stripped_left, stripped_right = body.lstrip(), body.rstrip()
+    if IMAGE_PLACEHOLDER in text:
+        images, body = text.count(IMAGE_PLACEHOLDER), text.replace(IMAGE_PLACEHOLDER, "\x00")
+    else:  # no copy of a long text for nothing
+        images, body = 0, text
+    n = len(body)
+    chars = max(1, n)
+    leading = _LEADING_WHITESPACE.match(body).end()
+    trailing = 0
+    while trailing < n - leading and body[n - 1 - trailing].isspace():
+        trailing += 1
+    if leading == n:  # all whitespace: lstrip and rstrip both take it all
+        trailing = n
+    newlines = body.count("\n")
+    tabs = body.count("\t")
     return {
-        "chars": float(len(body)),
-        "images": float(text.count(IMAGE_PLACEHOLDER)),
-        "leading_whitespace": float(len(body) - len(stripped_left)),
-        "trailing_whitespace": float(len(body) - len(stripped_right)),
+        "chars": float(n),
+        "images": float(images),
+        "leading_whitespace": float(leading),
+        "trailing_whitespace": float(trailing),
         "ends_with_newline": float(body.endswith("\n")),
-        "blank_lines_per_1k_chars": 1000.0 * body.count("\n\n") / chars,
-        "newlines_per_1k_chars": 1000.0 * body.count("\n") / chars,
+        "blank_lines_per_1k_chars": 1000.0 * (body.count("\n\n") if newlines else 0) / chars,
+        "newlines_per_1k_chars": 1000.0 * newlines / chars,
         "double_spaces_per_1k_chars": 1000.0 * body.count("  ") / chars,
-        "tabs_per_1k_chars": 1000.0 * body.count("\t") / chars,
+        "tabs_per_1k_chars": 1000.0 * tabs / chars,
         # lines ending in a space or tab: one before each newline, and the last line
-        "trailing_spaces_per_1k_lines": 1000.0 * (body.count(" \n") + body.count("\t\n") + body.endswith((" ", "\t")))
-        / (body.count("\n") + 1),
+        "trailing_spaces_per_1k_lines": 1000.0 * ((body.count(" \n") if newlines else 0)
+                                                  + (body.count("\t\n") if tabs and newlines else 0)
+                                                  + body.endswith((" ", "\t"))) / (newlines + 1),
     }
 
 

@@ -21,7 +21,6 @@ import functools
 import hashlib
 import importlib.util
 import math
-import os
 import re
 import unicodedata
 from dataclasses import dataclass
@@ -218,11 +217,9 @@ def _nfc(text: str) -> str:
 def counting_threads() -> int:
     """Threads for counting a large batch (the counter releases the GIL while it encodes): the
     cores this process may run on, at most 16."""
-    try:
-        cores = len(os.sched_getaffinity(0))
-    except AttributeError:  # not on Linux
-        cores = os.cpu_count() or 1
-    return max(1, min(cores, 16))
+    from mmlongembed.parallel import available_cores
+
+    return min(available_cores(), 16)
 
 
 @functools.lru_cache(maxsize=1)

@@ -14,7 +14,7 @@ from __future__ import annotations
 import hashlib
 import io
 import json
-from collections import Counter, defaultdict
+from collections import Counter, defaultdict, deque
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -28,6 +28,9 @@ from mmlongembed.layout import MODEL_COLUMNS, PARTS, ConfigSpec, PoolTables, con
 from mmlongembed.pools import POSITIVE, hard_negative_tolerance
 from mmlongembed.shortcuts import audit_pool
 from mmlongembed.tokens import counting_threads, default_counter
+
+
+POOLS_AHEAD = 2  # pools read and checked by this thread while their recount is still under way
 
 
 class InvalidBuild(UserError):
@@ -226,25 +229,42 @@ def validate_tables(root: Path, specs: dict[str, ConfigSpec], builder_name: str,
     total = sum(int(row.get("n_candidates") or 0) + int(row.get("n_queries") or 0) for row in rows)
     bar = tqdm(total=total, desc="validating", unit="row", disable=not progress or not rows)
     # The generic checks (the recount: the counter's own threads, outside the GIL) run in the
-    # background while this thread runs the builder's checks and the audit, which hold the GIL.
+    # background while this thread reads the next pools and runs the builder's checks and the
+    # audit, which hold the GIL; at most POOLS_AHEAD pools are read and not yet recounted.
     background = ThreadPoolExecutor(max_workers=1, thread_name_prefix="recount")
+    pending: deque = deque()
+
+    def finish() -> None:
+        row, tables, generic, own, audit, advanced = pending.popleft()
+        result.problems.extend(generic.result() + own)
+        _record_pool(result, row["pool"], audit, tables)
+        # the rows the pools table promised, whatever the configs hold (check_pool names a mismatch)
+        bar.update(max(0, int(row.get("n_candidates") or 0) + int(row.get("n_queries") or 0) - advanced[0]))
+
     try:
         for row in rows:
-            name = row["pool"]
-            bar.set_postfix_str(name, refresh=False)
-            done = bar.n
+            while len(pending) >= POOLS_AHEAD:
+                finish()
+            bar.set_postfix_str(row["pool"], refresh=False)
             try:
                 tables = read_pool(root, specs, row)
             except UserError as error:
-                result.problems.append(Problem(name, "files", str(error)))
+                while pending:
+                    finish()
+                result.problems.append(Problem(row["pool"], "files", str(error)))
                 continue
-            generic = background.submit(check_pool, tables, bar.update)
+            advanced = [0]
+
+            def advance(n: int, advanced=advanced) -> None:
+                advanced[0] += n
+                bar.update(n)
+
+            generic = background.submit(check_pool, tables, advance)
             own = list(builder.validate_pool(row, tables.corpus, tables.queries, tables.qrels))
-            audit = audit_pool(tables.corpus, tables.qrels, tables.queries)
-            result.problems += generic.result() + own
-            _record_pool(result, name, audit, tables)
-            # the rows the pools table promised, whatever the configs hold (check_pool names a mismatch)
-            bar.update(max(0, int(row.get("n_candidates") or 0) + int(row.get("n_queries") or 0) - (bar.n - done)))
+            pending.append((row, tables, generic, own, audit_pool(tables.corpus, tables.qrels, tables.queries),
+                            advanced))
+        while pending:
+            finish()
     finally:
         background.shutdown(wait=False, cancel_futures=True)
         bar.close()

@@ -1,0 +1,128 @@
+"""Work spread over the cores a build may use, with results that do not depend on the split.
+
+``fork_map(function, n)`` is ``[function(i) for i in range(n)]`` computed in forked worker
+processes: a worker starts as a copy of the parent, so ``function`` may close over anything the
+build holds (indexes, caches, documents) and only the index and the result cross between
+processes. Results come back in index order, and ``function`` must be a pure function of the
+index and of what the parent held when the workers started, so a build is byte-identical however
+many cores it had. Where fork is not available, or one core is all there is, it runs in this
+process. ``Beside(function)`` works one job out in a forked process while this one goes on.
+"""
+
+from __future__ import annotations
+
+import multiprocessing
+import os
+from typing import Callable, TypeVar
+
+T = TypeVar("T")
+_WORK: Callable | None = None  # what the forked workers run (set before they start)
+
+
+def available_cores() -> int:
+    """The cores this process may run on (its CPU affinity where the platform tells)."""
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except AttributeError:  # not on Linux
+        return max(1, os.cpu_count() or 1)
+
+
+def can_fork() -> bool:
+    return "fork" in multiprocessing.get_all_start_methods()
+
+
+def _run(index: int):
+    return _WORK(index)
+
+
+def fork_map(function: Callable[[int], T], n: int, workers: int | None = None) -> list[T]:
+    """``[function(i) for i in range(n)]``, on ``workers`` forked processes (default: the
+    available cores; at most ``n``). An exception in a worker is raised here."""
+    global _WORK
+    workers = min(workers or available_cores(), n)
+    if workers <= 1 or not can_fork():
+        return [function(i) for i in range(n)]
+    _WORK = function
+    try:
+        # the workers fork here, and are terminated on the way out (an interrupt included)
+        with multiprocessing.get_context("fork").Pool(workers) as pool:
+            return pool.map(_run, range(n), chunksize=1)
+    finally:
+        _WORK = None
+
+
+_BESIDE: tuple | None = None  # (function, shared counter) of the Beside being started
+
+
+def _run_beside(connection) -> None:
+    function, done = _BESIDE
+
+    def advance(n: int = 1) -> None:
+        with done.get_lock():
+            done.value += n
+
+    try:
+        connection.send(("ok", function(advance)))
+    except BaseException as error:  # noqa: BLE001  (sent to the parent, which raises it)
+        try:
+            connection.send(("error", error))
+        except Exception:  # noqa: BLE001  (an exception that does not pickle)
+            connection.send(("error", RuntimeError(f"{type(error).__name__}: {error}")))
+    finally:
+        connection.close()
+
+
+class Beside:
+    """``function(advance)`` worked out in a forked process while this one goes on with other
+    work; ``result(bar)`` waits for it (and raises what it raised). ``advance(n)`` in the worker
+    counts finished items in shared memory, and ``bar()`` (a progress bar, made only if there is
+    still something to wait for) follows that count. Where fork is unavailable or one core is
+    all there is, ``result`` runs ``function`` here. Like ``fork_map``: ``function`` must not
+    depend on what this process does after it started. The worker dies with this process."""
+
+    def __init__(self, function: Callable[[Callable[[int], None]], T]):
+        global _BESIDE
+        self._function, self._process = function, None
+        if available_cores() < 2 or not can_fork():
+            return
+        context = multiprocessing.get_context("fork")
+        self._done = context.Value("q", 0)
+        self._connection, sending = context.Pipe(duplex=False)
+        _BESIDE = (function, self._done)
+        try:
+            self._process = context.Process(target=_run_beside, args=(sending,), daemon=True)
+            self._process.start()
+        finally:
+            _BESIDE = None
+            sending.close()
+
+    def result(self, bar: Callable[[], object] | None = None) -> T:
+        if self._process is None:
+            progress = bar() if bar is not None else None
+            try:
+                return self._function(progress.update if progress is not None else (lambda n=1: None))
+            finally:
+                if progress is not None:
+                    progress.close()
+        progress = None
+        try:
+            while not self._connection.poll(0.25):
+                if not self._process.is_alive() and not self._connection.poll():
+                    raise RuntimeError(f"a worker process died (exit code {self._process.exitcode})")
+                if progress is None and bar is not None:
+                    progress = bar()
+                if progress is not None:
+                    progress.update(self._done.value - progress.n)
+            status, value = self._connection.recv()
+            self._process.join()
+        except BaseException:
+            self._process.terminate()
+            raise
+        finally:
+            if progress is not None:
+                progress.update(self._done.value - progress.n)
+                progress.close()
+            self._connection.close()
+        if status == "error":
+            raise value
+        return value
