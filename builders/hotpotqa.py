@@ -624,7 +624,7 @@ class HotpotQABuilder(Builder):
                                                     report)
             return memo[instance.id]
 
-        planned = self._prefetch_hard_plans(order, positives_of, bands, refills, config, counter)
+        planned = self._prefetch_hard_plans(order, positives_of, bands, refills, config, counter, report)
         pools = []
         for level, band in enumerate(bands):
             # Pools take instances in one seeded order and skip those they cannot use, so a
@@ -716,6 +716,7 @@ class HotpotQABuilder(Builder):
         # document holding that query's evidence); see also PoolEvidenceGuard.
         claimed: set[str] = set()
         guard = PoolEvidenceGuard()
+        bar = report.progress_bar(min(config.max_queries_per_pool, len(order)), pool.name, "query")
         for instance in order:
             if len(pool.queries) >= config.max_queries_per_pool:
                 break
@@ -761,6 +762,8 @@ class HotpotQABuilder(Builder):
                     group=f"q:{instance.id}", source_id=other.id, n_tokens=made.n_tokens,
                     provenance={"variant": "other_instance", "instance": other.id,
                                 "padding": made.padding}))
+            bar.update(1)
+        bar.close()
         return pool
 
     def _other_document(self, instance, other, other_units, aim, bands, level, evidence, supply, config,
@@ -788,7 +791,7 @@ class HotpotQABuilder(Builder):
             return None
         return Built(units, document, n_tokens)
 
-    def _prefetch_hard_plans(self, order, positives_of, bands, refills, config, counter) -> dict:
+    def _prefetch_hard_plans(self, order, positives_of, bands, refills, config, counter, report) -> dict:
         """The refill plans (``_hard_plan``) that the hard pools will ask for whatever happens, by
         (instance id, level): at each length, those of the first ``max_queries_per_pool``
         instances of the seeded order that have a positive of that length (a pool cannot fill
@@ -800,24 +803,33 @@ class HotpotQABuilder(Builder):
             return {}
         wanted: list[tuple[Instance, list[int]]] = []
         seen = [0] * len(bands)
+        bar = report.progress_bar(len(order), "positives", "instance")
         for instance in order:
             if all(n >= config.max_queries_per_pool for n in seen):
                 break
             levels = [level for level in range(len(positives_of(instance))) if seen[level] < config.max_queries_per_pool]
+            bar.update(1)
             for level in levels:
                 seen[level] += 1
             if levels:
                 wanted.append((instance, levels))
+        bar.close()
         workers = min(parallel.available_cores(), len(wanted))
 
-        def plan_share(worker: int) -> dict:
-            return {(instance.id, level): self._hard_plan(instance, positives_of(instance)[level],
-                                                          pool_name(self.name, "hard", bands[level]), refills, config,
-                                                          counter)
-                    for instance, levels in wanted[worker::workers] for level in levels}
+        def plan_share(worker: int, advance) -> dict:
+            plans = {}
+            for instance, levels in wanted[worker::workers]:
+                for level in levels:
+                    plans[(instance.id, level)] = self._hard_plan(instance, positives_of(instance)[level],
+                                                                  pool_name(self.name, "hard", bands[level]), refills,
+                                                                  config, counter)
+                    advance(1)
+            return plans
 
         planned: dict = {}
-        for share in parallel.fork_map(plan_share, workers, workers):
+        total = sum(len(levels) for _, levels in wanted)
+        for share in parallel.fork_map(plan_share, workers, workers,
+                                       bar=lambda: report.progress_bar(total, "refills of hard negatives", "query")):
             planned.update(share)
         return planned
 
@@ -825,6 +837,7 @@ class HotpotQABuilder(Builder):
         pool = Pool(name=pool_name(self.name, "hard", band), task=self.task, dataset=self.name, difficulty="hard",
                     band=band)
         guard = PoolEvidenceGuard()
+        bar = report.progress_bar(min(config.max_queries_per_pool, len(order)), pool.name, "query")
         for instance in order:
             if len(pool.queries) >= config.max_queries_per_pool:
                 break
@@ -851,6 +864,8 @@ class HotpotQABuilder(Builder):
                     group=f"q:{instance.id}", source_id=instance.id, n_tokens=made.n_tokens,
                     provenance={"variant": variant, "removed": removed, "evidence": made.evidence,
                                 "padding": made.padding}))
+            bar.update(1)
+        bar.close()
         return pool
 
     def _hard_variants(self, instance, positive: Built, band, pool_label, refills: RefillSource, config, counter):

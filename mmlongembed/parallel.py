@@ -1,6 +1,6 @@
 """Work spread over the cores a build may use, with results that do not depend on the split.
 
-``fork_map(function, n)`` is ``[function(i) for i in range(n)]`` computed in forked worker
+``fork_map(function, n)`` is ``[function(i, advance) for i in range(n)]`` computed in forked worker
 processes: a worker starts as a copy of the parent, so ``function`` may close over anything the
 build holds (indexes, caches, documents) and only the index and the result cross between
 processes. Results come back in index order, and ``function`` must be a pure function of the
@@ -16,7 +16,7 @@ import os
 from typing import Callable, TypeVar
 
 T = TypeVar("T")
-_WORK: Callable | None = None  # what the forked workers run (set before they start)
+_WORK: tuple | None = None  # (function, shared counter) the forked workers run (set before they start)
 
 
 def available_cores() -> int:
@@ -31,24 +31,55 @@ def can_fork() -> bool:
     return "fork" in multiprocessing.get_all_start_methods()
 
 
+def _counting(done) -> Callable[[int], None]:
+    """``advance(n)``: adds to a counter in shared memory (a worker's progress)."""
+
+    def advance(n: int = 1) -> None:
+        with done.get_lock():
+            done.value += n
+
+    return advance
+
+
 def _run(index: int):
-    return _WORK(index)
+    function, done = _WORK
+    return function(index, _counting(done))
 
 
-def fork_map(function: Callable[[int], T], n: int, workers: int | None = None) -> list[T]:
-    """``[function(i) for i in range(n)]``, on ``workers`` forked processes (default: the
-    available cores; at most ``n``). An exception in a worker is raised here."""
+def fork_map(function: Callable[[int, Callable[[int], None]], T], n: int, workers: int | None = None,
+             bar: Callable[[], object] | None = None) -> list[T]:
+    """``[function(i, advance) for i in range(n)]``, on ``workers`` forked processes (default:
+    the available cores; at most ``n``). ``advance(k)`` in a worker counts finished items in
+    shared memory, and ``bar()`` (a progress bar) follows the count. An exception in a worker is
+    raised here."""
     global _WORK
     workers = min(workers or available_cores(), n)
-    if workers <= 1 or not can_fork():
-        return [function(i) for i in range(n)]
-    _WORK = function
+    progress = bar() if bar is not None else None
     try:
-        # the workers fork here, and are terminated on the way out (an interrupt included)
-        with multiprocessing.get_context("fork").Pool(workers) as pool:
-            return pool.map(_run, range(n), chunksize=1)
+        if workers <= 1 or not can_fork():
+            return [function(i, progress.update if progress is not None else _ignore) for i in range(n)]
+        context = multiprocessing.get_context("fork")
+        done = context.Value("q", 0)
+        _WORK = (function, done)
+        try:
+            # the workers fork here, and are terminated on the way out (an interrupt included)
+            with context.Pool(workers) as pool:
+                _WORK = None
+                pending = pool.map_async(_run, range(n), chunksize=1)
+                while not pending.ready():
+                    pending.wait(0.25)
+                    if progress is not None:
+                        progress.update(done.value - progress.n)
+                return pending.get()
+        finally:
+            _WORK = None
     finally:
-        _WORK = None
+        if progress is not None:
+            progress.close()
+
+
+def _ignore(n: int = 1) -> None:
+    pass
 
 
 _BESIDE: tuple | None = None  # (function, shared counter) of the Beside being started
@@ -56,13 +87,8 @@ _BESIDE: tuple | None = None  # (function, shared counter) of the Beside being s
 
 def _run_beside(connection) -> None:
     function, done = _BESIDE
-
-    def advance(n: int = 1) -> None:
-        with done.get_lock():
-            done.value += n
-
     try:
-        connection.send(("ok", function(advance)))
+        connection.send(("ok", function(_counting(done))))
     except BaseException as error:  # noqa: BLE001  (sent to the parent, which raises it)
         try:
             connection.send(("error", error))
@@ -100,7 +126,7 @@ class Beside:
         if self._process is None:
             progress = bar() if bar is not None else None
             try:
-                return self._function(progress.update if progress is not None else (lambda n=1: None))
+                return self._function(progress.update if progress is not None else _ignore)
             finally:
                 if progress is not None:
                     progress.close()
