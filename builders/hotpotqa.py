@@ -25,13 +25,13 @@ from typing import Iterable, Iterator
 
 import numpy as np
 
+from mmlongembed import parallel
 from mmlongembed.bm25 import BM25Index, bm25_tokenize
 from mmlongembed.builder import Builder, BuildReport, CommonConfig, Problem, register
 from mmlongembed.documents import TEXT, Document, Segment, text_segments
 from mmlongembed.errors import FitError, UserError
 from mmlongembed.llm import AuditItem, LLMConfig, audit_queries
 from mmlongembed.manifest import files_identity
-from mmlongembed import parallel
 from mmlongembed.ops.donor import exchangeable_offsets
 from mmlongembed.ops.evidence import (
     EVIDENCE_ORIGIN, LineIndex, Refill, SentenceRuns, Unit, find_refill, insert_random, insert_spread, pick_fillers,
@@ -362,14 +362,9 @@ def fact_anchors(sentence: str, rest: str) -> set[str]:
             if not re.search(r"(?<!\w)" + re.escape(a.lower()) + r"(?!\w)", lowered)}
 
 
-def _mentions(text: str, words: Iterable[str]) -> bool:
-    pattern = mentions_pattern(words)
-    return pattern is not None and pattern.search(text.lower()) is not None
-
-
 def mentions_pattern(words: Iterable[str]) -> re.Pattern | None:
-    """One pattern for ``_mentions``: any of the words, lower-cased, as a whole word, in
-    lower-cased text (None for no words)."""
+    """A pattern for lower-cased text that finds any of the words, lower-cased, as a whole word
+    (None for no words)."""
     words = sorted(words)
     if not words:
         return None

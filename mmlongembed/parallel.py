@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import multiprocessing
 import os
+import signal
 from typing import Callable, TypeVar
 
 T = TypeVar("T")
@@ -29,6 +30,19 @@ def available_cores() -> int:
 
 def can_fork() -> bool:
     return "fork" in multiprocessing.get_all_start_methods()
+
+
+def _die_with(parent: int) -> None:
+    """Make this worker die with the process that forked it, even when that one is killed
+    (SIGKILL leaves it no time to stop its workers): Linux's parent-death signal."""
+    try:
+        import ctypes
+
+        ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
+    except (AttributeError, OSError):  # not Linux: the worker ends with its work
+        return
+    if os.getppid() != parent:  # the parent died before the signal was armed
+        os._exit(1)
 
 
 def _counting(done) -> Callable[[int], None]:
@@ -63,7 +77,7 @@ def fork_map(function: Callable[[int, Callable[[int], None]], T], n: int, worker
         _WORK = (function, done)
         try:
             # the workers fork here, and are terminated on the way out (an interrupt included)
-            with context.Pool(workers) as pool:
+            with context.Pool(workers, initializer=_die_with, initargs=(os.getpid(),)) as pool:
                 _WORK = None
                 pending = pool.map_async(_run, range(n), chunksize=1)
                 while not pending.ready():
@@ -85,7 +99,8 @@ def _ignore(n: int = 1) -> None:
 _BESIDE: tuple | None = None  # (function, shared counter) of the Beside being started
 
 
-def _run_beside(connection) -> None:
+def _run_beside(connection, parent: int) -> None:
+    _die_with(parent)
     function, done = _BESIDE
     try:
         connection.send(("ok", function(_counting(done))))
@@ -101,8 +116,8 @@ def _run_beside(connection) -> None:
 class Beside:
     """``function(advance)`` worked out in a forked process while this one goes on with other
     work; ``result(bar)`` waits for it (and raises what it raised). ``advance(n)`` in the worker
-    counts finished items in shared memory, and ``bar()`` (a progress bar, made only if there is
-    still something to wait for) follows that count. Where fork is unavailable or one core is
+    counts finished items in shared memory, and ``bar()`` (a progress bar, made when this process
+    comes to wait) follows that count. Where fork is unavailable or one core is
     all there is, ``result`` runs ``function`` here. Like ``fork_map``: ``function`` must not
     depend on what this process does after it started. The worker dies with this process."""
 
@@ -116,7 +131,7 @@ class Beside:
         self._connection, sending = context.Pipe(duplex=False)
         _BESIDE = (function, self._done)
         try:
-            self._process = context.Process(target=_run_beside, args=(sending,), daemon=True)
+            self._process = context.Process(target=_run_beside, args=(sending, os.getpid()), daemon=True)
             self._process.start()
         finally:
             _BESIDE = None
@@ -130,13 +145,11 @@ class Beside:
             finally:
                 if progress is not None:
                     progress.close()
-        progress = None
+        progress = bar() if bar is not None else None
         try:
             while not self._connection.poll(0.25):
                 if not self._process.is_alive() and not self._connection.poll():
                     raise RuntimeError(f"a worker process died (exit code {self._process.exitcode})")
-                if progress is None and bar is not None:
-                    progress = bar()
                 if progress is not None:
                     progress.update(self._done.value - progress.n)
             status, value = self._connection.recv()

@@ -3,10 +3,15 @@
 from __future__ import annotations
 
 import os
+import subprocess
+import sys
+import textwrap
+import time
 
 import pytest
 
 from mmlongembed import parallel
+from tests._subprocess import python_env
 
 needs_fork = pytest.mark.skipif(not parallel.can_fork(), reason="no fork on this platform")
 
@@ -78,3 +83,45 @@ def test_beside_works_in_another_process_while_this_one_goes_on(monkeypatch):
 
     with pytest.raises(KeyError, match="missing"):
         parallel.Beside(fails).result()
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="the parent-death signal is Linux's")
+def test_a_worker_dies_with_a_killed_build(tmp_path):
+    """SIGKILL leaves a build no time to stop its workers; they must not run on (holding its
+    output pipes open, or working for nothing)."""
+    marker = tmp_path / "worker.pid"
+    script = tmp_path / "build.py"
+    script.write_text(textwrap.dedent(f"""
+        import os, time
+        from pathlib import Path
+        from mmlongembed import parallel
+
+        parallel.available_cores = lambda: 2
+
+        def job(advance):
+            Path({str(marker)!r}).write_text(str(os.getpid()))
+            while True:
+                time.sleep(3600)
+
+        parallel.Beside(job).result()
+    """))
+    build = subprocess.Popen([sys.executable, str(script)], env=python_env(), stdout=subprocess.PIPE,
+                             stderr=subprocess.PIPE)
+    deadline = time.monotonic() + 60  # a safety limit, not a timing assumption
+    while not marker.exists() or not marker.read_text():
+        assert build.poll() is None and time.monotonic() < deadline, build.stderr.read()
+        time.sleep(0.05)
+    worker = int(marker.read_text())
+    build.kill()
+    build.communicate(timeout=60)  # returns once no process holds its pipes: the worker is gone too
+    while _alive(worker):
+        assert time.monotonic() < deadline
+        time.sleep(0.05)
+
+
+def _alive(pid: int) -> bool:
+    try:
+        with open(f"/proc/{pid}/stat") as handle:
+            return handle.read().split(") ")[-1][:1] != "Z"  # a zombie is dead, only not yet reaped
+    except FileNotFoundError:
+        return False

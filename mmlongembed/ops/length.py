@@ -2,8 +2,11 @@
 
 Every function counts each piece once (segment counts are summed with prefix sums) and
 searches a bounded space, so a budget that cannot be met fails fast with ``FitError``.
-Assembled text is recounted once at the end, because a few boundaries (a Chinese full stop
-before a letter) fuse into one pre-token and make the sum drift by a token or two.
+A few boundaries (a Chinese full stop before a letter) fuse into one pre-token and make the
+plain sum drift by a token or two, so the finished document's length is either recounted
+(``exact_tokens``) or summed with its seams checked (``summed_tokens``: the same number without
+recounting the text, the pieces on both sides of a seam that may fuse counted together);
+validation recounts the written text either way.
 """
 
 from __future__ import annotations
