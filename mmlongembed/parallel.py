@@ -33,8 +33,12 @@ def can_fork() -> bool:
 
 
 def _die_with(parent: int) -> None:
-    """Make this worker die with the process that forked it, even when that one is killed
-    (SIGKILL leaves it no time to stop its workers): Linux's parent-death signal."""
+    """Start of a forked worker: Ctrl-C is the parent's to handle (it stops its workers), a
+    termination ends the worker quietly, and the worker dies with the process that forked it,
+    even when that one is killed (SIGKILL leaves it no time to stop its workers): Linux's
+    parent-death signal."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)
     try:
         import ctypes
 
@@ -165,3 +169,45 @@ class Beside:
         if status == "error":
             raise value
         return value
+
+
+_PROGRESS = None  # in a worker of ``Workers``: its shared count of finished items
+
+
+def _start_worker(parent: int, progress) -> None:
+    global _PROGRESS
+    _die_with(parent)
+    _PROGRESS = progress
+
+
+def advance(n: int = 1) -> None:
+    """In a task of ``Workers``: ``n`` more items done (what ``Workers.done`` counts)."""
+    if _PROGRESS is not None:
+        with _PROGRESS.get_lock():
+            _PROGRESS.value += n
+
+
+class Workers:
+    """Forked worker processes for tasks given as a module-level function and small pickled
+    arguments (``submit``); a task may call ``advance(n)``, which ``done`` sums over all tasks.
+    Used as a context manager: the workers are stopped on the way out. Needs fork (``can_fork``)."""
+
+    def __init__(self, n: int):
+        context = multiprocessing.get_context("fork")
+        self._done = context.Value("q", 0)
+        self._pool = context.Pool(n, initializer=_start_worker, initargs=(os.getpid(), self._done))
+
+    @property
+    def done(self) -> int:
+        return self._done.value
+
+    def submit(self, function: Callable, *args):
+        """The task's pending result: ``get(timeout)`` returns it (or raises what it raised)."""
+        return self._pool.apply_async(function, args)
+
+    def __enter__(self) -> "Workers":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self._pool.terminate()
+        self._pool.join()

@@ -256,7 +256,11 @@ class SentenceRuns:
 
     def near(self, target: int, near: int) -> list[tuple[int, int, int]]:
         """The runs whose sum is within ``near`` of ``target``, in ``sentence_runs`` order."""
-        lists = [found for total in range(target - near, target + near + 1) if (found := self._by_total.get(total))]
+        get = self._by_total.get
+        if near == 1:  # the common case, and most units have none: three look-ups
+            lists = [found for found in (get(target - 1), get(target), get(target + 1)) if found]
+        else:
+            lists = [found for total in range(target - near, target + near + 1) if (found := get(total))]
         if not lists:
             return []
         positions = lists[0] if len(lists) == 1 else sorted(k for found in lists for k in found)
