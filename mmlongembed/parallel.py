@@ -6,7 +6,9 @@ build holds (indexes, caches, documents) and only the index and the result cross
 processes. Results come back in index order, and ``function`` must be a pure function of the
 index and of what the parent held when the workers started, so a build is byte-identical however
 many cores it had. Where fork is not available, or one core is all there is, it runs in this
-process. ``Beside(function)`` works one job out in a forked process while this one goes on.
+process. ``Beside(function)`` works one job out in a forked process while this one goes on;
+``Workers(n)`` runs tasks given as a module-level function and small pickled arguments.
+Workers ignore Ctrl-C (the parent stops them) and die with the parent, even a killed one.
 """
 
 from __future__ import annotations
@@ -14,6 +16,7 @@ from __future__ import annotations
 import multiprocessing
 import os
 import signal
+import sys
 from typing import Callable, TypeVar
 
 T = TypeVar("T")
@@ -29,7 +32,9 @@ def available_cores() -> int:
 
 
 def can_fork() -> bool:
-    return "fork" in multiprocessing.get_all_start_methods()
+    """Whether work may go to forked processes: on Linux (elsewhere forking a process that has
+    started native threads, as Arrow and the tokenizer do, is not safe; the work stays here)."""
+    return sys.platform.startswith("linux") and "fork" in multiprocessing.get_all_start_methods()
 
 
 def _die_with(parent: int) -> None:
