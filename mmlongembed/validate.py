@@ -7,6 +7,9 @@ blindness (model configs expose only model columns; the label-free shortcut audi
 builder's own checks (`Builder.validate_pool`) on each pool with its audit joined in. Problems
 are collected, never raised one by one; a build that cannot be read at all (no card, no
 manifest, a data file missing, empty or corrupt) is a one-line error naming the file (exit 1).
+The recount (every output token once) runs on all cores, in worker processes that read each
+pool again, beside the builder's checks and the audit (``_GenericChecks``); the report is the
+same on one core.
 """
 
 from __future__ import annotations
@@ -53,7 +56,7 @@ def _image_size(image: dict) -> tuple[int, int]:
         return im.height, im.width
 
 
-RECOUNT_BATCH = 64  # rows counted together (on every core) between two steps of the progress bar
+RECOUNT_BATCH = 64  # rows counted together between two steps of the progress bar
 
 
 def _recount_rows(texts: list[str], images: list, counter, advance: Callable[[int], object],
