@@ -12,14 +12,20 @@ length.
 
 from __future__ import annotations
 
+import bisect
 import hashlib
 import json
 import re
 from collections import Counter
 from dataclasses import dataclass, field, replace
+from functools import cached_property
+from itertools import accumulate
 from pathlib import Path
 from typing import Iterable, Iterator
 
+import numpy as np
+
+from mmlongembed import parallel
 from mmlongembed.bm25 import BM25Index, bm25_tokenize
 from mmlongembed.builder import Builder, BuildReport, CommonConfig, Problem, register
 from mmlongembed.documents import TEXT, Document, Segment, text_segments
@@ -28,15 +34,15 @@ from mmlongembed.llm import AuditItem, LLMConfig, audit_queries
 from mmlongembed.manifest import files_identity
 from mmlongembed.ops.donor import exchangeable_offsets
 from mmlongembed.ops.evidence import (
-    EVIDENCE_ORIGIN, Refill, Unit, evidence_spans, find_refill, insert_random, insert_spread, pick_fillers,
-    token_offsets_at, unit_spans, units_document)
-from mmlongembed.ops.length import edge_whitespace, exact_tokens, fit_block_edges, trim_edges
+    EVIDENCE_ORIGIN, LineIndex, Refill, SentenceRuns, Unit, find_refill, insert_random, insert_spread, pick_fillers,
+    texts_holding, token_offsets_at, unit_spans, units_document)
+from mmlongembed.ops.length import edge_whitespace, fit_block_edges, segment_token_offsets, summed_tokens, trim_edges
 from mmlongembed.pools import (
     EASY_NEGATIVE, HARD_NEGATIVE, POSITIVE, Candidate, LengthBand, Pool, Query, hard_negative_tolerance, pool_name)
 from mmlongembed.rng import derive_rng
 from mmlongembed.sources import HubSource, hub_rows, iter_jsonl, read_json, read_text_file, require_dir
 from mmlongembed.text import normalise_newlines
-from mmlongembed.tokens import TokenCounter, default_counter
+from mmlongembed.tokens import MemoCounter, TokenCounter, default_counter
 
 INSTRUCTION = "Given a multi-hop question, retrieve the document that contains all the evidence needed to answer it."
 HUB_SOURCE = HubSource(repo="hotpotqa/hotpot_qa", revision="1908d6afbbead072334abe2965f91bd2709910ab",
@@ -256,6 +262,25 @@ class Built:
     units: list[Unit]
     document: Document
     n_tokens: int
+    # the token offsets of its evidence segments' edges (segment index -> offset), if measured
+    offsets: dict[int, int] | None = None
+
+    @cached_property
+    def evidence(self) -> list[dict]:
+        """Where its evidence lies (``_evidence_provenance``), worked out once per document."""
+        return _evidence_provenance(self.document, self.n_tokens, self.offsets)
+
+    @classmethod
+    def measured(cls, units: list[Unit], document: Document, counter: TokenCounter) -> "Built":
+        """The document with its exact length and its evidence offsets, from one pass over its
+        segments' counts (``segment_token_offsets``)."""
+        edges = [j for i, x in enumerate(document.segments) if x.origin.startswith(EVIDENCE_ORIGIN) for j in (i, i + 1)]
+        offsets = segment_token_offsets(document, counter, edges)
+        return cls(units, document, offsets[len(document.segments)], offsets)
+
+    @cached_property
+    def padding(self) -> list[dict]:
+        return _padding_provenance(self.units)
 
 
 class PaddingSupply:
@@ -267,24 +292,26 @@ class PaddingSupply:
         self.articles, self.paragraphs = articles, paragraphs
         self._text = {u.id: u.text for u in (*articles, *paragraphs)}
         self._lowered = {k: v.lower() for k, v in self._text.items()}
+        self._lines = LineIndex(self._text)  # which units hold an evidence sentence
         self._memo: dict[str, tuple[list[Unit], list[Unit]]] = {}
 
-    def _clean(self, unit: Unit, answer: re.Pattern | None, answer_lower: str, evidence: list[str]) -> bool:
+    def _clean(self, unit: Unit, answer: re.Pattern | None, answer_lower: str, with_evidence: set[str]) -> bool:
         # the plain substring test is a fast filter; the whole-word pattern decides
         if answer is not None and answer_lower in self._lowered[unit.id] and answer.search(self._text[unit.id]):
             return False
-        return not any(e in self._text[unit.id] for e in evidence)
+        return unit.id not in with_evidence
 
     def usable(self, instance: "Instance", exclude_titles: set[str] = frozenset(),
                exclude_ids: set[str] = frozenset()) -> tuple[list[Unit], list[Unit]]:
         if instance.id not in self._memo:
-            answer, evidence = answer_pattern(instance.answer), evidence_texts(instance)
+            answer = answer_pattern(instance.answer)
+            with_evidence = set().union(*(self._lines.holding(e) for e in evidence_texts(instance)))
             own = {t for t, _ in instance.context}
             answer_lower = instance.answer.strip().lower()
             self._memo[instance.id] = (
-                [u for u in self.articles if self._clean(u, answer, answer_lower, evidence)],
+                [u for u in self.articles if self._clean(u, answer, answer_lower, with_evidence)],
                 [u for u in self.paragraphs
-                 if u.id[len("paragraph:"):] not in own and self._clean(u, answer, answer_lower, evidence)],
+                 if u.id[len("paragraph:"):] not in own and self._clean(u, answer, answer_lower, with_evidence)],
             )
         articles, paragraphs = self._memo[instance.id]
         if not exclude_titles and not exclude_ids:
@@ -335,9 +362,47 @@ def fact_anchors(sentence: str, rest: str) -> set[str]:
             if not re.search(r"(?<!\w)" + re.escape(a.lower()) + r"(?!\w)", lowered)}
 
 
-def _mentions(text: str, words: Iterable[str]) -> bool:
-    lowered = text.lower()
-    return any(re.search(r"(?<!\w)" + re.escape(w.lower()) + r"(?!\w)", lowered) for w in words)
+def mentions_pattern(words: Iterable[str]) -> re.Pattern | None:
+    """A pattern for lower-cased text that finds any of the words, lower-cased, as a whole word
+    (None for no words)."""
+    words = sorted(words)
+    if not words:
+        return None
+    return re.compile("|".join(r"(?<!\w)" + re.escape(w.lower()) + r"(?!\w)" for w in words))
+
+
+class RefillGuard:
+    """What a refill must not hold: the answer (whole word), any evidence sentence of the query,
+    or a name or number of the removed fact (``fact_anchors``). ``allows(unit, text)`` judges the
+    fitted text of one run of ``unit``. A run's text is the unit's text between two of its
+    sentence boundaries (the edges' whitespace aside), so a unit whose whole text does not even
+    hold these as plain substrings (case aside) passes every run unread: the refill search tries
+    hundreds of runs, from a few dozen units, most of which hold none of them."""
+
+    def __init__(self, answer: str, evidence: list[str], anchors: set[str]):
+        self.pattern = answer_pattern(answer)
+        # the answer anywhere, word boundaries aside (a superset of the pattern's matches)
+        self.plain = re.compile(re.escape(answer.strip()), re.IGNORECASE) if self.pattern is not None else None
+        self.evidence = evidence
+        self.mentions = mentions_pattern(anchors)
+        self.anchors = [a.lower() for a in anchors]
+        self._clear: dict[str, bool] = {}
+
+    def _unit_clear(self, unit: Unit) -> bool:
+        if unit.id not in self._clear:
+            text = unit.text
+            # lower() maps character by character (a substring's lowering is a substring of the
+            # lowering) except for the Greek final sigma, which depends on what follows
+            self._clear[unit.id] = not (
+                (self.plain is not None and self.plain.search(text)) or any(e in text for e in self.evidence)
+                or (self.anchors and ("Σ" in text or any(a in text.lower() for a in self.anchors))))
+        return self._clear[unit.id]
+
+    def allows(self, unit: Unit, text: str) -> bool:
+        if self._unit_clear(unit):
+            return True
+        return not ((self.pattern is not None and self.pattern.search(text)) or any(e in text for e in self.evidence)
+                    or (self.mentions is not None and self.mentions.search(text.lower())))
 
 
 def paragraph_pieces(unit: Unit) -> list[Unit]:
@@ -369,9 +434,53 @@ class RefillSource:
             pieces = paragraph_pieces(article)
             self.pieces += pieces
             self.whole += [article.id] * len(pieces)
+        # each piece as a refill: its segments carry where they come from (fit_block_edges keeps it)
+        self.pieces = [Unit(u.id, u.kind, tuple(_with_origin(x, f"replacement:{u.id}") for x in u.segments))
+                       for u in self.pieces]
         self.index = BM25Index.from_texts([u.text for u in self.pieces]) if self.pieces else None
         self._ranked: dict[str, list[int]] = {}
         self._usable: dict[str, set[str]] = {}
+        self._runs: dict[str, SentenceRuns] = {}
+        self.edge_counter = MemoCounter(default_counter())  # the recounted edges of fitted runs
+        # What refilling one place learns holds for the same place at every length (a positive
+        # grows by padding only): the removed fact's anchors, and each run fitted there.
+        self._anchors: dict[tuple[str, str], set[str]] = {}
+        self._guards: dict[tuple, RefillGuard] = {}
+        self._fitted: dict[tuple, dict] = {}
+        self._runs_fitted: dict[tuple, list[Segment]] = {}
+
+    def runs(self, unit: Unit) -> SentenceRuns:
+        """The unit's sentence runs, indexed once per build (``find_refill``)."""
+        if unit.id not in self._runs:
+            self._runs[unit.id] = SentenceRuns(unit)
+        return self._runs[unit.id]
+
+    def anchors(self, sentence: str, context: str) -> set[str]:
+        """``fact_anchors`` of a removed sentence in its instance's context, remembered."""
+        if (sentence, context) not in self._anchors:
+            self._anchors[(sentence, context)] = fact_anchors(sentence, context.replace(sentence, " "))
+        return self._anchors[(sentence, context)]
+
+    def guard(self, instance: "Instance", evidence: list[str], anchors: set[str]) -> "RefillGuard":
+        """The ``RefillGuard`` of a variant (the same at every length), made once."""
+        key = (instance.id, frozenset(anchors))
+        if key not in self._guards:
+            self._guards[key] = RefillGuard(instance.answer, evidence, anchors)
+        return self._guards[key]
+
+    def fitted_run(self, source: Unit, a: int, b: int, lead: str, tail: str) -> list[Segment]:
+        """``fit_block_edges`` of a run of ``source`` for a place with that edge whitespace
+        (most places share a few kinds of edges), made once."""
+        key = (source.id, a, b, lead, tail)
+        if key not in self._runs_fitted:
+            self._runs_fitted[key] = fit_block_edges(source.segments[a:b], lead, tail, self.edge_counter,
+                                                     f"replacement:{source.id}")
+        return self._runs_fitted[key]
+
+    def fitted(self, place: tuple) -> dict:
+        """The runs already fitted into one place (``place`` names everything a fit depends on
+        but the run), by (unit id, start, end): what ``fit`` returned for each."""
+        return self._fitted.setdefault(place, {})
 
     def ranked(self, query_text: str) -> list[int]:
         """Piece indices, the most similar to ``query_text`` first (ties: lower index)."""
@@ -380,17 +489,17 @@ class RefillSource:
                 self._ranked[query_text] = []
             else:
                 scores = self.index.scores(bm25_tokenize(query_text))
-                self._ranked[query_text] = sorted(range(len(scores)), key=lambda i: (-scores[i], i))
+                self._ranked[query_text] = np.argsort(-scores, kind="stable").tolist()  # ties: lower index
         return self._ranked[query_text]
 
-    def candidates(self, instance: "Instance", query_text: str, exclude_ids: set[str]) -> list[Unit]:
-        """The usable pieces, the most topical first."""
+    def candidates(self, instance: "Instance", query_text: str, exclude_ids: set[str]) -> Iterator[Unit]:
+        """The usable pieces, the most topical first (lazily: a search reads only a few)."""
         if instance.id not in self._usable:
             articles, paragraphs = self.supply.usable(instance)
             self._usable[instance.id] = {u.id for u in (*articles, *paragraphs)}
         usable = self._usable[instance.id]
-        return [self.pieces[i] for i in self.ranked(query_text)
-                if self.whole[i] in usable and self.whole[i] not in exclude_ids]
+        return (self.pieces[i] for i in self.ranked(query_text)
+                if self.whole[i] in usable and self.whole[i] not in exclude_ids)
 
 
 @register
@@ -401,7 +510,8 @@ class HotpotQABuilder(Builder):
     name = "hotpotqa"
     # 1.1: an instance serves a pool once; positives share no paragraph
     # 1.2: refills of exactly the removed sentence's length, on the receiving paragraph's topic
-    version = "1.3.0"  # 1.3: easy negatives grow as positives do; refills balanced in characters
+    # 1.3: easy negatives grow as positives do; refills balanced in characters
+    version = "1.4.0"  # 1.4: every easy query is one of the hard pool's queries of its length
     task = "multi_source_reasoning"
     title = "MMLongEmbed Multi-Source Reasoning: HotpotQA"
     config_class = HotpotQAConfig
@@ -509,13 +619,19 @@ class HotpotQABuilder(Builder):
                                                     report)
             return memo[instance.id]
 
+        planned = self._prefetch_hard_plans(order, positives_of, bands, refills, config, counter, report)
         pools = []
         for level, band in enumerate(bands):
             # Pools take instances in one seeded order and skip those they cannot use, so a
-            # failure is replaced by the next instance and the pools of a length share queries.
-            pools.append(self._easy_pool(bands, level, order, positives_of, instances, units_of, supply,
-                                         config, counter, report))
-            pools.append(self._hard_pool(band, level, order, positives_of, refills, config, counter, report))
+            # failure is replaced by the next instance. The hard pool of a length comes first and
+            # the easy pool takes its queries among the hard pool's (the paper's paired comparison
+            # of the two); an easy query needs three other instances as its negatives, so the easy
+            # pool is the smaller.
+            hard = self._hard_pool(band, level, order, positives_of, refills, config, counter, report, planned)
+            paired = {q.source_id for q in hard.queries}
+            easy = self._easy_pool(bands, level, [i for i in order if i.id in paired], positives_of, instances,
+                                   units_of, supply, config, counter, report)
+            pools += [easy, hard]
         report.stats["refills"] = refill_statistics(pools)
         return pools
 
@@ -559,12 +675,12 @@ class HotpotQABuilder(Builder):
                     f"positive_{band.name}_{error.reason}"
                 report.skip(reason, instance.id)
                 break
-            document = trim_edges(units_document(f"{instance.id}@{band.name}", units), counter)
-            n_tokens = exact_tokens(document, counter)
-            if not lo <= n_tokens <= band.hi - hard_negative_tolerance(band.hi):
+            built = Built.measured(units, trim_edges(units_document(f"{instance.id}@{band.name}", units), counter),
+                                   counter)
+            if not lo <= built.n_tokens <= band.hi - hard_negative_tolerance(band.hi):
                 report.skip(f"positive_{band.name}_recount_outside_window", instance.id)
                 break
-            out.append(Built(units, document, n_tokens))
+            out.append(built)
         return out
 
     def _query(self, instance: Instance) -> Query:
@@ -576,12 +692,17 @@ class HotpotQABuilder(Builder):
             id=f"d:{instance.id}", document=built.document, role=POSITIVE, group=f"q:{instance.id}",
             source_id=instance.id, n_tokens=built.n_tokens,
             provenance={"variant": "original", "answer": instance.answer, "n_evidence": len(instance.supporting),
-                        "evidence": _evidence_provenance(built.document, built.n_tokens),
-                        "padding": _padding_provenance(built.units)})
+                        "evidence": built.evidence, "padding": built.padding})
 
     def _easy_pool(self, bands, level, order, positives_of, instances, units_of, supply, config, counter,
                    report) -> Pool:
+        """Queries from ``order`` (the hard pool's, in the seeded order), each with its positive
+        and ``negatives_per_query`` other instances' contexts padded alike."""
         band = bands[level]
+        queries = {instance.id for instance in order}
+        # no easy negative is padded with the gold paragraph of a query the pool may take
+        # (PoolEvidenceGuard would turn that query away)
+        gold = {title for instance in order for title, _ in instance.supporting}
         pool = Pool(name=pool_name(self.name, "easy", band), task=self.task, dataset=self.name, difficulty="easy",
                     band=band)
         k = config.negatives_per_query
@@ -590,6 +711,7 @@ class HotpotQABuilder(Builder):
         # document holding that query's evidence); see also PoolEvidenceGuard.
         claimed: set[str] = set()
         guard = PoolEvidenceGuard()
+        bar = report.progress_bar(min(config.max_queries_per_pool, len(order)), pool.name, "query")
         for instance in order:
             if len(pool.queries) >= config.max_queries_per_pool:
                 break
@@ -604,8 +726,10 @@ class HotpotQABuilder(Builder):
             evidence = evidence_texts(instance)
             offsets = exchangeable_offsets(positive.n_tokens, k, derive_rng(config.seed, pool.name, instance.id, "offsets"))
             negatives = []
-            for j in rng.permutation(len(instances)):
-                other = instances[int(j)]
+            drawn = [instances[int(j)] for j in rng.permutation(len(instances))]
+            # instances that are not queries of the pool first: each one claimed as a negative
+            # could otherwise have been an easy query itself
+            for other in [o for o in drawn if o.id not in queries] + [o for o in drawn if o.id in queries]:
                 if len(negatives) == k:
                     break
                 if other.id == instance.id or other.id in claimed or titles & {t for t, _ in other.context}:
@@ -614,7 +738,7 @@ class HotpotQABuilder(Builder):
                 if any(e in u.text for u in other_units for e in evidence):
                     continue
                 made = self._other_document(instance, other, other_units, positive.n_tokens + offsets[len(negatives)],
-                                            bands, level, evidence, supply, config, counter)
+                                            bands, level, evidence, supply, config, counter, gold)
                 if made is not None:
                     negatives.append((other, made))
             if len(negatives) < k:
@@ -632,18 +756,20 @@ class HotpotQABuilder(Builder):
                     id=f"d:{other.id}:for:{instance.id}", document=made.document, role=EASY_NEGATIVE,
                     group=f"q:{instance.id}", source_id=other.id, n_tokens=made.n_tokens,
                     provenance={"variant": "other_instance", "instance": other.id,
-                                "padding": _padding_provenance(made.units)}))
+                                "padding": made.padding}))
+            bar.update(1)
+        bar.close()
         return pool
 
     def _other_document(self, instance, other, other_units, aim, bands, level, evidence, supply, config,
-                        counter) -> Built | None:
+                        counter, avoid_titles: set[str] = frozenset()) -> Built | None:
         """Another instance's context padded to about ``aim`` tokens with padding that carries
         neither this query's answer nor its evidence, grown level by level exactly as a positive
         grows (``grow``): padded in one pass instead, a longer easy negative would hold fewer,
         larger units than the positive, and its paragraph-break density would tell them apart."""
         band = bands[level]
         tolerance = hard_negative_tolerance(aim)
-        articles, paragraphs = supply.usable(instance, exclude_titles={t for t, _ in other.context})
+        articles, paragraphs = supply.usable(instance, exclude_titles={t for t, _ in other.context} | avoid_titles)
         units = list(other_units)
         try:
             for step in range(level + 1):
@@ -654,16 +780,59 @@ class HotpotQABuilder(Builder):
         except FitError:
             return None
         document = trim_edges(units_document(f"{other.id}@{band.name}:for:{instance.id}", units), counter)
-        n_tokens = exact_tokens(document, counter)
+        n_tokens = summed_tokens(document, counter)
         text = document.text
         if not band.contains(n_tokens) or any(e in text for e in evidence):
             return None
         return Built(units, document, n_tokens)
 
-    def _hard_pool(self, band, level, order, positives_of, refills, config, counter, report) -> Pool:
+    def _prefetch_hard_plans(self, order, positives_of, bands, refills, config, counter, report) -> dict:
+        """The refill plans (``_hard_plan``) that the hard pools will ask for whatever happens, by
+        (instance id, level): at each length, those of the first ``max_queries_per_pool``
+        instances of the seeded order that have a positive of that length (a pool cannot fill
+        up before it has seen them). Worked out on all cores (``fork_map``; each worker takes
+        whole instances, so what it learns about a place serves every length), before the pools
+        are assembled in order. The positives this needs are the first the pools would build,
+        built here in the same order; the pools find them built."""
+        if parallel.available_cores() < 2 or not parallel.can_fork():
+            return {}
+        wanted: list[tuple[Instance, list[int]]] = []
+        seen = [0] * len(bands)
+        bar = report.progress_bar(len(order), "positives", "instance")
+        for instance in order:
+            if all(n >= config.max_queries_per_pool for n in seen):
+                break
+            levels = [level for level in range(len(positives_of(instance))) if seen[level] < config.max_queries_per_pool]
+            bar.update(1)
+            for level in levels:
+                seen[level] += 1
+            if levels:
+                wanted.append((instance, levels))
+        bar.close()
+        workers = min(parallel.available_cores(), len(wanted))
+
+        def plan_share(worker: int, advance) -> dict:
+            plans = {}
+            for instance, levels in wanted[worker::workers]:
+                for level in levels:
+                    plans[(instance.id, level)] = self._hard_plan(instance, positives_of(instance)[level],
+                                                                  pool_name(self.name, "hard", bands[level]), refills,
+                                                                  config, counter)
+                    advance(1)
+            return plans
+
+        planned: dict = {}
+        total = sum(len(levels) for _, levels in wanted)
+        for share in parallel.fork_map(plan_share, workers, workers,
+                                       bar=lambda: report.progress_bar(total, "refills of hard negatives", "query")):
+            planned.update(share)
+        return planned
+
+    def _hard_pool(self, band, level, order, positives_of, refills, config, counter, report, planned=None) -> Pool:
         pool = Pool(name=pool_name(self.name, "hard", band), task=self.task, dataset=self.name, difficulty="hard",
                     band=band)
         guard = PoolEvidenceGuard()
+        bar = report.progress_bar(min(config.max_queries_per_pool, len(order)), pool.name, "query")
         for instance in order:
             if len(pool.queries) >= config.max_queries_per_pool:
                 break
@@ -671,7 +840,10 @@ class HotpotQABuilder(Builder):
             if len(built) <= level:
                 continue
             positive = built[level]
-            variants = self._hard_variants(instance, positive, band, pool.name, refills, config, counter)
+            plan = (planned or {}).pop((instance.id, level), None)
+            if plan is None:
+                plan = self._hard_plan(instance, positive, pool.name, refills, config, counter)
+            variants = self._hard_assemble(instance, positive, band, plan, counter)
             if isinstance(variants, str):
                 report.skip(f"hard_{band.name}_{variants}", instance.id)
                 continue
@@ -685,9 +857,10 @@ class HotpotQABuilder(Builder):
                 pool.candidates.append(Candidate(
                     id=f"d:{instance.id}:{variant}", document=made.document, role=HARD_NEGATIVE,
                     group=f"q:{instance.id}", source_id=instance.id, n_tokens=made.n_tokens,
-                    provenance={"variant": variant, "removed": removed,
-                                "evidence": _evidence_provenance(made.document, made.n_tokens),
-                                "padding": _padding_provenance(made.units)}))
+                    provenance={"variant": variant, "removed": removed, "evidence": made.evidence,
+                                "padding": made.padding}))
+            bar.update(1)
+        bar.close()
         return pool
 
     def _hard_variants(self, instance, positive: Built, band, pool_label, refills: RefillSource, config, counter):
@@ -696,27 +869,36 @@ class HotpotQABuilder(Builder):
         sentences on the receiving paragraph's topic (``RefillSource``) of exactly its token
         length wherever one exists, holding neither the answer nor the removed fact's names and
         numbers. Returns the variants, or the skip reason."""
+        plan = self._hard_plan(instance, positive, pool_label, refills, config, counter)
+        return self._hard_assemble(instance, positive, band, plan, counter)
+
+    def _hard_plan(self, instance, positive: Built, pool_label, refills: RefillSource, config,
+                   counter) -> list[tuple[str, list[int], list[tuple[int, Refill]] | str]]:
+        """The refills of each variant (the search, ``_hard_variants``'s costly part): per variant
+        (name, removed evidence indices, [(index, refill)]), or the reason in place of the refills
+        of the first variant for which a removed sentence has none (later variants are not
+        planned). A pure function of its arguments: plans can be worked out anywhere."""
         n = len(instance.supporting)
         rng = derive_rng(config.seed, self.name, pool_label, instance.id, "hard")
-        plans = [("drop_first", [0]), ("drop_last", [n - 1])]
-        plans.append(("drop_middle", [int(rng.integers(1, n - 1))]) if n >= 3 else ("drop_both", [0, 1]))
-        plans = plans[: config.negatives_per_query]
+        variants = [("drop_first", [0]), ("drop_last", [n - 1])]
+        variants.append(("drop_middle", [int(rng.integers(1, n - 1))]) if n >= 3 else ("drop_both", [0, 1]))
+        variants = variants[: config.negatives_per_query]
         evidence = evidence_texts(instance)
-        answer = answer_pattern(instance.answer)
         in_document = {u.id for u in positive.units}
         # Where no run is exact, the variants aim at exchangeable lengths (see exchangeable_offsets).
-        offsets = exchangeable_offsets(positive.n_tokens, len(plans), derive_rng(config.seed, pool_label, instance.id,
-                                                                                 "offsets"))
+        offsets = exchangeable_offsets(positive.n_tokens, len(variants), derive_rng(config.seed, pool_label, instance.id,
+                                                                                    "offsets"))
         tolerance = hard_negative_tolerance(positive.n_tokens)
         context_text = "".join(u.text for u in positive.units if u.kind == "context")
-        out = []
-        for (variant, removed_indices), offset in zip(plans, offsets):
+        plans = []
+        for (variant, removed_indices), offset in zip(variants, offsets):
             units = list(positive.units)
-            removed = []
+            picks = []
             share = offset // len(removed_indices)
             anchors = set()
             for k in removed_indices:
-                anchors |= fact_anchors(evidence[k], context_text.replace(evidence[k], " "))
+                anchors |= refills.anchors(evidence[k], context_text)
+            guard = refills.guard(instance, evidence, anchors)
             for k in removed_indices:
                 u, s = _find_evidence(units, k)
                 unit = units[u]
@@ -725,14 +907,23 @@ class HotpotQABuilder(Builder):
                 before = "".join(x.text for x in unit.segments[:s])
                 after = "".join(x.text for x in unit.segments[s + 1:])
                 paragraph_tokens = counter.count(before + segment.text + after)
+                edges = ([before, after], [counter.count(before), counter.count(after)])
+                fitted = refills.fitted((instance.id, tuple(removed_indices), before, segment.text, after))
 
                 def fit(source: Unit, a: int, b: int):
-                    run = fit_block_edges(source.segments[a:b], lead, tail, counter, f"replacement:{source.id}")
-                    text = "".join(x.text for x in run)
-                    if (answer is not None and answer.search(text)) or any(e in text for e in evidence) \
-                            or _mentions(text, anchors):
+                    if (source.id, a, b) not in fitted:
+                        fitted[(source.id, a, b)] = fit_in_place(source, a, b)
+                    return fitted[(source.id, a, b)]
+
+                def fit_in_place(source: Unit, a: int, b: int):
+                    run = refills.fitted_run(source, a, b, lead, tail)
+                    if not guard.allows(source, "".join(x.text for x in run)):
                         return None  # the refill must not give back the answer or the removed fact
-                    return run, segment.tokens + counter.count(before + text + after) - paragraph_tokens
+                    # the receiving paragraph as counted alone, from its pieces' counts (exact)
+                    pieces, counts = edges
+                    measured = counter.count_joined([pieces[0], *(x.text for x in run), pieces[1]],
+                                                    [counts[0], *(x.tokens for x in run), counts[1]])[0]
+                    return run, segment.tokens + measured - paragraph_tokens
 
                 slack = max(1, (tolerance - RECOUNT_MARGIN) // len(removed_indices))
                 window = (max(1, segment.tokens - slack), segment.tokens + slack)
@@ -752,22 +943,44 @@ class HotpotQABuilder(Builder):
 
                 try:
                     found: Refill = find_refill(candidates, segment.tokens, window, aim, fit,
-                                                choose_among=REFILL_CHOICES, closeness=closeness)
+                                                choose_among=REFILL_CHOICES, closeness=closeness, runs=refills.runs)
                 except FitError:
-                    return "no_replacement_sentences"
+                    plans.append((variant, removed_indices, "no_replacement_sentences"))
+                    return plans
+                units[u] = Unit(unit.id, unit.kind, (*unit.segments[:s], *found.segments, *unit.segments[s + 1:]))
+                picks.append((k, found))
+            plans.append((variant, removed_indices, picks))
+        return plans
+
+    def _hard_assemble(self, instance, positive: Built, band, plan, counter):
+        """The variants of a plan (``_hard_plan``), each measured and checked: its length in the
+        band and within the tolerance of its positive's, its removed evidence gone. Returns the
+        variants, or the first reason (in variant order) one fails for."""
+        evidence = evidence_texts(instance)
+        tolerance = hard_negative_tolerance(positive.n_tokens)
+        out = []
+        for variant, removed_indices, picks in plan:
+            if isinstance(picks, str):
+                return picks
+            units = list(positive.units)
+            removed = []
+            for k, found in picks:
+                u, s = _find_evidence(units, k)
+                unit = units[u]
+                segment = unit.segments[s]
                 units[u] = Unit(unit.id, unit.kind, (*unit.segments[:s], *found.segments, *unit.segments[s + 1:]))
                 removed.append({"index": k, "sha256": sha(segment.text.strip()), "tokens": segment.tokens,
                                 "replacement": {"source": found.unit.id, "kind": found.unit.kind,
                                                 "sentences": [found.start, found.end], "tokens": found.tokens,
                                                 "topic_rank": found.rank}})
-            document = trim_edges(units_document(f"{instance.id}@{band.name}:{variant}", units), counter)
-            n_tokens = exact_tokens(document, counter)
-            if not band.contains(n_tokens) or abs(n_tokens - positive.n_tokens) > tolerance:
+            made = Built.measured(units, trim_edges(units_document(f"{instance.id}@{band.name}:{variant}", units),
+                                                    counter), counter)
+            if not band.contains(made.n_tokens) or abs(made.n_tokens - positive.n_tokens) > tolerance:
                 return "length_mismatch"
-            text = document.text
+            text = made.document.text
             if any(evidence[k] in text for k in removed_indices):
                 return "removed_evidence_still_present"
-            out.append((variant, Built(units, document, n_tokens), removed))
+            out.append((variant, made, removed))
         return out
 
     # -- checks and card -------------------------------------------------------------------
@@ -789,17 +1002,23 @@ class HotpotQABuilder(Builder):
                 a, b = span["char_range"]
                 evidence_of[group][span["index"]] = text[a:b].strip()
         # Every query ranks the whole pool: no candidate but its positive may hold all its evidence.
-        for group, evidence in evidence_of.items():
-            sentences = sorted((e for e in evidence.values() if e), key=len, reverse=True)
+        sentences_of = {group: sorted((e for e in evidence.values() if e), key=len, reverse=True)
+                        for group, evidence in evidence_of.items()}
+        # the texts that hold a group's longest sentence (one without a newline where there is one)
+        holding = texts_holding(text_of, {group: next((e for e in sentences if "\n" not in e), sentences[0])
+                                          for group, sentences in sentences_of.items() if sentences})
+        for group, sentences in sentences_of.items():
             if not sentences:
                 continue
             for cid, text in text_of.items():
-                if cid != positive_of[group] and all(e in text for e in sentences):
+                if cid in holding[group] and cid != positive_of[group] and all(e in text for e in sentences):
                     yield Problem(name, "second_document_with_all_evidence",
                                   f"{cid} holds all the evidence of {group}, whose positive is {positive_of[group]}")
+        counted: dict[str, int] = {}  # paragraph -> tokens: the pool's documents share most paragraphs
+        answers: dict[str, tuple] = {}
         for cid, role, group in zip(corpus["_id"], corpus["role"], corpus["group"]):
             text, provenance = text_of[cid], provenance_of[cid]
-            yield from _check_positions(name, cid, text, provenance.get("evidence", []), counter)
+            yield from _check_positions(name, cid, text, provenance.get("evidence", []), counter, counted)
             evidence = evidence_of.get(group, {})
             if role == HARD_NEGATIVE:
                 for removed in provenance.get("removed", []):
@@ -812,11 +1031,24 @@ class HotpotQABuilder(Builder):
                 if any(e and e in text for e in evidence.values()):
                     yield Problem(name, "easy_negative_evidence", f"{cid} contains its query's evidence")
             answer = provenance_of.get(positive_of.get(group, ""), {}).get("answer", "")
-            pattern = answer_pattern(answer)
+            if answer not in answers:
+                pattern = answer_pattern(answer)
+                # the answer's letters, case and word boundaries aside
+                anywhere = re.compile(re.escape(answer.strip()), re.IGNORECASE) if pattern else None
+                answers[answer] = (pattern, anywhere)
+            pattern, anywhere = answers[answer]
             if pattern is not None:
-                for item in provenance.get("padding", []):
+                # only a padding range that holds one of the places where they stand (overlaps
+                # too) can hold the answer
+                places, found = [], anywhere.search(text)
+                while found is not None:
+                    places.append(found.start())
+                    found = anywhere.search(text, found.start() + 1)
+                width = len(answer.strip())
+                for item in provenance.get("padding", []) if places else ():
                     a, b = item["char_range"]
-                    if pattern.search(text[a:b]):
+                    k = bisect.bisect_left(places, a)
+                    if k < len(places) and places[k] + width <= b and pattern.search(text[a:b]):
                         yield Problem(name, "answer_in_padding", f"{cid}: padding {item['id']} contains the answer")
                         break
 
@@ -908,19 +1140,22 @@ def _find_evidence(units: list[Unit], k: int) -> tuple[int, int]:
     raise KeyError(marker)
 
 
-def _evidence_provenance(document: Document, n_tokens: int) -> list[dict]:
+def _evidence_provenance(document: Document, n_tokens: int, offsets: dict[int, int] | None = None) -> list[dict]:
     """Each remaining evidence segment: its character and token range in the final text, its
-    relative depth, and a hash of its text. Token positions come from counting the final text
-    up to each boundary: summed segment counts can drift by a token where two pieces fuse."""
-    text = document.text
-    spans = sorted(evidence_spans(document).items())
-    offsets = token_offsets_at(text, [p for _, s in spans for p in (s.char_start, s.char_end)], default_counter())
+    relative depth, and a hash of its text. Token positions are what counting the final text
+    up to each boundary gives (``token_offsets_at``, which validation recounts), worked out from
+    the segments' counts (``segment_token_offsets``: exact also where two pieces fuse)."""
+    segments = document.segments
+    marked = sorted((int(x.origin[len(EVIDENCE_ORIGIN):]), i) for i, x in enumerate(segments)
+                    if x.origin.startswith(EVIDENCE_ORIGIN))
+    if offsets is None:
+        offsets = segment_token_offsets(document, default_counter(), [j for _, i in marked for j in (i, i + 1)])
+    chars = [0, *accumulate(len(x.text) for x in segments)]
     out = []
-    for k, span in spans:
-        start, end = offsets[span.char_start], offsets[span.char_end]
-        out.append({"index": k, "char_range": [span.char_start, span.char_end], "token_range": [start, end],
-                    "relative_position": round(start / n_tokens, 4),
-                    "sha256": sha(text[span.char_start:span.char_end].strip())})
+    for k, i in marked:
+        start, end = offsets[i], offsets[i + 1]
+        out.append({"index": k, "char_range": [chars[i], chars[i + 1]], "token_range": [start, end],
+                    "relative_position": round(start / n_tokens, 4), "sha256": sha(segments[i].text.strip())})
     return out
 
 
@@ -945,12 +1180,14 @@ def _padding_provenance(units: list[Unit]) -> list[dict]:
     return out
 
 
-def _check_positions(pool: str, cid: str, text: str, spans: list[dict], counter: TokenCounter) -> Iterator[Problem]:
+def _check_positions(pool: str, cid: str, text: str, spans: list[dict], counter: TokenCounter,
+                     memo: dict[str, int] | None = None) -> Iterator[Problem]:
     """Recorded evidence ranges hold the recorded text, and the recorded token ranges match an
-    independent recount of the final text."""
+    independent recount of the final text (by paragraphs, remembered in ``memo`` across the
+    pool's documents: ``token_offsets_at``)."""
     if not spans:
         return
-    offsets = token_offsets_at(text, [p for s in spans for p in s["char_range"]], counter)
+    offsets = token_offsets_at(text, [p for s in spans for p in s["char_range"]], counter, memo)
     for span in spans:
         a, b = span["char_range"]
         if sha(text[a:b].strip()) != span["sha256"]:

@@ -15,6 +15,7 @@ from mmlongembed.outdir import (
     BuildLock, check_output_root, check_replaceable, remove_stale_temporaries, sigterm_as_interrupt, write_error)
 from mmlongembed.output import (
     Written, commit_output_dir, pool_statistics, prepare_output_dir, write_json, write_tables)
+from mmlongembed.parallel import Beside
 from mmlongembed.pools import Pool
 from mmlongembed.report import format_table, length_histogram, shortcut_check
 from mmlongembed.shortcuts import ALPHA, MIN_EXCESS
@@ -147,6 +148,18 @@ def run_build(builder: Builder, config, output_root: Path, overwrite: bool = Fal
             output_root.rmdir()  # a failed first build leaves no empty --output behind
 
 
+def _measure_pools(pools: list[Pool], unmeasured: list[Pool], histogram: Path, advance) -> dict[str, dict]:
+    """The BM25 shortcut check of each pool in ``unmeasured`` (``advance(1)`` after each), and
+    the length histogram of all pools, drawn into ``histogram``."""
+    words: dict[str, list[str]] = {}  # pools of a build share much of their text
+    shortcuts = {}
+    for pool in unmeasured:
+        shortcuts[pool.name] = shortcut_check(pool, words)
+        advance(1)
+    length_histogram(pools, histogram)
+    return shortcuts
+
+
 def _build_locked(builder: Builder, config, final_dir: Path, overwrite: bool, progress: bool) -> Path:
     report = BuildReport(progress=progress)
     sources = builder.load_sources(config, report)
@@ -155,15 +168,18 @@ def _build_locked(builder: Builder, config, final_dir: Path, overwrite: bool, pr
         raise UserError(f"{builder.name}: the sources gave no pool any query ({dict(report.skipped)})")
     pools = [p for p in pools if p.queries] or pools
     unmeasured = [pool for pool in pools if pool.name not in report.shortcuts]  # a builder may have measured some
-    for pool in report.bar(unmeasured, "BM25 shortcut check", "pool", min_items=8):
-        report.shortcuts[pool.name] = shortcut_check(pool)
     stats = [{**pool_statistics(p), "difficulty": p.difficulty} for p in pools]
 
     with temporary_output(final_dir, overwrite) as tmp_dir:
+        # The BM25 shortcut check and the length histogram need only the pools: they are worked
+        # out in a forked worker while the tables are written.
+        histogram = tmp_dir / "figures" / "length_histogram.png"
+        beside = Beside(lambda advance: _measure_pools(pools, unmeasured, histogram, advance))
         written = write_tables(pools, tmp_dir, seed=config.seed, builder=builder.name, progress=progress)
+        report.shortcuts.update(beside.result(
+            lambda: report.bar(unmeasured, "BM25 shortcut check", "pool", min_items=8)))
         specs = {spec.name: spec for spec in written.specs}
         validation = validate_tables(tmp_dir, specs, builder.name, progress=progress)
-        length_histogram(pools, tmp_dir / "figures" / "length_histogram.png")
         manifest = build_manifest(builder, config, report, stats, written, validation)
         write_json(tmp_dir / "manifest.json", manifest)
         write_json(tmp_dir / "build_config.json", manifest["config"])

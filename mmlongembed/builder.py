@@ -15,6 +15,27 @@ from typing import Any, ClassVar, Iterable
 from mmlongembed.pools import Pool
 
 
+class StepBar:
+    """A progress bar moved by hand (``update``, ``close``, ``n``). A step that stops before its
+    total (a pool that fills up early) closes as done at what it did."""
+
+    def __init__(self, bar):
+        self._bar = bar
+
+    @property
+    def n(self) -> int:
+        return self._bar.n
+
+    def update(self, n: int = 1) -> None:
+        self._bar.update(n)
+
+    def close(self) -> None:
+        if not self._bar.disable and self._bar.total and self._bar.n < self._bar.total:
+            self._bar.total = self._bar.n
+            self._bar.refresh()
+        self._bar.close()
+
+
 @dataclass
 class BuildReport:
     """Skips and notes collected during a build; rendered in the summary and the manifest."""
@@ -33,6 +54,14 @@ class BuildReport:
 
         items = list(items)
         return tqdm(items, desc=description, unit=unit, disable=not self.progress or len(items) < min_items)
+
+    def progress_bar(self, total: int, description: str, unit: str, min_items: int = 50):
+        """A progress bar moved by hand (``update``, ``close``) over a step of at most ``total``
+        items (a step that ends early closes at what it did): hidden for short steps and when
+        progress is off."""
+        from tqdm.auto import tqdm
+
+        return StepBar(tqdm(total=total, desc=description, unit=unit, disable=not self.progress or total < min_items))
 
     def skip(self, reason: str, item: str = "") -> None:
         self.skipped[reason] += 1

@@ -17,6 +17,7 @@ from mmlongembed.tokens import TokenCounter, image_tokens
 
 IMAGE_PLACEHOLDER = "<|image|>"
 TEXT, IMAGE, FRAME = "text", "image", "frame"
+VISUAL_KINDS = (IMAGE, FRAME)
 
 
 @dataclass(frozen=True, slots=True)
@@ -33,7 +34,7 @@ class Segment:
 
     @property
     def is_visual(self) -> bool:
-        return self.kind in (IMAGE, FRAME)
+        return self.kind in VISUAL_KINDS
 
 
 @dataclass(frozen=True, slots=True)
@@ -48,23 +49,17 @@ class Document:
 
     @property
     def text_tokens(self) -> int:
-        return sum(s.tokens for s in self.segments if s.kind == TEXT)
+        return sum([s.tokens for s in self.segments if s.kind == TEXT])
 
     @property
     def image_tokens(self) -> int:
-        return sum(s.tokens for s in self.segments if s.is_visual)
+        return sum([s.tokens for s in self.segments if s.kind in VISUAL_KINDS])
 
     def render(self) -> tuple[str, list[bytes]]:
         """The text with one placeholder per image, and the images in placeholder order."""
-        parts: list[str] = []
-        images: list[bytes] = []
-        for s in self.segments:
-            if s.is_visual:
-                parts.append(IMAGE_PLACEHOLDER)
-                images.append(s.image or b"")
-            else:
-                parts.append(s.text)
-        return "".join(parts), images
+        segments = self.segments
+        parts = [IMAGE_PLACEHOLDER if s.kind in VISUAL_KINDS else s.text for s in segments]
+        return "".join(parts), [s.image or b"" for s in segments if s.kind in VISUAL_KINDS]
 
     @property
     def text(self) -> str:
@@ -130,8 +125,29 @@ def count_rendered(text: str, image_sizes: Sequence[tuple[int, int]], counter: T
 
     Text between placeholders is counted as whole runs (not per sentence), so this is the
     independent check of what a builder summed incrementally."""
-    runs = text.split(IMAGE_PLACEHOLDER)
-    if len(runs) - 1 != len(image_sizes):
-        raise ValueError(f"{len(runs) - 1} image placeholders but {len(image_sizes)} images")
-    text_count = sum(counter.count_many([r for r in runs if r]))
-    return text_count, sum(image_tokens(h, w) for h, w in image_sizes)
+    (counted,) = count_rendered_many([text], [image_sizes], counter)
+    if isinstance(counted, ValueError):
+        raise counted
+    return counted
+
+
+def count_rendered_many(texts: Sequence[str], image_sizes: Sequence[Sequence[tuple[int, int]] | ValueError],
+                        counter: TokenCounter, num_threads: int = 1) -> list[tuple[int, int] | ValueError]:
+    """``count_rendered`` of several candidates, their text runs counted in one batch on
+    ``num_threads`` threads. A candidate whose placeholders do not match its images (or whose
+    sizes are a ValueError already) gives the ValueError in place of its counts."""
+    out: list = []
+    runs: list[str] = []
+    for text, sizes in zip(texts, image_sizes):
+        if isinstance(sizes, ValueError):
+            out.append(sizes)
+            continue
+        pieces = text.split(IMAGE_PLACEHOLDER)
+        if len(pieces) - 1 != len(sizes):
+            out.append(ValueError(f"{len(pieces) - 1} image placeholders but {len(sizes)} images"))
+            continue
+        first = len(runs)
+        runs.extend(r for r in pieces if r)
+        out.append((first, len(runs), sum(image_tokens(h, w) for h, w in sizes)))
+    counts = counter.count_many(runs, num_threads=num_threads)
+    return [item if isinstance(item, ValueError) else (sum(counts[item[0]:item[1]]), item[2]) for item in out]

@@ -24,6 +24,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Sequence
 
+from mmlongembed.documents import VISUAL_KINDS
 from mmlongembed.errors import UserError
 from mmlongembed.manifest import file_sha256
 from mmlongembed.layout import (
@@ -220,7 +221,7 @@ def write_parquet(table, features, directory: Path, stem: str) -> Path:
 def _image_sizes(pool: Pool) -> dict[int, int]:
     """hash -> size of every image the pool's candidates and queries hold."""
     sizes = {hash(s.image): len(s.image) for c in pool.candidates for s in c.document.segments
-             if s.is_visual and s.image is not None}
+             if s.kind in VISUAL_KINDS and s.image is not None}
     sizes.update({hash(image): len(image) for q in pool.queries for image in q.images})
     return sizes
 

@@ -7,7 +7,7 @@ from pathlib import Path
 from typing import Sequence
 
 from mmlongembed.bm25 import BM25Index, bm25_tokenize
-from mmlongembed.documents import IMAGE_PLACEHOLDER
+from mmlongembed.documents import IMAGE_PLACEHOLDER, Document
 from mmlongembed.pools import POSITIVE, Pool
 
 
@@ -30,14 +30,15 @@ def expected_p_at_1(scores: Sequence[float], positive: int) -> float:
     return 1 / len(tied) if positive in tied else 0.0
 
 
-def shortcut_check(pool: Pool) -> dict:
+def shortcut_check(pool: Pool, words: dict[str, list[str]] | None = None) -> dict:
     """BM25 P@1 of the query text inside each query's own candidate group (index over the whole
     pool; image placeholders are markup, not words): how far surface matching gets. Ties count by
     expectation (``expected_p_at_1``). Query-blind rules (length, formatting, ids, order) are the
     label-free audit's (``mmlongembed.shortcuts``), run on the data as written.
 
     Where every group is its positive alone (the synthetic grid: one needle per document, all
-    documents of the pool compete), the whole pool is the group."""
+    documents of the pool compete), the whole pool is the group. ``words`` caches the words of
+    text pieces (``document_words``): pass one dict to pools that share text."""
     groups: dict[str, list] = defaultdict(list)
     for c in pool.candidates:
         groups[c.group].append(c)
@@ -46,7 +47,8 @@ def shortcut_check(pool: Pool) -> dict:
     queries = {q.id: q for q in pool.queries}
     if not pool.candidates:
         return {"groups": 0, "chance": 0.0, "bm25": None}
-    index = BM25Index([_words(c.document.render()[0]) for c in pool.candidates])
+    words = {} if words is None else words
+    index = BM25Index([document_words(c.document, words) for c in pool.candidates])
     position = {c.id: i for i, c in enumerate(pool.candidates)}
     hits, sizes = 0.0, []
     for group, members in groups.items():
@@ -64,6 +66,20 @@ def shortcut_check(pool: Pool) -> dict:
 
 def _words(text: str) -> list[str]:
     return bm25_tokenize(text.replace(IMAGE_PLACEHOLDER, " "))
+
+
+def document_words(document: Document, cache: dict[str, list[str]]) -> list[str]:
+    """``_words`` of the rendered document, line by line, the words of each line looked up in
+    ``cache`` (padding repeats across a pool's documents). Exact: a newline is whitespace, so no
+    word runs across it, and NFKC and lower-casing treat the text on its two sides apart (a
+    final sigma before a newline is final either way)."""
+    out: list[str] = []
+    for line in document.render()[0].replace(IMAGE_PLACEHOLDER, " ").split("\n"):
+        words = cache.get(line)
+        if words is None:
+            words = cache[line] = bm25_tokenize(line)
+        out += words
+    return out
 
 
 def length_histogram(pools: Sequence[Pool], path: Path) -> None:

@@ -28,6 +28,7 @@ positive of exactly one query and a query-blind rule scores exactly chance by co
 from __future__ import annotations
 
 import math
+import re
 from collections import Counter, defaultdict
 from mmlongembed.documents import IMAGE_PLACEHOLDER
 from mmlongembed.report import expected_p_at_1
@@ -38,24 +39,38 @@ MIN_PAIRWISE_GROUPS = 20
 MAX_CATEGORIES = 12  # indicator rules per categorical feature (its most common values)
 NUMERIC_COLUMNS = ("n_tokens", "n_text_tokens", "n_image_tokens")
 CATEGORICAL_COLUMNS = ("title",)
+_LEADING_WHITESPACE = re.compile(r"\s*")  # \s is str.isspace, what lstrip strips
 
 
 def _text_features(text: str) -> dict[str, float]:
-    body = text.replace(IMAGE_PLACEHOLDER, "\x00")
-    chars = max(1, len(body))
-    stripped_left, stripped_right = body.lstrip(), body.rstrip()
+    if IMAGE_PLACEHOLDER in text:
+        images, body = text.count(IMAGE_PLACEHOLDER), text.replace(IMAGE_PLACEHOLDER, "\x00")
+    else:  # no copy of a long text for nothing
+        images, body = 0, text
+    n = len(body)
+    chars = max(1, n)
+    leading = _LEADING_WHITESPACE.match(body).end()
+    trailing = 0
+    while trailing < n - leading and body[n - 1 - trailing].isspace():
+        trailing += 1
+    if leading == n:  # all whitespace: lstrip and rstrip both take it all
+        trailing = n
+    newlines = body.count("\n")
+    tabs = body.count("\t")
     return {
-        "chars": float(len(body)),
-        "images": float(text.count(IMAGE_PLACEHOLDER)),
-        "leading_whitespace": float(len(body) - len(stripped_left)),
-        "trailing_whitespace": float(len(body) - len(stripped_right)),
+        "chars": float(n),
+        "images": float(images),
+        "leading_whitespace": float(leading),
+        "trailing_whitespace": float(trailing),
         "ends_with_newline": float(body.endswith("\n")),
-        "blank_lines_per_1k_chars": 1000.0 * body.count("\n\n") / chars,
-        "newlines_per_1k_chars": 1000.0 * body.count("\n") / chars,
+        "blank_lines_per_1k_chars": 1000.0 * (body.count("\n\n") if newlines else 0) / chars,
+        "newlines_per_1k_chars": 1000.0 * newlines / chars,
         "double_spaces_per_1k_chars": 1000.0 * body.count("  ") / chars,
-        "tabs_per_1k_chars": 1000.0 * body.count("\t") / chars,
-        "trailing_spaces_per_1k_lines": 1000.0 * sum(1 for line in body.split("\n") if line != line.rstrip(" \t"))
-        / (body.count("\n") + 1),
+        "tabs_per_1k_chars": 1000.0 * tabs / chars,
+        # lines ending in a space or tab: one before each newline, and the last line
+        "trailing_spaces_per_1k_lines": 1000.0 * ((body.count(" \n") if newlines else 0)
+                                                  + (body.count("\t\n") if tabs and newlines else 0)
+                                                  + body.endswith((" ", "\t"))) / (newlines + 1),
     }
 
 
@@ -106,13 +121,15 @@ def _groups(corpus: dict[str, list], qrels: dict[str, list]) -> list[tuple[list[
     return groups
 
 
-def rule_p_at_1(corpus: dict[str, list], qrels: dict[str, list]) -> dict[str, float]:
-    """Every query-blind rule's P@1 inside the queries' groups (see the module docstring)."""
+def rule_p_at_1(corpus: dict[str, list], qrels: dict[str, list],
+                rules: dict[str, list[float]] | None = None) -> dict[str, float]:
+    """Every query-blind rule's P@1 inside the queries' groups (see the module docstring);
+    ``rules``: ``rule_scores(corpus)`` when already computed."""
     groups = _groups(corpus, qrels)
     if not groups:
         return {}
     return {rule: sum(expected_p_at_1([scores[i] for i in rows], k) for rows, k in groups) / len(groups)
-            for rule, scores in rule_scores(corpus).items()}
+            for rule, scores in (rules if rules is not None else rule_scores(corpus)).items()}
 
 
 def _pairwise_share(scores: list[float], positive: int) -> float:
@@ -122,14 +139,14 @@ def _pairwise_share(scores: list[float], positive: int) -> float:
     return sum(1.0 if mine > s else 0.5 if mine == s else 0.0 for s in others) / len(others)
 
 
-def _pairwise_verdicts(corpus: dict[str, list], groups: list[tuple[list[int], int]]) -> list[dict]:
+def _pairwise_verdicts(rules: dict[str, list[float]], groups: list[tuple[list[int], int]]) -> list[dict]:
     """Each rule as a pairwise test: how often it orders the positive above a negative of its
     group (see the module docstring)."""
     if len(groups) < MIN_PAIRWISE_GROUPS:
         return []
     spread = math.sqrt(sum((len(rows) + 1) / (12 * (len(rows) - 1)) for rows, _ in groups))
     out = []
-    for rule, scores in rule_scores(corpus).items():
+    for rule, scores in rules.items():
         if not rule.startswith("max "):
             continue  # "min X" read pairwise is the mirror image of "max X"
         share = sum(_pairwise_share([scores[i] for i in rows], k) for rows, k in groups) / len(groups)
@@ -169,11 +186,21 @@ def pool_rule_scores(corpus: dict[str, list], queries: dict[str, list]) -> dict[
     if not n_queries or not n_rows:
         return {}
     stride = n_rows / n_queries
-    candidate_grams = [_ngrams(cid) for cid in corpus["_id"]]
+    rows_with: dict[str, list[int]] = defaultdict(list)  # 3-gram -> the rows whose id has it
+    for j, cid in enumerate(corpus["_id"]):
+        for gram in _ngrams(cid):
+            rows_with[gram].append(j)
+
+    def shared_grams(qid: str) -> list[float]:
+        shared = [0.0] * n_rows
+        for gram in _ngrams(qid):
+            for j in rows_with.get(gram, ()):
+                shared[j] += 1.0
+        return shared
+
     return {
         "row aligned with the query's row": [[-abs(j - i * stride) for j in range(n_rows)] for i in range(n_queries)],
-        "id shares most 3-grams with the query's id": [
-            [float(len(grams & _ngrams(qid))) for grams in candidate_grams] for qid in queries["_id"]],
+        "id shares most 3-grams with the query's id": [shared_grams(qid) for qid in queries["_id"]],
     }
 
 
@@ -193,8 +220,9 @@ def audit_pool(corpus: dict[str, list], qrels: dict[str, list], queries: dict[st
     groups = _groups(corpus, qrels)
     if groups:
         chances = [1 / len(rows) for rows, _ in groups]
-        results += [_verdict(rule, p * len(groups), chances) for rule, p in rule_p_at_1(corpus, qrels).items()]
-        results += _pairwise_verdicts(corpus, groups)
+        rules = rule_scores(corpus)
+        results += [_verdict(rule, p * len(groups), chances) for rule, p in rule_p_at_1(corpus, qrels, rules).items()]
+        results += _pairwise_verdicts(rules, groups)
     positive_of = {q: c for q, c, s in zip(qrels["query-id"], qrels["corpus-id"], qrels["score"]) if s > 0}
     index_of = {cid: i for i, cid in enumerate(corpus["_id"])}
     if queries is not None:

@@ -5,7 +5,8 @@ boundaries fall on Qwen pre-token boundaries wherever the language allows it: ne
 the piece before them, spaces start the piece after them (" Next sentence."). Then the token
 count of a concatenation equals the sum of the pieces' counts, which is what makes incremental
 length fitting exact. Chinese full stops can fuse with the next character into one pre-token,
-so assembled text is always recounted once at the end (see ``mmlongembed.fit``).
+so assembled text is recounted, or summed with its seams checked (``TokenCounter.count_joined``,
+``ops.length.summed_tokens``).
 """
 
 from __future__ import annotations

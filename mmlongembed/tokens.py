@@ -21,12 +21,16 @@ import functools
 import hashlib
 import importlib.util
 import math
+import re
 import unicodedata
 from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
 from typing import Iterable, Sequence
 
+# its end: after a newline, before a non-space, a seam where the pre-tokenizer always splits
+# (splits_between)
+_PARAGRAPH_SEAM = re.compile(r"[\r\n](?=\S)")
 QWEN_PRETOKENIZE_PATTERN = (
     r"""(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}| ?[^\s\p{L}\p{N}]+[\r\n]*"""
     r"""|\s*[\r\n]+|\s+(?!\S)|\s+"""
@@ -103,12 +107,119 @@ class TokenCounter:
             return [len(encode(t)) for t in texts]
         return [len(ids) for ids in self._encoding.encode_ordinary_batch(texts, num_threads=num_threads)]
 
+    def count_cached(self, text: str, memo: dict[str, int]) -> int:
+        """``count(text)``, counted by paragraphs: the text is cut after each newline run that a
+        non-space follows (where the pre-tokenizer always splits: ``splits_between``) and each
+        piece's count is looked up in, or added to, ``memo``. Cheap for many texts that share
+        most of their paragraphs (documents padded from one supply)."""
+        total, start = 0, 0
+        for seam in (*(m.end() for m in _PARAGRAPH_SEAM.finditer(text)), len(text)):
+            piece = text[start:seam]
+            n = memo.get(piece)
+            if n is None:
+                n = memo[piece] = self.count(piece)
+            total += n
+            start = seam
+        return total
+
+    def count_joined(self, pieces: Sequence[str], counts: Sequence[int], starts: Sequence[int] = (0,)) -> list[int]:
+        """Exact counts of the sections of a text given as pieces whose counts are known
+        (``counts[i] == count(pieces[i])``), without recounting the text: section ``k`` is
+        ``"".join(pieces[starts[k]:starts[k + 1]])`` (the last runs to the end), counted alone,
+        exactly as ``count`` would count it.
+
+        Piece counts add up wherever the pre-tokenizer splits at the seam whatever surrounds it
+        (``splits_between``), which is almost everywhere for pieces cut as ``mmlongembed.text``
+        cuts them; pieces joined by any other seam (a Chinese full stop before a letter, a space
+        on both sides) are counted together as one string. Cost: a few character tests per
+        seam, plus counting the rare joined runs."""
+        bounds = [*starts[1:], len(pieces)]
+        out: list[int] = []
+        joined: list[tuple[int, str]] = []  # (section, text of a run of pieces counted together)
+        for section, (start, end) in enumerate(zip(starts, bounds)):
+            total, run, previous = 0, [], -1
+            for i in range(start, end):
+                piece = pieces[i]
+                if not piece:
+                    continue
+                if previous >= 0:  # splits_between, inline (this loop runs over every segment)
+                    a, b = pieces[previous][-1], piece[0]
+                    splits = not a.isspace() if b == " " or b == "\t" else (a == "\n" or a == "\r") and not b.isspace()
+                else:
+                    splits = True
+                if not splits:
+                    if not run:  # the run starts with the previous piece, counted alone so far
+                        total -= counts[previous]
+                        run.append(pieces[previous])
+                    run.append(piece)
+                else:
+                    if run:
+                        joined.append((section, "".join(run)))
+                        run = []
+                    total += counts[i]
+                previous = i
+            if run:
+                joined.append((section, "".join(run)))
+            out.append(total)
+        if joined:
+            for (section, _), n in zip(joined, self.count_many(text for _, text in joined)):
+                out[section] += n
+        return out
+
+
+class MemoCounter:
+    """``counter.count`` that remembers what it counted: for searches that count the same short
+    pieces again and again (the edges of candidate refills). Forgets everything when full."""
+
+    def __init__(self, counter: TokenCounter, max_items: int = 1 << 20):
+        self.counter, self.max_items = counter, max_items
+        self._counts: dict[str, int] = {}
+
+    def count(self, text: str) -> int:
+        n = self._counts.get(text)
+        if n is None:
+            if len(self._counts) >= self.max_items:
+                self._counts.clear()
+            n = self._counts[text] = self.counter.count(text)
+        return n
+
+
+def splits_between(left: str, right: str) -> bool:
+    """Whether Qwen's pre-tokenizer splits at the seam of ``left + right`` whatever text comes
+    before ``left`` and after ``right``, so that ``count(x + left + right + y) == count(x + left)
+    + count(right + y)`` for every ``x`` and ``y``. Decided by the two characters at the seam:
+
+    - a non-space before a space or tab (`` Next sentence`` after ``end.``): no alternative of
+      ``QWEN_PRETOKENIZE_PATTERN`` that reads up to the seam treats a space or tab differently
+      from the end of the text, and the space starts a pre-token of its own;
+    - a newline before a non-space (a paragraph after the newline run that ends the last one):
+      the run is taken by ``\\s*[\\r\\n]+`` or the newlines after punctuation, both of which stop
+      at a non-newline as at the end of the text.
+
+    Neither character composes with its neighbour under NFC, so normalisation agrees too. Any
+    other seam (two letters, a space on both sides, a Chinese full stop before a letter, a
+    newline before a space) may fuse into one pre-token: False."""
+    if not left or not right:
+        return True
+    a, b = left[-1], right[0]
+    if b == " " or b == "\t":
+        return not a.isspace()
+    return (a == "\n" or a == "\r") and not b.isspace()
+
 
 def _nfc(text: str) -> str:
     # ASCII is always NFC; checking is much cheaper than normalising a copy of a long report
     if text.isascii() or unicodedata.is_normalized("NFC", text):
         return text
     return unicodedata.normalize("NFC", text)
+
+
+def counting_threads() -> int:
+    """Threads for counting a large batch (the counter releases the GIL while it encodes): the
+    cores this process may run on, at most 16."""
+    from mmlongembed.parallel import available_cores
+
+    return min(available_cores(), 16)
 
 
 @functools.lru_cache(maxsize=1)

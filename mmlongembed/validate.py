@@ -7,26 +7,33 @@ blindness (model configs expose only model columns; the label-free shortcut audi
 builder's own checks (`Builder.validate_pool`) on each pool with its audit joined in. Problems
 are collected, never raised one by one; a build that cannot be read at all (no card, no
 manifest, a data file missing, empty or corrupt) is a one-line error naming the file (exit 1).
+The recount (every output token once) runs on all cores, in worker processes that read each
+pool again, beside the builder's checks and the audit (``_GenericChecks``); the report is the
+same on one core.
 """
 
 from __future__ import annotations
 
 import io
 import json
+import multiprocessing
 from collections import Counter, defaultdict
+from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import TimeoutError as FuturesTimeout
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
 
+from mmlongembed import parallel
 from mmlongembed.builder import Problem, get_builder
-from mmlongembed.documents import count_rendered
+from mmlongembed.documents import count_rendered_many
 from mmlongembed.errors import UserError
 from mmlongembed.manifest import file_sha256
 from mmlongembed.layout import MODEL_COLUMNS, PARTS, ConfigSpec, PoolTables, config_name, configs_from_card, \
     read_config, read_pool
 from mmlongembed.pools import POSITIVE, hard_negative_tolerance
 from mmlongembed.shortcuts import audit_pool
-from mmlongembed.tokens import default_counter
+from mmlongembed.tokens import counting_threads, default_counter
 
 
 class InvalidBuild(UserError):
@@ -49,14 +56,35 @@ def _image_size(image: dict) -> tuple[int, int]:
         return im.height, im.width
 
 
-def _recount(text: str, images: list, counter) -> int:
-    text_tokens, image_tokens = count_rendered(text, [_image_size(im) for im in images or []], counter)
-    return text_tokens + image_tokens
+RECOUNT_BATCH = 64  # rows counted together between two steps of the progress bar
 
 
-def check_pool(tables: PoolTables, advance: Callable[[int], object] | None = None) -> list[Problem]:
+def _recount_rows(texts: list[str], images: list, counter, advance: Callable[[int], object],
+                  threads: int | None = None) -> list[int | ValueError]:
+    """Each row's length recounted from its final text and stored images (``count_rendered``),
+    the text counted in batches on ``threads`` threads (default: every core); a ValueError
+    (placeholders that do not match the images) in place of a length. ``advance(n)`` after each
+    batch of ``n`` rows."""
+    out: list[int | ValueError] = []
+    threads = threads or counting_threads()
+    for start in range(0, len(texts), RECOUNT_BATCH):
+        sizes: list = []
+        for row_images in images[start:start + RECOUNT_BATCH]:
+            try:
+                sizes.append([_image_size(im) for im in row_images or []])
+            except ValueError as error:
+                sizes.append(error)
+        counted = count_rendered_many(texts[start:start + RECOUNT_BATCH], sizes, counter, num_threads=threads)
+        out += [c if isinstance(c, ValueError) else c[0] + c[1] for c in counted]
+        advance(len(sizes))
+    return out
+
+
+def check_pool(tables: PoolTables, advance: Callable[[int], object] | None = None,
+               threads: int | None = None) -> list[Problem]:
     """The generic invariants of one pool (audit joined into ``corpus`` and ``queries``);
-    ``advance(1)`` is called after each recounted row (a progress bar's ``update``)."""
+    ``advance(n)`` is called after each batch of ``n`` recounted rows (a progress bar's
+    ``update``); the text is counted on ``threads`` threads (default: every core)."""
     advance = advance or (lambda n: None)
     pool_row, corpus, queries, qrels = tables.row, tables.corpus, tables.queries, tables.qrels
     name = pool_row["pool"]
@@ -79,13 +107,11 @@ def check_pool(tables: PoolTables, advance: Callable[[int], object] | None = Non
             problem("audit", f"{len(unaudited)} {kind}(s) missing from the audit config, e.g. {unaudited[0]}")
     texts_seen: dict[tuple, str] = {}
     lengths: dict[str, int] = {}
+    recounted = _recount_rows(corpus["text"], corpus["images"], counter, advance, threads)
     for i, cid in enumerate(ids):
-        advance(1)
-        text, images = corpus["text"][i], corpus["images"][i]
-        try:
-            total = _recount(text, images, counter)
-        except ValueError as error:
-            problem("image_placeholders", f"{cid}: {error}")
+        text, images, total = corpus["text"][i], corpus["images"][i], recounted[i]
+        if isinstance(total, ValueError):
+            problem("image_placeholders", f"{cid}: {total}")
             continue
         lengths[cid] = total
         if total != corpus["n_tokens"][i]:
@@ -102,12 +128,11 @@ def check_pool(tables: PoolTables, advance: Callable[[int], object] | None = Non
     query_ids = queries["_id"]
     if len(set(query_ids)) != len(query_ids):
         problem("duplicate_query_id", f"{len(query_ids) - len(set(query_ids))} repeated ids")
+    recounted = _recount_rows(queries["text"], queries["images"], counter, advance, threads)
     for i, qid in enumerate(query_ids):
-        advance(1)
-        try:
-            total = _recount(queries["text"][i], queries["images"][i], counter)
-        except ValueError as error:
-            problem("image_placeholders", f"query {qid}: {error}")
+        total = recounted[i]
+        if isinstance(total, ValueError):
+            problem("image_placeholders", f"query {qid}: {total}")
             continue
         if total != queries["n_tokens"][i]:
             problem("query_recount", f"query {qid}: stored {queries['n_tokens'][i]} tokens, recounted {total}")
@@ -202,30 +227,116 @@ def validate_tables(root: Path, specs: dict[str, ConfigSpec], builder_name: str,
     rows = [{k: v[i] for k, v in pools.items()} for i in range(len(pools.get("pool", [])))]
     total = sum(int(row.get("n_candidates") or 0) + int(row.get("n_queries") or 0) for row in rows)
     bar = tqdm(total=total, desc="validating", unit="row", disable=not progress or not rows)
-    for row in rows:
-        name = row["pool"]
-        bar.set_postfix_str(name, refresh=False)
-        done = bar.n
+    own: list[tuple[dict, tuple[int, int] | None, list[Problem], dict | None]] = []
+    with _GenericChecks(root, specs, rows) as generic:
         try:
-            tables = read_pool(root, specs, row)
-        except UserError as error:
-            result.problems.append(Problem(name, "files", str(error)))
-            continue
-        result.problems += check_pool(tables, advance=bar.update)
-        result.problems += builder.validate_pool(row, tables.corpus, tables.queries, tables.qrels)
-        audit = audit_pool(tables.corpus, tables.qrels, tables.queries)
-        result.shortcuts[name] = audit
-        for failing in audit.get("failing", []):
-            result.problems.append(Problem(name, "shortcut", f"the content-blind rule '{failing['rule']}' finds the "
-                                                             f"positive with P@1 {failing['p_at_1']:.2f} against "
-                                                             f"chance {failing['chance']:.2f} (p = {failing['p_value']:.2g})"))
-        result.checked["pools"] += 1
-        result.checked["candidates"] += len(tables.corpus["_id"])
-        result.checked["queries"] += len(tables.queries["_id"])
-        # the rows the pools table promised, whatever the configs hold (check_pool names a mismatch)
-        bar.update(max(0, int(row.get("n_candidates") or 0) + int(row.get("n_queries") or 0) - (bar.n - done)))
-    bar.close()
+            # The builder's checks and the audit, pool by pool, while the generic checks run
+            # beside them (``_GenericChecks``); each pool's problems then in pool order.
+            for row in rows:
+                bar.set_postfix_str(row["pool"], refresh=False)
+                try:
+                    tables = read_pool(root, specs, row)
+                except UserError as error:
+                    own.append((row, None, [Problem(row["pool"], "files", str(error))], None))
+                    continue
+                found = list(builder.validate_pool(row, tables.corpus, tables.queries, tables.qrels))
+                sizes = (len(tables.corpus["_id"]), len(tables.queries["_id"]))  # the tables are let go
+                own.append((row, sizes, found, audit_pool(tables.corpus, tables.qrels, tables.queries)))
+                bar.update(generic.rows_done() - bar.n)
+            topped_up = 0  # rows the pools table promised beyond those recounted
+            for k, (row, sizes, found, audit) in enumerate(own):
+                if sizes is None:  # the pool could not be read
+                    result.problems.extend(found)
+                    continue
+                problems, counted = generic.result(k, lambda: bar.update(generic.rows_done() + topped_up - bar.n))
+                result.problems.extend(problems + found)
+                _record_pool(result, row["pool"], audit, *sizes)
+                # the rows the pools table promised, whatever the configs hold (check_pool names a mismatch)
+                topped_up += max(0, int(row.get("n_candidates") or 0) + int(row.get("n_queries") or 0) - counted)
+                bar.update(generic.rows_done() + topped_up - bar.n)
+        finally:
+            bar.close()
     return result
+
+
+def _generic_checks(root: Path, specs: dict[str, ConfigSpec], row: dict, threads: int) -> tuple[list[Problem], int]:
+    """``check_pool`` of one pool, read here (in a worker process, or a thread beside the
+    builder's checks), counting on ``threads`` threads; the problems and the rows recounted."""
+    counted = [0]
+
+    def advance(n: int) -> None:
+        counted[0] += n
+        parallel.advance(n)
+
+    return check_pool(read_pool(root, specs, row), advance, threads=threads), counted[0]
+
+
+class _GenericChecks:
+    """The generic checks of every pool (``check_pool``: the recount, every output token once),
+    worked out beside the builder's checks and the audit: in forked worker processes, one per
+    core, each reading its pool again and counting on one thread, so that no two counting
+    threads (nor the Python checks of the main thread) contend for one interpreter's lock; the
+    largest pools first, so that no core is left with a large pool at the end. Where fork is
+    unavailable or one core is all there is, in a background thread counting on every core.
+    ``result(k)``: pool ``k``'s (problems, rows recounted), the same either way."""
+
+    def __init__(self, root: Path, specs: dict[str, ConfigSpec], rows: list[dict]):
+        self._workers = self._thread = None
+        self._counted = [0]
+        largest_first = sorted(range(len(rows)), key=lambda k: (-_rows_tokens(rows[k]), k))
+        self._handles: dict[int, object] = {}
+        if parallel.available_cores() >= 2 and parallel.can_fork():
+            self._workers = parallel.Workers(parallel.available_cores())
+            for k in largest_first:
+                self._handles[k] = self._workers.submit(_generic_checks, root, specs, rows[k], 1)
+            return
+        self._thread = ThreadPoolExecutor(max_workers=1, thread_name_prefix="recount")
+
+        def checks(row: dict) -> tuple[list[Problem], int]:
+            problems, counted = _generic_checks(root, specs, row, counting_threads())
+            self._counted[0] += counted
+            return problems, counted
+
+        for k in largest_first:
+            self._handles[k] = self._thread.submit(checks, rows[k])
+
+    def result(self, k: int, show: Callable[[], None]) -> tuple[list[Problem], int]:
+        """Pool ``k``'s (problems, rows recounted), calling ``show()`` while it waits."""
+        handle = self._handles[k]
+        while True:
+            try:
+                return handle.get(0.25) if self._workers is not None else handle.result(0.25)
+            except (multiprocessing.TimeoutError, FuturesTimeout):
+                show()
+
+    def rows_done(self) -> int:
+        return self._workers.done if self._workers is not None else self._counted[0]
+
+    def __enter__(self) -> "_GenericChecks":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        if self._workers is not None:
+            self._workers.__exit__(*exc)
+        else:
+            self._thread.shutdown(wait=False, cancel_futures=True)
+
+
+def _rows_tokens(row: dict) -> float:
+    """About how many tokens a pool of the pools table holds (what its recount costs)."""
+    return float(row.get("n_candidates") or 0) * float(row.get("band_max") or 0)
+
+
+def _record_pool(result: Validation, name: str, audit: dict, n_candidates: int, n_queries: int) -> None:
+    """A validated pool's label-free audit (a failing rule is a problem) and its counts."""
+    result.shortcuts[name] = audit
+    for failing in audit.get("failing", []):
+        result.problems.append(Problem(name, "shortcut", f"the content-blind rule '{failing['rule']}' finds the "
+                                                         f"positive with P@1 {failing['p_at_1']:.2f} against "
+                                                         f"chance {failing['chance']:.2f} (p = {failing['p_value']:.2g})"))
+    result.checked["pools"] += 1
+    result.checked["candidates"] += n_candidates
+    result.checked["queries"] += n_queries
 
 
 def check_readable(root: Path, specs: dict[str, ConfigSpec]) -> None:

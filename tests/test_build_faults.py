@@ -1,6 +1,6 @@
 """Faults of a cluster job, each reproduced deterministically.
 
-A build that must be caught mid-write runs in a subprocess whose `length_histogram` step (after
+A build that must be caught mid-write runs in a subprocess whose `build_manifest` step (after
 the data files are written and validated, before the move into place) creates a marker file and
 then waits forever: the test waits for the marker (a bounded wait, never a sleep race), then
 sends its signal or starts the competing build.
@@ -66,7 +66,7 @@ class HeldBuild:
                 while True:
                     time.sleep(3600)
 
-            mmlongembed.build.length_histogram = hold
+            mmlongembed.build.build_manifest = hold
             from mmlongembed.cli import main
             sys.exit(main(["build", "govreport", "--sources", {str(sources)!r}, "--output", {str(out)!r},
                            *{ARGS!r}]))

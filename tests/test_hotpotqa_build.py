@@ -129,6 +129,12 @@ def test_validation_catches_broken_invariants(builds):
     broken = list(texts)
     broken[hard_of_first] = broken[hard_of_first] + evidence
     assert "removed_segment" in problems(text=broken)
+    # another query's candidate that holds all of this query's evidence (found through the
+    # pool's distinct lines: the evidence sits inside a paragraph line there)
+    other = next(i for i, g in enumerate(corpus["group"]) if g != corpus["group"][positive])
+    copied = list(texts)
+    copied[other] = texts[other] + "\n\n" + texts[positive][first["char_range"][0] - 40:]
+    assert "second_document_with_all_evidence" in problems(text=copied)
     # evidence recorded at the wrong place
     moved = [dict(p) for p in provenance]
     moved[positive] = {**moved[positive], "evidence": [{**first, "char_range": [first["char_range"][0] + 3,

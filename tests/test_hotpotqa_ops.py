@@ -299,3 +299,60 @@ def test_find_sentence_run_stays_inside_one_paragraph_and_skips_headings():
         find_sentence_run([source], 500, 600, 550, derive_rng(0))
 
 
+
+
+def test_every_easy_query_is_one_of_the_hard_pool_queries_of_its_length(tmp_path):
+    """The paper compares the easy and the hard pool of a length on the same questions. Drawn
+    from the whole seeded order instead, the easy pool would take instances the hard pool never
+    reached (its negatives claim some of the first ones), as it did before 1.4."""
+    from mmlongembed.builder import BuildReport, get_builder
+    from mmlongembed.testing import write_hotpotqa_sources
+
+    write_hotpotqa_sources(tmp_path, n_instances=40)
+    builder = get_builder("hotpotqa")
+    config = builder.config_class(sources=str(tmp_path), lengths=(1024, 2048), max_queries_per_pool=6)
+    report = BuildReport(progress=False)
+    pools = {p.name: p for p in builder.build_pools(builder.load_sources(config, report), config, report)}
+    for length in ("1k", "2k"):
+        easy = {q.id for q in pools[f"hotpotqa-easy-{length}"].queries}
+        hard = {q.id for q in pools[f"hotpotqa-hard-{length}"].queries}
+        assert len(easy) >= 4 and len(hard) >= 4 and easy <= hard, (length, easy - hard)
+        # easy negatives come from instances that are no query of the pool while there are any
+        # (34 here): each hard query claimed as a negative could not be an easy query
+        negatives = {f"q:{c.source_id}" for c in pools[f"hotpotqa-easy-{length}"].candidates
+                     if c.role == "easy_negative"}
+        assert negatives and not negatives & hard
+
+
+def test_the_pools_are_the_same_on_one_core_as_on_several(tmp_path, monkeypatch):
+    """The refill plans are worked out in forked workers where there are cores for them; the
+    pools must not depend on it (nor on how the instances were shared out)."""
+    from mmlongembed import parallel
+    from mmlongembed.builder import BuildReport, get_builder
+    from mmlongembed.testing import write_hotpotqa_sources
+
+    if not parallel.can_fork():
+        pytest.skip("no fork on this platform")
+    write_hotpotqa_sources(tmp_path, n_instances=30)
+    builder = get_builder("hotpotqa")
+    config = builder.config_class(sources=str(tmp_path), lengths=(1024, 2048), max_queries_per_pool=8)
+
+    forked, fork_map = [], parallel.fork_map
+
+    def counted_fork_map(function, n, workers=None, bar=None):
+        forked.append(workers)
+        return fork_map(function, n, workers, bar)
+
+    monkeypatch.setattr(parallel, "fork_map", counted_fork_map)
+
+    def build(cores: int):
+        monkeypatch.setattr(parallel, "available_cores", lambda: cores)
+        report = BuildReport(progress=False)
+        pools = builder.build_pools(builder.load_sources(config, report), config, report)
+        return ([(p.name, [(c.id, c.document.text, c.n_tokens, c.provenance) for c in p.candidates],
+                  [q.id for q in p.queries]) for p in pools], dict(report.skipped), report.examples)
+
+    one = build(1)
+    assert any(c[0].endswith(":drop_first") for _, candidates, _ in one[0] for c in candidates)
+    assert build(2) == one and build(3) == one
+    assert forked == [2, 3]  # the plans were worked out in 2, then 3 workers

@@ -178,3 +178,25 @@ def test_validate_shows_progress_unless_told_not_to(built, capsys):
     assert "validating" in err and "row" in err
     assert main(["validate", str(built), "--no-progress"]) == 0
     assert "validating" not in capsys.readouterr().err
+
+
+def test_one_core_or_several_find_the_same_problems_in_the_same_order(copy, monkeypatch):
+    """The recount runs in worker processes where there are cores for them (the largest pools
+    first), else in a thread: the report must not depend on it."""
+    from mmlongembed import parallel
+
+    path = _file(copy, "govreport-easy-4k-corpus")
+    table = pq.read_table(path)
+    texts = table.column("text").to_pylist()
+    texts[0], texts[-1] = texts[0] + " and a few more words", " " + texts[-1]  # two pools of the shard
+    _rewrite(path, table.set_column(table.column_names.index("text"), "text", pa.array(texts)))
+    _refresh_manifest_hash(copy, path)
+    found = {}
+    for cores in (1, 2, 3):
+        monkeypatch.setattr(parallel, "available_cores", lambda: cores)
+        problems, checked = validate_dir(copy)
+        found[cores] = ([(p.pool, p.check, p.detail) for p in problems], checked)
+    problems, checked = found[1]
+    assert {pool for pool, _, _ in problems} == {"govreport-easy-4k", "govreport-hard-4k"}, problems
+    assert {"recount", "edge_whitespace", "donor_block"} <= {check for _, check, _ in problems}  # generic and own
+    assert checked["pools"] == 4 and found[2] == found[1] and found[3] == found[1]

@@ -20,6 +20,8 @@ from __future__ import annotations
 
 import bisect
 from dataclasses import dataclass, replace
+from functools import cached_property
+from itertools import accumulate
 from typing import Any, Callable, Iterable, Iterator, Sequence
 
 import numpy as np
@@ -37,11 +39,11 @@ class Unit:
     kind: str  # "context" (the record's own paragraph), "article", "paragraph" (padding)
     segments: tuple[Segment, ...]
 
-    @property
+    @cached_property
     def tokens(self) -> int:
         return sum(s.tokens for s in self.segments)
 
-    @property
+    @cached_property
     def text(self) -> str:
         return "".join(s.text for s in self.segments)
 
@@ -85,17 +87,57 @@ def evidence_spans(document: Document) -> dict[int, Span]:
             for s, span in zip(document.segments, segment_spans(document)) if s.origin.startswith(EVIDENCE_ORIGIN)}
 
 
-def token_offsets_at(text: str, char_positions: Iterable[int], counter: TokenCounter) -> dict[int, int]:
+def token_offsets_at(text: str, char_positions: Iterable[int], counter: TokenCounter,
+                     memo: dict[str, int] | None = None) -> dict[int, int]:
     """The token offset of each character position, counted piecewise between the positions
     (one pass over the text). Exact where the positions fall on pre-token boundaries, which is
-    where segments begin (whitespace leads a sentence, a newline run ends a paragraph)."""
+    where segments begin (whitespace leads a sentence, a newline run ends a paragraph). With
+    ``memo`` (shared across texts), each stretch is counted by paragraphs, each remembered
+    (``TokenCounter.count_cached``): the same counts, cheaper for texts that share paragraphs."""
     positions = sorted(set(char_positions))
     offsets, total = {}, 0
     pieces = [text[a:b] for a, b in zip([0, *positions], positions)]
-    for position, n in zip(positions, counter.count_many(pieces)):
+    counts = counter.count_many(pieces) if memo is None else [counter.count_cached(p, memo) for p in pieces]
+    for position, n in zip(positions, counts):
         total += n
         offsets[position] = total
     return offsets
+
+
+class LineIndex:
+    """Which texts hold a string, found through their distinct lines: texts built from one
+    supply (padded documents, padding units) share most of their lines, so each look-up scans
+    the distinct text once instead of every text."""
+
+    def __init__(self, texts: dict[Any, str]):
+        self.texts = texts
+        self._holders: dict[str, list] = {}
+        for key, text in texts.items():
+            for line in text.split("\n"):
+                self._holders.setdefault(line, []).append(key)
+        self._lines = list(self._holders)
+        self._starts = list(accumulate((len(line) + 1 for line in self._lines[:-1]), initial=0))
+        self._joined = "\n".join(self._lines)
+
+    def holding(self, needle: str) -> set:
+        """The keys of the texts that hold ``needle``: ``{k for k, t in texts.items() if needle
+        in t}`` (a needle with a newline is looked for in every text)."""
+        if not needle or "\n" in needle:
+            return {key for key, text in self.texts.items() if needle in text}
+        found: set = set()
+        starts, joined = self._starts, self._joined
+        at = joined.find(needle)
+        while at >= 0:
+            k = bisect.bisect_right(starts, at) - 1  # the line it lies in (the needle has no newline)
+            found.update(self._holders[self._lines[k]])
+            at = joined.find(needle, starts[k + 1]) if k + 1 < len(starts) else -1
+        return found
+
+
+def texts_holding(texts: dict[str, str], needles: dict[Any, str]) -> dict[Any, set[str]]:
+    """For each needle, the ids of the texts that hold it (``LineIndex``)."""
+    index = LineIndex(texts)
+    return {name: index.holding(needle) for name, needle in needles.items()}
 
 
 def pick_fillers(big: Sequence[Unit], small: Sequence[Unit], lo: int, hi: int, rng: np.random.Generator) -> list[Unit]:
@@ -202,6 +244,33 @@ def find_sentence_run(sources: Sequence[Unit], need_lo: int, need_hi: int, aim: 
     return best[2], best[3], best[4]
 
 
+class SentenceRuns:
+    """Every run of ``sentence_runs(unit)``, indexed by its token sum: what ``find_refill`` looks
+    up for each candidate unit (build it once per unit and pass it in through ``runs``)."""
+
+    def __init__(self, unit: Unit):
+        self.runs = list(sentence_runs(unit))
+        self._by_total: dict[int, list[int]] = {}
+        for k, (_, _, total) in enumerate(self.runs):
+            self._by_total.setdefault(total, []).append(k)
+
+    def near(self, target: int, near: int) -> list[tuple[int, int, int]]:
+        """The runs whose sum is within ``near`` of ``target``, in ``sentence_runs`` order."""
+        get = self._by_total.get
+        if near == 1:  # the common case, and most units have none: three look-ups
+            lists = [found for found in (get(target - 1), get(target), get(target + 1)) if found]
+        else:
+            lists = [found for total in range(target - near, target + near + 1) if (found := get(total))]
+        if not lists:
+            return []
+        positions = lists[0] if len(lists) == 1 else sorted(k for found in lists for k in found)
+        return [self.runs[k] for k in positions]
+
+    def within(self, lo: int, hi: int) -> list[tuple[int, int, int, int]]:
+        """(position, start, end, sum) of the runs whose sum lies in [lo, hi], in order."""
+        return [(k, a, b, total) for k, (a, b, total) in enumerate(self.runs) if lo <= total <= hi]
+
+
 @dataclass(frozen=True)
 class Refill:
     """A run of whole sentences chosen to stand in for a removed segment of ``target`` tokens:
@@ -220,32 +289,35 @@ class Refill:
 FitRun = Callable[[Unit, int, int], "tuple[Sequence[Segment], int] | None"]
 
 
-def find_refill(candidates: Sequence[Unit], target: int, window: tuple[int, int], aim: int, fit: FitRun,
+def find_refill(candidates: Iterable[Unit], target: int, window: tuple[int, int], aim: int, fit: FitRun,
                 max_fits: int = 400, near: int = 1, choose_among: int = 1,
-                closeness: Callable[[Sequence[Segment]], Any] | None = None) -> Refill:
+                closeness: Callable[[Sequence[Segment]], Any] | None = None,
+                runs: Callable[[Unit], SentenceRuns] = SentenceRuns) -> Refill:
     """A run of whole sentences from one paragraph of one candidate unit to replace a segment of
     ``target`` tokens. ``fit(unit, start, end)`` puts a run into place and returns its fitted
     segments and measured length, or None where the run may not be used (its content).
 
-    Candidates are in order of preference (the most topical first). The first run whose measured
-    length equals ``target`` wins, searching runs whose summed counts lie within ``near`` of the
-    target and fitting at most ``max_fits`` of them; with ``choose_among`` > 1, the first that many
-    exact runs are compared and the one with the smallest ``closeness`` (a sort key) wins (e.g. the nearest in
-    characters to the removed text; ties: the earlier). Only when no run is exact does the fitted run
-    within ``window`` closest to ``aim`` win, among the candidates searched (the earlier candidate
-    on ties). Bounded; raises FitError when nothing fits the window."""
+    Candidates are in order of preference (the most topical first; an iterable is read only as
+    far as the search goes). The first run whose measured length equals ``target`` wins,
+    searching runs whose summed counts lie within ``near`` of the target and fitting at most
+    ``max_fits`` of them; with ``choose_among`` > 1, the first that many exact runs are compared
+    and the one with the smallest ``closeness`` (a sort key) wins (e.g. the nearest in
+    characters to the removed text; ties: the earlier). Only when no run is exact does the
+    fitted run within ``window`` closest to ``aim`` win, among the candidates searched (the
+    earlier candidate on ties). ``runs(unit)`` gives a unit's runs (``SentenceRuns``; pass a
+    cache to share them across searches). Bounded; raises FitError when nothing fits the window."""
     lo, hi = window
     fits = 0
-    fallback: list[tuple[int, int, int, int, int]] = []  # (miss from aim, rank, k, start, end)
+    searched: list[Unit] = []
     exact: list[Refill] = []
-    for rank, unit in enumerate(candidates):
+    for unit in candidates:
         if fits >= max_fits or len(exact) >= choose_among:
             break
-        for a, b, approx in sentence_runs(unit):
-            if lo <= approx <= hi:
-                fallback.append((abs(approx - aim), rank, len(fallback), a, b))
-            if abs(approx - target) > near or fits >= max_fits or len(exact) >= choose_among:
-                continue
+        rank = len(searched)
+        searched.append(unit)
+        for a, b, _ in runs(unit).near(target, near):
+            if fits >= max_fits or len(exact) >= choose_among:
+                break
             fits += 1
             fitted = fit(unit, a, b)
             if fitted is not None and fitted[1] == target:
@@ -254,8 +326,11 @@ def find_refill(candidates: Sequence[Unit], target: int, window: tuple[int, int]
         if closeness is None:
             return exact[0]
         return min(enumerate(exact), key=lambda item: (closeness(item[1].segments), item[0]))[1]
-    for _, rank, _, a, b in sorted(fallback)[:max_fits]:
-        fitted = fit(candidates[rank], a, b)
+    # every run in the window of every unit searched, the closest to the aim first
+    fallback = sorted((abs(total - aim), rank, k, a, b) for rank, unit in enumerate(searched)
+                      for k, a, b, total in runs(unit).within(lo, hi))
+    for _, rank, _, a, b in fallback[:max_fits]:
+        fitted = fit(searched[rank], a, b)
         if fitted is not None and lo <= fitted[1] <= hi:
-            return Refill(candidates[rank], a, b, tuple(fitted[0]), fitted[1], target, rank)
-    raise FitError("no_sentence_run", f"no run of [{lo}, {hi}] tokens in {len(candidates)} sources")
+            return Refill(searched[rank], a, b, tuple(fitted[0]), fitted[1], target, rank)
+    raise FitError("no_sentence_run", f"no run of [{lo}, {hi}] tokens in the {len(searched)} sources searched")

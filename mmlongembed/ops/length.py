@@ -2,8 +2,11 @@
 
 Every function counts each piece once (segment counts are summed with prefix sums) and
 searches a bounded space, so a budget that cannot be met fails fast with ``FitError``.
-Assembled text is recounted once at the end, because a few boundaries (a Chinese full stop
-before a letter) fuse into one pre-token and make the sum drift by a token or two.
+A few boundaries (a Chinese full stop before a letter) fuse into one pre-token and make the
+plain sum drift by a token or two, so the finished document's length is either recounted
+(``exact_tokens``) or summed with its seams checked (``summed_tokens``: the same number without
+recounting the text, the pieces on both sides of a seam that may fuse counted together);
+validation recounts the written text either way.
 """
 
 from __future__ import annotations
@@ -11,7 +14,7 @@ from __future__ import annotations
 import bisect
 from dataclasses import dataclass, replace
 from itertools import accumulate
-from typing import Sequence
+from typing import Iterable, Sequence
 
 import numpy as np
 
@@ -37,7 +40,7 @@ def fit_block_edges(block: Sequence[Segment], lead: str, tail: str, counter: Tok
     """Make a block of segments read in the place of the span it replaces: the span's leading
     whitespace (``lead``) and trailing whitespace (``tail``) become the block's edges, so no
     whitespace seam marks where the block begins or ends. Edited edge segments are recounted."""
-    out = [replace(s, origin=origin) for s in block]
+    out = [s if s.origin == origin else replace(s, origin=origin) for s in block]
     first = lead + out[0].text.lstrip()
     out[0] = replace(out[0], text=first, tokens=counter.count(first))
     last = out[-1].text.rstrip() + tail
@@ -68,6 +71,39 @@ def exact_tokens(document: Document, counter: TokenCounter) -> int:
     sizes = [(s.height, s.width) for s in document.segments if s.is_visual]
     text_tokens, image_tokens = count_rendered(text, sizes, counter)
     return text_tokens + image_tokens
+
+
+def summed_tokens(document: Document, counter: TokenCounter) -> int:
+    """The length of the finished document, ``exact_tokens`` without recounting its text: text
+    segment counts summed where the pre-tokenizer splits at their seams, the rare runs of
+    segments joined by any other seam counted together (``TokenCounter.count_joined``), images
+    at their own counts. Trusts each text segment's count to be ``counter.count(segment.text)``;
+    validation recounts the written text independently."""
+    return segment_token_offsets(document, counter, ())[len(document.segments)]
+
+
+def segment_token_offsets(document: Document, counter: TokenCounter, indices: Iterable[int]) -> dict[int, int]:
+    """The token offset at which each segment ``i`` in ``indices`` starts, and the document's
+    length at ``len(document.segments)``: what counting the rendered text stretch by stretch
+    between those segment starts gives (``ops.evidence.token_offsets_at``), from the segments'
+    counts (see ``summed_tokens``). An image counts as its own tokens, and the text on its two
+    sides is counted apart, as ``count_rendered`` does."""
+    segments = document.segments
+    n = len(segments)
+    wanted = {i for i in indices if 0 <= i <= n}
+    starts = {0, *(i for i in wanted if i < n)}
+    for i, s in enumerate(segments):
+        if s.kind != TEXT:
+            starts |= {i, i + 1} if i + 1 < n else {i}
+    starts = sorted(starts)
+    pieces = [s.text if s.kind == TEXT else "" for s in segments]
+    counts = [s.tokens if s.kind == TEXT else 0 for s in segments]
+    offsets, total = {}, 0
+    for start, tokens in zip(starts, counter.count_joined(pieces, counts, starts)):
+        offsets[start] = total
+        total += tokens + (segments[start].tokens if segments[start].kind != TEXT else 0)
+    offsets[n] = total
+    return {i: offsets[i] for i in (*sorted(wanted), n)}
 
 
 def prefix_sums(segments: Sequence[Segment]) -> list[int]:
