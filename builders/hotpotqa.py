@@ -34,8 +34,8 @@ from mmlongembed.llm import AuditItem, LLMConfig, audit_queries
 from mmlongembed.manifest import files_identity
 from mmlongembed.ops.donor import exchangeable_offsets
 from mmlongembed.ops.evidence import (
-    EVIDENCE_ORIGIN, LineIndex, Refill, SentenceRuns, Unit, find_refill, insert_random, insert_spread, pick_fillers,
-    texts_holding, token_offsets_at, unit_spans, units_document)
+    EVIDENCE_ORIGIN, LineIndex, Refill, SentenceRuns, Unit, find_evidence, find_refill, grow, texts_holding,
+    token_offsets_at, unit_spans, units_document)
 from mmlongembed.ops.length import edge_whitespace, fit_block_edges, segment_token_offsets, summed_tokens, trim_edges
 from mmlongembed.pools import (
     EASY_NEGATIVE, HARD_NEGATIVE, POSITIVE, Candidate, LengthBand, Pool, Query, hard_negative_tolerance, pool_name)
@@ -238,23 +238,6 @@ def answer_pattern(answer: str) -> re.Pattern | None:
 
 def sha(text: str) -> str:
     return hashlib.sha256(text.encode("utf-8")).hexdigest()[:16]
-
-
-def grow(units: list[Unit], level: int, lo: int, hi: int, articles: list[Unit], paragraphs: list[Unit],
-         rng) -> list[Unit]:
-    """One growth step of a document of whole units to [lo, hi] tokens, the same for positives and
-    easy negatives. The first step scatters padding at random gaps (evidence depth varies across
-    queries); later steps spread the new padding so each old point keeps its depth, and no single
-    unit may take more than a quarter of the new tokens (smaller pieces follow each evidence
-    sentence's depth more closely). Raises FitError ("already_longer", or pick_fillers')."""
-    current = sum(u.tokens for u in units)
-    if current > hi:
-        raise FitError("already_longer", f"{current} tokens, window ends at {hi}")
-    used = {u.id for u in units}
-    largest = (hi - current) if level == 0 else max(1, (hi - current) // GROWTH_PIECES)
-    fillers = pick_fillers([u for u in articles if u.id not in used and u.tokens <= largest],
-                           [u for u in paragraphs if u.id not in used], lo - current, hi - current, rng)
-    return insert_random(units, fillers, rng) if level == 0 else insert_spread(units, fillers, rng)
 
 
 @dataclass
@@ -511,7 +494,7 @@ class HotpotQABuilder(Builder):
     # 1.1: an instance serves a pool once; positives share no paragraph
     # 1.2: refills of exactly the removed sentence's length, on the receiving paragraph's topic
     # 1.3: easy negatives grow as positives do; refills balanced in characters
-    version = "1.4.0"  # 1.4: every easy query is one of the hard pool's queries of its length
+    version = "1.5.0"  # 1.5: one growth rule (ops.evidence.grow) caps padding paragraphs as well as articles
     task = "multi_source_reasoning"
     title = "MMLongEmbed Multi-Source Reasoning: HotpotQA"
     config_class = HotpotQAConfig
@@ -669,7 +652,7 @@ class HotpotQABuilder(Builder):
             lo, hi = self._window(band)
             rng = derive_rng(config.seed, self.name, instance.id, band.target, "positive")
             try:
-                units = grow(units, level, lo, hi, articles, paragraphs, rng)
+                units = grow(units, level, lo, hi, articles, paragraphs, rng, GROWTH_PIECES)
             except FitError as error:
                 reason = f"context_longer_than_{band.name}" if error.reason == "already_longer" else \
                     f"positive_{band.name}_{error.reason}"
@@ -776,7 +759,7 @@ class HotpotQABuilder(Builder):
                 lo, hi = self._window(bands[step]) if step < level else (
                     max(band.lo + RECOUNT_MARGIN, aim - tolerance // 2), min(band.hi - RECOUNT_MARGIN, aim + tolerance // 2))
                 rng = derive_rng(config.seed, self.name, bands[step].target, instance.id, other.id, "easy")
-                units = grow(units, step, lo, hi, articles, paragraphs, rng)
+                units = grow(units, step, lo, hi, articles, paragraphs, rng, GROWTH_PIECES)
         except FitError:
             return None
         document = trim_edges(units_document(f"{other.id}@{band.name}:for:{instance.id}", units), counter)
@@ -900,7 +883,7 @@ class HotpotQABuilder(Builder):
                 anchors |= refills.anchors(evidence[k], context_text)
             guard = refills.guard(instance, evidence, anchors)
             for k in removed_indices:
-                u, s = _find_evidence(units, k)
+                u, s = find_evidence(units, k)
                 unit = units[u]
                 segment = unit.segments[s]
                 lead, tail = edge_whitespace(segment.text)
@@ -965,7 +948,7 @@ class HotpotQABuilder(Builder):
             units = list(positive.units)
             removed = []
             for k, found in picks:
-                u, s = _find_evidence(units, k)
+                u, s = find_evidence(units, k)
                 unit = units[u]
                 segment = unit.segments[s]
                 units[u] = Unit(unit.id, unit.kind, (*unit.segments[:s], *found.segments, *unit.segments[s + 1:]))
@@ -1129,15 +1112,6 @@ def refill_statistics(pools: list[Pool]) -> dict:
 
 def _with_origin(segment: Segment, origin: str) -> Segment:
     return replace(segment, origin=origin)
-
-
-def _find_evidence(units: list[Unit], k: int) -> tuple[int, int]:
-    marker = f"{EVIDENCE_ORIGIN}{k}"
-    for u, unit in enumerate(units):
-        for s, segment in enumerate(unit.segments):
-            if segment.origin == marker:
-                return u, s
-    raise KeyError(marker)
 
 
 def _evidence_provenance(document: Document, n_tokens: int, offsets: dict[int, int] | None = None) -> list[dict]:

@@ -27,10 +27,10 @@ from mmlongembed.llm import AuditItem, LLMConfig, audit_queries
 from mmlongembed.manifest import files_identity
 from mmlongembed.media.pdf import Box, PageRenderer, PdfFile, RenderOptions, StoredImage
 from mmlongembed.ops.evidence import (
-    EVIDENCE_ORIGIN, Unit, find_sentence_run, insert_random, insert_spread, pick_fillers, units_document)
+    EVIDENCE_ORIGIN, Unit, find_evidence, find_sentence_run, grow, units_document)
 from mmlongembed.ops.length import edge_whitespace, exact_tokens, fit_block_edges, trim_edges
 from mmlongembed.ops.quotes import (
-    Donor, chunk_sentences, closest_aspect, evidence_positions, find_evidence, replace_image_evidence,
+    Donor, chunk_sentences, closest_aspect, evidence_positions, replace_image_evidence,
     replace_text_evidence, sha)
 from mmlongembed.pools import (
     EASY_NEGATIVE, HARD_NEGATIVE, POSITIVE, Candidate, LengthBand, Pool, Query, hard_negative_tolerance, pool_name)
@@ -602,22 +602,15 @@ class MMDocRAGBuilder(Builder):
         units = list(context)
         for level, band in enumerate(bands):
             lo, hi = self._window(band)
-            current = sum(u.tokens for u in units)
-            if current > hi:
-                report.skip(f"context_longer_than_{band.name}", instance.id)
-                break
-            used = {u.id for u in units}
-            free = [u for u in usable if u.id not in used]
-            largest = (hi - current) if level == 0 else max(1, (hi - current) // GROWTH_PIECES)
             rng = derive_rng(config.seed, self.name, instance.id, band.target, "positive", exclude_doc)
-            big = [u for u in free if u.kind == "block" and u.tokens <= largest]
-            small = [u for u in free if u.kind == "piece" and u.tokens <= largest]
             try:
-                fillers = pick_fillers(big, small, lo - current, hi - current, rng)
+                units = grow(units, level, lo, hi, [u for u in usable if u.kind == "block"],
+                             [u for u in usable if u.kind == "piece"], rng, GROWTH_PIECES)
             except FitError as error:
-                report.skip(f"positive_{band.name}_{error.reason}", instance.id)
+                reason = f"context_longer_than_{band.name}" if error.reason == "already_longer" else \
+                    f"positive_{band.name}_{error.reason}"
+                report.skip(reason, instance.id)
                 break
-            units = insert_random(units, fillers, rng) if level == 0 else insert_spread(units, fillers, rng)
             document = trim_edges(units_document(f"{instance.id}@{band.name}", units), counter)
             n_tokens = exact_tokens(document, counter)
             if not lo <= n_tokens <= band.hi - hard_negative_tolerance(band.hi):

@@ -159,6 +159,36 @@ def pick_fillers(big: Sequence[Unit], small: Sequence[Unit], lo: int, hi: int, r
     raise FitError("not_enough_padding", f"reached {total} of [{lo}, {hi}] tokens from {len(big)}+{len(small)} units")
 
 
+def grow(units: Sequence[Unit], level: int, lo: int, hi: int, big: Sequence[Unit], small: Sequence[Unit],
+         rng: np.random.Generator, pieces: int) -> list[Unit]:
+    """One growth step of a document of whole units to [lo, hi] tokens, the same for a positive
+    and for the negatives that must look like it. The first step (``level`` 0) scatters padding at
+    random gaps (evidence depth varies across queries); later steps spread the new padding so each
+    old point keeps its depth, and no unit may take more than 1/``pieces`` of the new tokens
+    (smaller pieces follow each evidence segment's depth more closely, and a document grown in
+    steps and one padded at once would otherwise differ in how many units they hold). Raises
+    FitError ("already_longer", or ``pick_fillers``')."""
+    current = sum(u.tokens for u in units)
+    if current > hi:
+        raise FitError("already_longer", f"{current} tokens, window ends at {hi}")
+    used = {u.id for u in units}
+    largest = (hi - current) if level == 0 else max(1, (hi - current) // pieces)
+    fillers = pick_fillers([u for u in big if u.id not in used and u.tokens <= largest],
+                           [u for u in small if u.id not in used and u.tokens <= largest], lo - current, hi - current,
+                           rng)
+    return insert_random(units, fillers, rng) if level == 0 else insert_spread(units, fillers, rng)
+
+
+def find_evidence(units: Sequence[Unit], k: int) -> tuple[int, int]:
+    """(unit index, segment index) of the segment marked ``evidence:<k>``."""
+    marker = f"{EVIDENCE_ORIGIN}{k}"
+    for u, unit in enumerate(units):
+        for s, segment in enumerate(unit.segments):
+            if segment.origin == marker:
+                return u, s
+    raise KeyError(marker)
+
+
 def insert_random(units: Sequence[Unit], extras: Sequence[Unit], rng: np.random.Generator) -> list[Unit]:
     """Each extra unit at a uniformly drawn gap (before, between or after the units); units keep
     their order, extras at one gap keep theirs."""

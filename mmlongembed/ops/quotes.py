@@ -24,7 +24,7 @@ import numpy as np
 
 from mmlongembed.documents import IMAGE, TEXT, Document, Segment, count_rendered
 from mmlongembed.errors import FitError
-from mmlongembed.ops.evidence import EVIDENCE_ORIGIN, Unit
+from mmlongembed.ops.evidence import EVIDENCE_ORIGIN, Unit, find_evidence
 from mmlongembed.tokens import TokenCounter
 
 
@@ -66,15 +66,6 @@ def closest_aspect(donors: Sequence[Donor], height: int, width: int, rng: np.ran
     best = min(misses)
     tied = [d for d, m in zip(donors, misses) if m == best]
     return tied[int(rng.integers(len(tied)))]
-
-
-def find_evidence(units: Sequence[Unit], k: int) -> tuple[int, int]:
-    marker = f"{EVIDENCE_ORIGIN}{k}"
-    for u, unit in enumerate(units):
-        for s, segment in enumerate(unit.segments):
-            if segment.origin == marker:
-                return u, s
-    raise KeyError(marker)
 
 
 def _swap(units: Sequence[Unit], u: int, s: int, new: Sequence[Segment]) -> list[Unit]:
