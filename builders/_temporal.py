@@ -421,16 +421,12 @@ class TemporalBuilder(Builder):
                           extra=extra)
             positive = self._candidate(f"d:{vid}:{band.name}", POSITIVE, qid, runs[vid], video(vid), None, None,
                                        config)
-            for pool in (easy, hard):
-                pool.queries.append(query)
-                pool.candidates.append(positive)
-                pool.qrels.append((qid, positive.id, 1))
-            for variant, order in orders.items():
-                hard.candidates.append(self._candidate(f"d:{vid}:{band.name}:{variant}", HARD_NEGATIVE, qid, runs[vid],
-                                                       video(vid), variant, order, config))
-            for other in negatives:
-                easy.candidates.append(self._candidate(f"d:{other}:{band.name}", EASY_NEGATIVE, qid, runs[other],
-                                                       video(other), None, None, config))
+            hard.add_query(query, positive, [
+                self._candidate(f"d:{vid}:{band.name}:{variant}", HARD_NEGATIVE, qid, runs[vid], video(vid), variant,
+                                order, config) for variant, order in orders.items()])
+            easy.add_query(query, positive, [
+                self._candidate(f"d:{other}:{band.name}", EASY_NEGATIVE, qid, runs[other], video(other), None, None,
+                                config) for other in negatives])
         return [easy, hard]
 
     def _candidate(self, cid, role, group, run: Run, decoded, variant, order, config: TemporalConfig) -> Candidate:

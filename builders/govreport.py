@@ -278,19 +278,14 @@ class GovReportBuilder(Builder):
         negatives = [negatives[int(i)] for i in rng.permutation(len(negatives))][: k * len(chosen)]
 
         for q, (rid, variants) in enumerate(chosen):
-            for pool in (easy, hard):
-                pool.queries.append(self._query(rid, summaries))
-                pool.candidates.append(self._positive(rid, fitted[rid], documents))
-                pool.qrels.append((f"q:{rid}", f"d:{rid}", 1))
-            for neg_rid, neg, truncated in negatives[q * k:(q + 1) * k]:
-                easy.candidates.append(Candidate(
-                    id=f"d:{neg_rid}", document=neg.document, role=EASY_NEGATIVE, group=f"q:{rid}",
-                    source_id=neg_rid, n_tokens=neg.n_tokens,
-                    provenance={"variant": "other_report", "truncated": truncated}))
-            for variant, made in variants:
-                hard.candidates.append(Candidate(
-                    id=f"d:{rid}:{variant}", document=made.document, role=HARD_NEGATIVE, group=f"q:{rid}",
-                    source_id=rid, n_tokens=made.n_tokens, provenance=made.provenance))
+            query, positive = self._query(rid, summaries), self._positive(rid, fitted[rid], documents)
+            easy.add_query(query, positive, [Candidate(
+                id=f"d:{neg_rid}", document=neg.document, role=EASY_NEGATIVE, group=f"q:{rid}", source_id=neg_rid,
+                n_tokens=neg.n_tokens, provenance={"variant": "other_report", "truncated": truncated})
+                for neg_rid, neg, truncated in negatives[q * k:(q + 1) * k]])
+            hard.add_query(query, positive, [Candidate(
+                id=f"d:{rid}:{variant}", document=made.document, role=HARD_NEGATIVE, group=f"q:{rid}",
+                source_id=rid, n_tokens=made.n_tokens, provenance=made.provenance) for variant, made in variants])
         return easy, hard
 
     def _donors(self, rid, all_ids, summaries, index, shingles_of, config) -> list[tuple[int, str, float]]:

@@ -731,15 +731,11 @@ class HotpotQABuilder(Builder):
                 report.skip(f"easy_{band.name}_evidence_shared_with_another_query", instance.id)
                 continue
             claimed |= {instance.id, *(other.id for other, _ in negatives)}
-            pool.queries.append(self._query(instance))
-            pool.candidates.append(self._positive_candidate(instance, positive))
-            pool.qrels.append((f"q:{instance.id}", f"d:{instance.id}", 1))
-            for other, made in negatives:
-                pool.candidates.append(Candidate(
-                    id=f"d:{other.id}:for:{instance.id}", document=made.document, role=EASY_NEGATIVE,
-                    group=f"q:{instance.id}", source_id=other.id, n_tokens=made.n_tokens,
-                    provenance={"variant": "other_instance", "instance": other.id,
-                                "padding": made.padding}))
+            pool.add_query(self._query(instance), self._positive_candidate(instance, positive), [Candidate(
+                id=f"d:{other.id}:for:{instance.id}", document=made.document, role=EASY_NEGATIVE,
+                group=f"q:{instance.id}", source_id=other.id, n_tokens=made.n_tokens,
+                provenance={"variant": "other_instance", "instance": other.id, "padding": made.padding})
+                for other, made in negatives])
             bar.update(1)
         bar.close()
         return pool
@@ -833,15 +829,11 @@ class HotpotQABuilder(Builder):
             if not guard.admit(instance, [positive.units, *(made.units for _, made, _ in variants)]):
                 report.skip(f"hard_{band.name}_evidence_shared_with_another_query", instance.id)
                 continue
-            pool.queries.append(self._query(instance))
-            pool.candidates.append(self._positive_candidate(instance, positive))
-            pool.qrels.append((f"q:{instance.id}", f"d:{instance.id}", 1))
-            for variant, made, removed in variants:
-                pool.candidates.append(Candidate(
-                    id=f"d:{instance.id}:{variant}", document=made.document, role=HARD_NEGATIVE,
-                    group=f"q:{instance.id}", source_id=instance.id, n_tokens=made.n_tokens,
-                    provenance={"variant": variant, "removed": removed, "evidence": made.evidence,
-                                "padding": made.padding}))
+            pool.add_query(self._query(instance), self._positive_candidate(instance, positive), [Candidate(
+                id=f"d:{instance.id}:{variant}", document=made.document, role=HARD_NEGATIVE,
+                group=f"q:{instance.id}", source_id=instance.id, n_tokens=made.n_tokens,
+                provenance={"variant": variant, "removed": removed, "evidence": made.evidence, "padding": made.padding})
+                for variant, made, removed in variants])
             bar.update(1)
         bar.close()
         return pool

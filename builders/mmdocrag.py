@@ -666,15 +666,11 @@ class MMDocRAGBuilder(Builder):
                 report.skip(f"easy_{band.name}_not_enough_negatives", instance.id)
                 continue
             claimed |= {instance.id, *(o.id for o, _ in negatives)}
-            pool.queries.append(self._query(instance))
-            pool.candidates.append(self._positive_candidate(instance, positive))
-            pool.qrels.append((f"q:{instance.id}", f"d:{instance.id}", 1))
-            for other, made in negatives:
-                pool.candidates.append(Candidate(
-                    id=f"d:{other.id}:for:{instance.id}", document=made.document, role=EASY_NEGATIVE,
-                    group=f"q:{instance.id}", source_id=other.id, n_tokens=made.n_tokens,
-                    extra={"doc_name": other.doc},
-                    provenance={"variant": "other_instance", "instance": other.id, "padding": _padding(made.units)}))
+            pool.add_query(self._query(instance), self._positive_candidate(instance, positive), [Candidate(
+                id=f"d:{other.id}:for:{instance.id}", document=made.document, role=EASY_NEGATIVE,
+                group=f"q:{instance.id}", source_id=other.id, n_tokens=made.n_tokens, extra={"doc_name": other.doc},
+                provenance={"variant": "other_instance", "instance": other.id, "padding": _padding(made.units)})
+                for other, made in negatives])
         return pool
 
     def _hard_pool(self, band, level, order, positives_of, supply, config, counter, report) -> Pool:
@@ -695,17 +691,14 @@ class MMDocRAGBuilder(Builder):
             if not guard.admit(instance.gold_quotes(), [positive.document, *(m.document for _, m, _ in variants)]):
                 report.skip(f"hard_{band.name}_evidence_shared_with_another_query", instance.id)
                 continue
-            pool.queries.append(self._query(instance))
-            pool.candidates.append(self._positive_candidate(instance, positive))
-            pool.qrels.append((f"q:{instance.id}", f"d:{instance.id}", 1))
-            for variant, made, removed in variants:
-                pool.candidates.append(Candidate(
-                    id=f"d:{instance.id}:{variant}", document=made.document, role=HARD_NEGATIVE,
-                    group=f"q:{instance.id}", source_id=instance.id, n_tokens=made.n_tokens,
-                    extra={"doc_name": instance.doc},
-                    provenance={"variant": variant, "removed": removed,
-                                "evidence": evidence_positions(made.document, made.n_tokens, counter),
-                                "padding": _padding(made.units)}))
+            pool.add_query(self._query(instance), self._positive_candidate(instance, positive), [Candidate(
+                id=f"d:{instance.id}:{variant}", document=made.document, role=HARD_NEGATIVE,
+                group=f"q:{instance.id}", source_id=instance.id, n_tokens=made.n_tokens,
+                extra={"doc_name": instance.doc},
+                provenance={"variant": variant, "removed": removed,
+                            "evidence": evidence_positions(made.document, made.n_tokens, counter),
+                            "padding": _padding(made.units)})
+                for variant, made, removed in variants])
         return pool
 
     def _hard_variants(self, instance, positive: Built, band, pool_label, supply, config, counter):

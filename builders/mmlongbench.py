@@ -355,6 +355,10 @@ class MMLongBenchBuilder(Builder):
         return Candidate(id=cid, document=document, role=role, group=group, source_id=source_id,
                          n_tokens=document.tokens, provenance=provenance, extra={"page_indices": indices})
 
+    def _positive(self, doc_id: str, document, group: str, n_pages: int) -> Candidate:
+        return self._candidate(f"d:{doc_id}", document, POSITIVE, group, doc_id, list(range(n_pages)),
+                               {"variant": "original", "window": [0, n_pages]})
+
     def _hard_pool(self, band, eligible, windows, queries, documents, config, report) -> Pool:
         pool = Pool(name=pool_name(self.name, "hard", band), task=self.task, dataset=self.name, difficulty="hard",
                     band=band, modality="image")
@@ -376,14 +380,10 @@ class MMLongBenchBuilder(Builder):
             if not guard.admit(group, positive, made):
                 report.skip(f"hard_{band.name}_page_shared_with_another_query", doc_id)
                 continue
-            pool.queries.append(self._query(doc_id, queries))
-            pool.candidates.append(self._candidate(f"d:{doc_id}", positive, POSITIVE, group, doc_id, list(range(n)),
-                                                   {"variant": "original", "window": [0, n]}))
-            pool.qrels.append((group, f"d:{doc_id}", 1))
-            for (plan, pages), doc in zip(variants, made):
-                pool.candidates.append(self._candidate(
-                    f"d:{doc_id}:{plan.variant}", doc, HARD_NEGATIVE, group, doc_id, pages,
-                    {**plan.as_dict(), "window": [0, n]}))
+            pool.add_query(self._query(doc_id, queries), self._positive(doc_id, positive, group, n), [
+                self._candidate(f"d:{doc_id}:{plan.variant}", doc, HARD_NEGATIVE, group, doc_id, pages,
+                                {**plan.as_dict(), "window": [0, n]})
+                for (plan, pages), doc in zip(variants, made)])
         return pool
 
     def _easy_pool(self, band, eligible, windows, queries, documents, config, report) -> Pool:
@@ -420,13 +420,10 @@ class MMLongBenchBuilder(Builder):
                 report.skip(f"easy_{band.name}_page_shared_with_another_query", doc_id)
                 continue
             claimed |= {doc_id, *(o for o, _, _ in negatives)}
-            pool.queries.append(self._query(doc_id, queries))
-            pool.candidates.append(self._candidate(f"d:{doc_id}", positive, POSITIVE, group, doc_id, list(range(n)),
-                                                   {"variant": "original", "window": [0, n]}))
-            pool.qrels.append((group, f"d:{doc_id}", 1))
-            for other, m, doc in negatives:
-                pool.candidates.append(self._candidate(f"d:{other}", doc, EASY_NEGATIVE, group, other, list(range(m)),
-                                                       {"variant": "other_document", "window": [0, m]}))
+            pool.add_query(self._query(doc_id, queries), self._positive(doc_id, positive, group, n), [
+                self._candidate(f"d:{other}", doc, EASY_NEGATIVE, group, other, list(range(m)),
+                                {"variant": "other_document", "window": [0, m]})
+                for other, m, doc in negatives])
         return pool
 
     # -- checks ----------------------------------------------------------------------------

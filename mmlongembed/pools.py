@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass, field
+from typing import Iterable
 
 from mmlongembed.documents import Document
 
@@ -99,6 +100,13 @@ class Pool:
     def __post_init__(self):
         if self.task not in TASKS:
             raise ValueError(f"unknown task {self.task!r}; expected one of {TASKS}")
+
+    def add_query(self, query: Query, positive: Candidate, negatives: Iterable[Candidate] = ()) -> None:
+        """A query, its positive (and the qrel that says so) and the negatives made for it."""
+        self.queries.append(query)
+        self.candidates.append(positive)
+        self.qrels.append((query.id, positive.id, 1))
+        self.candidates.extend(negatives)
 
     def row(self) -> dict:
         return {
