@@ -573,10 +573,7 @@ class HotpotQABuilder(Builder):
     # -- pools -----------------------------------------------------------------------------
     def build_pools(self, sources: Sources, config: HotpotQAConfig, report: BuildReport) -> list[Pool]:
         counter = default_counter()
-        lengths = sorted(set(config.lengths))
-        if not lengths or lengths[0] <= 0:
-            raise UserError("--lengths needs positive targets")
-        bands = [LengthBand.tight(t, config.band_slack) for t in lengths]
+        bands = LengthBand.tight_bands(config.lengths, config.band_slack)
         instances = sources.instances
 
         audit = audit_queries(

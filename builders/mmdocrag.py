@@ -548,10 +548,7 @@ class MMDocRAGBuilder(Builder):
     # -- pools -----------------------------------------------------------------------------
     def build_pools(self, sources: Sources, config: MMDocRAGConfig, report: BuildReport) -> list[Pool]:
         counter = default_counter()
-        lengths = sorted(set(config.lengths))
-        if not lengths or lengths[0] <= 0:
-            raise UserError("--lengths needs positive targets")
-        bands = [LengthBand.tight(t, config.band_slack) for t in lengths]
+        bands = LengthBand.tight_bands(config.lengths, config.band_slack)
         instances = sources.instances
         audit = audit_queries([AuditItem(i.id, i.question, i.answer, tuple(
             q.text if q.kind == "text" else "[image quote]" for q in i.gold_quotes())) for i in instances],

@@ -40,6 +40,16 @@ class LengthBand:
         return cls(target=target, lo=target // 2 + 1, hi=target)
 
     @classmethod
+    def tight_bands(cls, lengths, slack: float) -> list["LengthBand"]:
+        """The bands of a builder's ``--lengths``, shortest first."""
+        from mmlongembed.errors import UserError
+
+        lengths = sorted(set(lengths))
+        if not lengths or lengths[0] <= 0:
+            raise UserError("--lengths needs positive targets")
+        return [cls.tight(t, slack) for t in lengths]
+
+    @classmethod
     def tight(cls, target: int, slack: float = 0.05) -> "LengthBand":
         """[target*(1-slack), target]: for synthetic documents fitted to an exact budget."""
         return cls(target=target, lo=max(1, int(target * (1 - slack))), hi=target)

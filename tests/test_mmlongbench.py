@@ -3,7 +3,6 @@
 import copy
 import json
 from collections import defaultdict
-from pathlib import Path
 
 import pytest
 from PIL import Image

@@ -19,7 +19,7 @@ text. Evidence segments carry ``origin="evidence:<k>"``. Operations:
 from __future__ import annotations
 
 import bisect
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from functools import cached_property
 from itertools import accumulate
 from typing import Any, Callable, Iterable, Iterator, Sequence
