@@ -55,7 +55,7 @@ MIN_EVIDENCE, MAX_EVIDENCE = 2, 5
 RECOUNT_MARGIN = 4
 YES_NO = frozenset({"yes", "no"})
 GROWTH_PIECES = 4  # a longer positive grows by at least this many whole units
-REFILL_CHOICES = 32  # exact-length refill runs compared for their character length
+REFILL_CHOICES = 16  # exact-length refill runs compared for their character length (more: less topical refills)
 
 
 @dataclass
