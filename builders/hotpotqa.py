@@ -1043,6 +1043,7 @@ class HotpotQABuilder(Builder):
         return {
             "instruction": INSTRUCTION,
             "pairing": pairing,
+            "refill_choices": REFILL_CHOICES,
             "refills": report.stats.get("refills") or refill_statistics(pools),
             "sources": [
                 {"name": "HotpotQA (Yang et al., EMNLP 2018), distractor setting", "licence": HUB_SOURCE.licence,
