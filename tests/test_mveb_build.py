@@ -271,6 +271,8 @@ def test_zero_shot_accuracy_equals_sklearn(evaluated, built):
     ("SampleVideosV2ARetrieval", "v2a", {"video": "video"}, {"audio": "audio"}),
     ("SampleCaptionsT2VRetrieval", "t2v", {"text": "text"}, {"video": "video"}),
     ("SampleCaptionsVA2TRetrieval", "va2t", {"video": "video", "audio": "audio"}, {"text": "text"}),
+    ("SampleCaptionsAT2VRetrieval", "at2v", {"audio": "audio", "text": "text"}, {"video": "video"}),
+    ("SampleCaptionsVT2ARetrieval", "vt2a", {"video": "video", "text": "text"}, {"audio": "audio"}),
 ])
 def test_retrieval_ndcg_at_10_equals_sklearn(evaluated, built, task, subset, query, corpus):
     from sklearn.metrics import ndcg_score

@@ -33,6 +33,8 @@ RETRIEVAL_DIRECTIONS = {  # direction -> (variant, query modalities, corpus moda
     "va2t": ("va", ("video", "audio"), ("text",)),
     "a2v": ("va", ("audio",), ("video",)),
     "v2a": ("va", ("video",), ("audio",)),
+    "at2v": ("va", ("audio", "text"), ("video",)),
+    "vt2a": ("va", ("video", "text"), ("audio",)),
 }
 
 
