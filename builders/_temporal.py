@@ -30,7 +30,7 @@ from mmlongembed.media.video import (
     DEFAULT_FRAME_PIXELS, FRAME_RULE, FrameSettings, audio_slice, decoder_identity, wav_bytes)
 from mmlongembed.ops.temporal import (
     HARD_VARIANTS, MARGIN_RULES, MIN_BLOCKS_FOR_SHUFFLES, REVERSAL_MODES, Run, arrange, candidate_runs,
-    caption_similarity, chains, choose_run, hard_order, video_events)
+    caption_similarity, chains, choose_run, hard_order, nearest_run, video_events)
 from mmlongembed.pools import EASY_NEGATIVE, HARD_NEGATIVE, POSITIVE, Candidate, LengthBand, Pool, Query, pool_name
 from mmlongembed.rng import derive_rng
 from mmlongembed.tokens import default_counter, fit_image_size, image_tokens
@@ -51,7 +51,10 @@ class TemporalConfig(CommonConfig, LLMConfig):
                 + "; ".join(f"{k}: {v}" for k, v in MARGIN_RULES.items()), "choices": tuple(MARGIN_RULES)})
     margin: float = field(default=0.5, metadata={"help": "the anti-overlap margin in seconds (paper: 0.5)"})
     min_blocks: int = field(default=MIN_BLOCKS_FOR_SHUFFLES, metadata={
-        "help": "fewest caption events (blocks) in a run; 4 gives both half-shuffles two blocks to permute"})
+        "help": "fewest caption events (blocks) in a query's run; 4 gives both half-shuffles two blocks to permute"})
+    easy_min_blocks: int = field(default=2, metadata={
+        "help": "fewest caption events in an easy negative's run (it is never shuffled, so it needs fewer; on "
+                "ActivityNet val_1 2 instead of 4 lets about ten times as many videos serve the 8K band)"})
     reversal: str = field(default="blocks", metadata={
         "help": "complete reversal of the event blocks (frames inside a block keep their order) or of every "
                 "frame", "choices": REVERSAL_MODES})
@@ -191,6 +194,9 @@ class TemporalBuilder(Builder):
         if config.min_blocks < MIN_BLOCKS_FOR_SHUFFLES:
             raise UserError(f"--min-blocks {config.min_blocks}: the half shuffles need at least "
                             f"{MIN_BLOCKS_FOR_SHUFFLES} blocks")
+        if not 1 <= config.easy_min_blocks <= config.min_blocks:
+            raise UserError(f"--easy-min-blocks {config.easy_min_blocks}: choose 1 to --min-blocks "
+                            f"({config.min_blocks})")
         root = require_dir(config.sources, f"{self.source_name} annotations and videos")
         records, layout = self.read_records(root, report)
         if not records:
@@ -208,7 +214,8 @@ class TemporalBuilder(Builder):
                 report.skip("video_file_missing", record.video_id)
                 continue
             events, _ = video_events(record.timestamps, record.sentences, record.duration or math.inf)
-            if max((len(c) for c in chains(events, config.margin_rule, config.margin)), default=0) < config.min_blocks:
+            if max((len(c) for c in chains(events, config.margin_rule, config.margin)),
+                   default=0) < config.easy_min_blocks:
                 report.skip("no_admissible_chain", record.video_id)  # not decoded at all
                 continue
             usable.append(VideoRecord(record.video_id, record.duration, record.timestamps, record.sentences,
@@ -257,7 +264,8 @@ class TemporalBuilder(Builder):
     # -- pools ---------------------------------------------------------------------------------
     def build_pools(self, sources: TemporalSources, config: TemporalConfig, report: BuildReport) -> list[Pool]:
         bands = [LengthBand.halving(t) for t in sorted(set(config.lengths))]
-        chosen: dict[str, dict[str, Run]] = {band.name: {} for band in bands}  # band -> video -> run
+        chosen: dict[str, dict[str, Run]] = {band.name: {} for band in bands}  # band -> video -> query run
+        fitting: dict[str, dict[str, list[Run]]] = {band.name: {} for band in bands}  # band -> video -> easy runs
         for record in sources.records:
             meta = sources.meta[record.video_id]
             duration = min(record.duration or math.inf, meta["duration"])
@@ -265,18 +273,22 @@ class TemporalBuilder(Builder):
             for reason in dropped:
                 report.skip(f"event_{reason}", record.video_id)
             runs = candidate_runs(record.video_id, events, config.margin_rule, config.margin, config.fps,
-                                  meta["n_frames"], config.min_blocks)
+                                  meta["n_frames"], config.easy_min_blocks)
             if not runs:
                 report.skip("no_admissible_run", record.video_id)
                 continue
             per_frame = image_tokens(meta["frame_height"], meta["frame_width"])
             placed = False
             for band in bands:
+                in_band = [r for r in runs if band.contains(r.n_frames * per_frame)]
+                if not in_band:
+                    continue
+                fitting[band.name][record.video_id] = in_band
+                placed = True
                 rng = derive_rng(config.seed, self.name, band.name, record.video_id, "run")
-                run = choose_run(runs, lambda r: band.contains(r.n_frames * per_frame), rng)
+                run = choose_run(in_band, lambda r: len(r.blocks) >= config.min_blocks, rng)
                 if run is not None:
                     chosen[band.name][record.video_id] = run
-                    placed = True
             if not placed:
                 lengths = sorted({r.n_frames * per_frame for r in runs})
                 report.skip("no_run_in_any_band", f"{record.video_id} ({lengths[0]}..{lengths[-1]} tokens)")
@@ -290,7 +302,8 @@ class TemporalBuilder(Builder):
 
         self._segments: dict[str, dict] = {}  # video -> grid index -> Segment, shared by every candidate
         self._synthetic = sources.synthetic
-        plans = {band.name: self._plan_band(band, chosen[band.name], video, config, report) for band in bands}
+        plans = {band.name: self._plan_band(band, chosen[band.name], fitting[band.name], video, config, report)
+                 for band in bands}
         texts = self._query_texts(plans, chosen, config, report)
         pools = []
         for band in bands:
@@ -298,20 +311,23 @@ class TemporalBuilder(Builder):
             pools += self._assemble(band, plan, chosen[band.name], texts[band.name], video, config)
         return pools
 
-    def _plan_band(self, band: LengthBand, runs: dict[str, Run], video, config: TemporalConfig, report: BuildReport):
-        """Queries of the band (each with its hard orders) and their easy negatives; a video serves
-        the band once (as a query or as one negative)."""
+    def _plan_band(self, band: LengthBand, query_runs: dict[str, Run], fitting: dict[str, list[Run]], video,
+                   config: TemporalConfig, report: BuildReport) -> list[tuple[str, dict, list[Run]]]:
+        """Queries of the band (each with its hard orders) and their easy negatives, each the run of
+        another video nearest in frames to the positive; a video serves the band once (as a query
+        or as one negative)."""
         k = config.negatives_per_query
-        eligible = sorted(runs)
+        eligible = sorted(fitting)
         rng = derive_rng(config.seed, self.name, band.name, "partition")
         order = [eligible[int(i)] for i in rng.permutation(len(eligible))]
-        hashes: dict[str, set] = {}
+        hashes: dict[tuple, set] = {}
 
-        def frames_of(vid: str) -> set:
-            if vid not in hashes:
-                by_grid = {f.grid_index: f.image for f in video(vid).frames}
-                hashes[vid] = {hashlib.sha256(by_grid[j]).hexdigest() for j in runs[vid].grid}
-            return hashes[vid]
+        def frames_of(run: Run) -> set:
+            key = (run.video_id, run.key)
+            if key not in hashes:
+                by_grid = {f.grid_index: f.image for f in video(run.video_id).frames}
+                hashes[key] = {hashlib.sha256(by_grid[j]).hexdigest() for j in run.grid}
+            return hashes[key]
 
         queries, failed = [], set()
         taken: set[str] = set()  # frames already in the band's groups: byte-identical frames of two
@@ -319,40 +335,45 @@ class TemporalBuilder(Builder):
         while i < len(order) and len(queries) < min(config.max_queries_per_pool, (len(order) - len(failed)) // (k + 1)):
             vid = order[i]
             i += 1
-            hard = self._hard_orders(band, vid, runs[vid], video(vid), config)
-            if hard is None or frames_of(vid) & taken:
+            if vid not in query_runs:  # no run long enough to shuffle: an easy negative only
+                continue
+            hard = self._hard_orders(band, vid, query_runs[vid], video(vid), config)
+            if hard is None or frames_of(query_runs[vid]) & taken:
                 failed.add(vid)
                 report.skip("indistinct_shuffles" if hard is None else "frames_shared_across_videos",
                             f"{vid} ({band.name})")
                 continue
-            taken |= frames_of(vid)
+            taken |= frames_of(query_runs[vid])
             queries.append((vid, hard))
         query_ids = {vid for vid, _ in queries}
         supply = [vid for vid in order if vid not in query_ids and vid not in failed]
         used: set[str] = set()
         plan = []
         for vid, hard in queries:
-            captions = " ".join(runs[vid].sentences)
-            picks = []
+            positive = query_runs[vid]
+            captions = " ".join(positive.sentences)
+            picks: list[Run] = []
             for other in supply:
-                if other in used or other in picks:
+                if other in used or other in {p.video_id for p in picks}:
                     continue
-                if caption_similarity(captions, " ".join(runs[other].sentences)) >= config.caption_similarity_max:
+                run = nearest_run(fitting[other], positive.n_frames,
+                                  derive_rng(config.seed, self.name, band.name, vid, other, "easy_run"))
+                if caption_similarity(captions, " ".join(run.sentences)) >= config.caption_similarity_max:
                     report.skip("blacklisted_negative_similar_captions", f"{other} for {vid} ({band.name})")
                     continue
-                if frames_of(other) & taken:
+                if frames_of(run) & taken:
                     used.add(other)
                     report.skip("frames_shared_across_videos", f"{other} ({band.name})")
                     continue
-                picks.append(other)
+                picks.append(run)
                 if len(picks) == k:
                     break
             if len(picks) < k:
                 report.skip("easy_not_enough_negatives", f"{vid} ({band.name})")
                 continue
-            used.update(picks)
-            for other in picks:
-                taken |= frames_of(other)
+            used.update(p.video_id for p in picks)
+            for run in picks:
+                taken |= frames_of(run)
             plan.append((vid, hard, picks))
         return plan
 
@@ -409,7 +430,7 @@ class TemporalBuilder(Builder):
         counter = default_counter()
         facts = {"candidate_form": CANDIDATE_FORM, "fps": config.fps, "frame_rule": FRAME_RULE,
                  "margin_rule": config.margin_rule, "margin": config.margin, "reversal": config.reversal,
-                 "min_blocks": config.min_blocks}
+                 "min_blocks": config.min_blocks, "easy_min_blocks": config.easy_min_blocks}
         easy = Pool(name=pool_name(self.name, "easy", band), task=self.task, dataset=self.name, difficulty="easy",
                     band=band, modality="video", facts=dict(facts))
         hard = Pool(name=pool_name(self.name, "hard", band), task=self.task, dataset=self.name, difficulty="hard",
@@ -425,8 +446,8 @@ class TemporalBuilder(Builder):
                 self._candidate(f"d:{vid}:{band.name}:{variant}", HARD_NEGATIVE, qid, runs[vid], video(vid), variant,
                                 order, config) for variant, order in orders.items()])
             easy.add_query(query, positive, [
-                self._candidate(f"d:{other}:{band.name}", EASY_NEGATIVE, qid, runs[other], video(other), None, None,
-                                config) for other in negatives])
+                self._candidate(f"d:{run.video_id}:{band.name}", EASY_NEGATIVE, qid, run, video(run.video_id), None,
+                                None, config) for run in negatives])
         return [easy, hard]
 
     def _candidate(self, cid, role, group, run: Run, decoded, variant, order, config: TemporalConfig) -> Candidate:

@@ -88,7 +88,8 @@ def test_build_validates_passes_the_audit_and_documents_itself(built):
         "activitynet-easy-128": (1, 4), "activitynet-hard-128": (1, 4),
         "activitynet-easy-256": (1, 4), "activitynet-hard-256": (1, 4)}
     assert all(a["passed"] for a in manifest["label_free_audit"].values())
-    assert manifest["report"]["skipped"] == {"no_admissible_chain": 1}  # the 1.2 s clip: two events only
+    # the 1.2 s clip: two events, enough for an easy negative, but its two frames fit no band
+    assert manifest["report"]["skipped"] == {"no_run_in_any_band": 1}
     assert manifest["sources"]["decoder"]["name"] == "pyav" and "libavcodec" in manifest["sources"]["decoder"][
         "ffmpeg_libraries"]
     assert manifest["sources"]["frames"]["max_pixels"] == int(SMALL_FRAMES) and manifest["sources"]["synthetic"]
@@ -267,3 +268,70 @@ def test_frame_sequence_pools_need_only_images_but_are_selected_as_video():
     assert frames.modalities == {"text", "image"} and frames.selection == {"text", "image", "video"}
     clips = PoolInfo("p", "temporal_summarization", "d", "hard", 8192, "video", "text")
     assert clips.modalities == {"text", "video"}  # whole clips would need a video-capable model
+
+
+def test_easy_negatives_need_fewer_blocks_and_match_the_positive_in_frames(tmp_path):
+    """Queries need runs of four events (both halves shuffle); an easy negative is never shuffled,
+    so a video with only two or three events in the band still serves as one, with the run of its
+    video nearest in frames to the positive beside it (not its first or its longest run)."""
+    import math
+
+    from mmlongembed.ops.temporal import candidate_runs, video_events
+    from mmlongembed.pools import LengthBand
+    from mmlongembed.testing import write_test_video
+
+    four_events = [[2.0 * k, 2.0 * k + 2.0] for k in range(6)]  # 4-block runs: 8 frames
+    few_events = [  # runs of 2+ events in (16, 32] tokens = 5..8 frames of 4 tokens, nearest to 8 first
+        [[0, 1], [1, 6], [6, 9]],        # 6 or 8 frames -> 8 (a 2-event run, not the first)
+        [[0, 2], [2, 5], [5, 10]],       # 5 or 8 -> 8
+        [[0, 3], [3, 6], [6, 8]],        # 6 or 5 -> 6
+        [[0, 4], [4, 5], [5, 7]],        # 5 or 7 -> 7 (the 3-event run would be 7 too)
+        [[0, 2], [2, 4], [4, 5]],        # 4 (too short), 3 events: 5 -> 5
+        [[0, 3], [3, 9]],                # 9: no run in the band at all
+    ] * 2
+    root = tmp_path / "sources"
+    annotations = {}
+    for v, spans in enumerate([four_events] * 4 + few_events):
+        video_id = f"v_case{v:02d}"
+        duration = float(spans[-1][1] + 1)
+        write_test_video(root / "videos" / f"{video_id}.mp4", duration, seed=900 + v, audio=False)
+        words = [f"w{v}x{k}" for k in range(len(spans))]
+        annotations[video_id] = {"duration": duration, "timestamps": spans,
+                                 "sentences": [f"Someone does {w} carefully." for w in words]}
+    (root / "val_1.json").write_text(json.dumps(annotations), encoding="utf-8")
+    (root / "SYNTHETIC").write_text("Made-up captions over generated noise videos, written by the test suite.")
+    band = LengthBand.halving(32)
+
+    def build(name: str, *extra: str):
+        args = ["build", "activitynet", "--sources", str(root), "--output", str(tmp_path / name), "--lengths", "32",
+                "--frame-store", str(tmp_path / "store"), "--no-progress", *extra]
+        assert cli_main(args) == 0
+        out = tmp_path / name / "activitynet"
+        assert validate_dir(out)[0] == []
+        return out, read_built_pool(out, "activitynet-easy-32")
+
+    out, easy = build("relaxed")
+    frames = [len(images) for images in easy.corpus["images"]]
+    positives = {g: frames[i] for i, (g, r) in enumerate(zip(easy.corpus["group"], easy.corpus["role"]))
+                 if r == "positive"}
+    assert len(positives) == 3  # 14 videos, 12 with a run in the band: 3 groups of four
+    for i, role in enumerate(easy.corpus["role"]):
+        blocks = json.loads(easy.corpus["provenance"][i])["blocks"]
+        vid = easy.corpus["video_id"][i]
+        if role == "positive":
+            assert len(blocks) >= 4 and frames[i] == 8
+            continue
+        a = annotations[vid]
+        events, _ = video_events(a["timestamps"], a["sentences"], a["duration"])
+        in_band = [r.n_frames for r in candidate_runs(vid, events, "tolerate", 0.5, 1.0, math.ceil(a["duration"]), 2)
+                   if band.contains(4 * r.n_frames)]
+        target = positives[easy.corpus["group"][i]]
+        assert abs(frames[i] - target) == min(abs(n - target) for n in in_band), vid
+    assert any(len(json.loads(p)["blocks"]) < 4 for p in easy.corpus["provenance"])
+    skipped = json.loads((out / "manifest.json").read_text())["report"]["skipped"]
+    assert skipped["no_run_in_any_band"] == 2
+
+    # the old rule: every candidate needs four events, so three videos stand idle beside one query
+    strict_out, strict = build("strict", "--easy-min-blocks", "4")
+    assert strict.corpus["role"].count("positive") == 1
+    assert json.loads((strict_out / "manifest.json").read_text())["report"]["skipped"]["no_admissible_chain"] == 12

@@ -12,7 +12,7 @@ import pytest
 from mmlongembed.media.video import grid_times, nearest_on_grid
 from mmlongembed.ops.temporal import (
     HARD_VARIANTS, MARGIN_RULES, Event, arrange, blocks_of, candidate_runs, caption_similarity, chains, choose_run,
-    follows, front_size, grid_in, hard_order, order_problem, video_events)
+    follows, front_size, grid_in, hard_order, nearest_run, order_problem, video_events)
 from mmlongembed.pools import LengthBand
 from tests._realdata import shared_data_dir
 
@@ -88,6 +88,16 @@ def test_choose_run_prefers_most_blocks_in_band_and_is_seeded():
     picks = {choose_run(runs, lambda r: band.contains(r.n_frames * 4), np.random.default_rng(s)).key for s in range(30)}
     assert picks == {(0, 1, 2, 3, 4, 5), (1, 2, 3, 4, 5, 6), (2, 3, 4, 5, 6, 7)}
     assert choose_run(runs, lambda r: False, np.random.default_rng(0)) is None
+
+
+def test_nearest_run_matches_frames_then_draws_among_ties():
+    events = [ev(0, 0.0, 1.0), ev(1, 1.0, 6.0), ev(2, 6.0, 9.0), ev(3, 9.0, 12.0)]
+    runs = candidate_runs("v", events, "tolerate", 0.5, 1.0, 13, 2)  # frames: (0,1) 6, (1,2) 8, (2,3) 6,
+    assert nearest_run(runs, 8, np.random.default_rng(0)).key == (1, 2)  # (0,1,2) 9, (1,2,3) 11, all 12
+    assert nearest_run(runs, 12, np.random.default_rng(0)).key == (0, 1, 2, 3)
+    for target, tied in ((6, {(0, 1), (2, 3)}), (10, {(0, 1, 2), (1, 2, 3)})):
+        assert {nearest_run(runs, target, np.random.default_rng(s)).key for s in range(20)} == tied
+    assert nearest_run(runs, 10, np.random.default_rng(3)) == nearest_run(runs, 10, np.random.default_rng(3))
 
 
 @pytest.mark.parametrize("m", range(4, 13))

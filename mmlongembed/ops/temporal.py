@@ -18,9 +18,11 @@ filter with a 0.5-second margin" and perturbs "event-level semantic units". Our 
   belongs to the earlier block and no frame is in two blocks; time between events (a gap) is
   not shown. A block holds the 1-FPS grid frames whose grid time falls in its span; a run
   whose blocks are not all non-empty is not admissible.
-- **Runs**: every contiguous sub-run of a chain with at least ``min_blocks`` blocks; a video
-  contributes at most one run per length band (the run with the most blocks among those whose
-  token count falls in the band, a seeded choice among ties).
+- **Runs**: every contiguous sub-run of a chain with at least ``min_blocks`` blocks; a query's
+  video contributes one run per length band (the run with the most blocks among those whose
+  token count falls in the band, a seeded choice among ties). An easy negative is never
+  shuffled, so its run needs fewer blocks; it is the run of its video nearest in frames to the
+  positive it stands beside.
 - **Hard orders** of the m blocks (frames inside a block keep their order, so events stay
   whole): ``reversal`` = blocks m..1 (or every frame reversed, ``reversal="frames"``);
   ``front_shuffle`` = a non-identity permutation of the first floor(m/2) blocks, the rest in
@@ -189,6 +191,14 @@ def choose_run(runs: Sequence[Run], fits, rng: np.random.Generator) -> Run | Non
         return None
     most = max(len(r.blocks) for r in fitting)
     best = sorted((r for r in fitting if len(r.blocks) == most), key=lambda r: r.key)
+    return best[int(rng.integers(len(best)))]
+
+
+def nearest_run(runs: Sequence[Run], n_frames: int, rng: np.random.Generator) -> Run:
+    """The run nearest in frames to ``n_frames`` (seeded among ties), so an easy negative is as
+    long as the positive it stands beside wherever the video allows."""
+    gap = min(abs(r.n_frames - n_frames) for r in runs)
+    best = sorted((r for r in runs if abs(r.n_frames - n_frames) == gap), key=lambda r: r.key)
     return best[int(rng.integers(len(best)))]
 
 
