@@ -169,21 +169,24 @@ def _make_handler(server: FakeOpenAIServer):
                 server.max_in_flight = max(server.max_in_flight, server.in_flight)
                 server.bodies.append(body)
                 server.authorizations.append(self.headers.get("Authorization"))
+            # The request leaves the in-flight count before its answer is written: once the client
+            # reads the answer it may send its next request, which must not find this one counted.
             try:
                 canned = server.answer(body)
                 delay = canned.delay + server.stall_seconds
                 if delay:
                     time.sleep(delay)
                 if canned.raw_body is not None:
-                    self._send(canned.status, canned.raw_body, canned.retry_after)
+                    status, payload = canned.status, canned.raw_body
                 elif canned.status != 200:
-                    message = json.dumps({"error": {"message": f"scripted failure {canned.status}"}}).encode()
-                    self._send(canned.status, message, canned.retry_after)
+                    status = canned.status
+                    payload = json.dumps({"error": {"message": f"scripted failure {canned.status}"}}).encode()
                 else:
-                    self._send(200, json.dumps(completion_body(canned.content or "", server.model)).encode())
+                    status, payload = 200, json.dumps(completion_body(canned.content or "", server.model)).encode()
             finally:
                 with server._lock:
                     server.in_flight -= 1
+            self._send(status, payload, canned.retry_after)
 
     return Handler
 
