@@ -112,7 +112,8 @@ def test_client_errors_are_not_retried(server, tmp_path):
 
 def test_a_stalled_request_times_out(tmp_path):
     """The server holds the first record's request until the client has given up on it: a
-    client that waited for the reply would never return (the hold's own limit fails the test)."""
+    client that waited for the reply would never return (the hold's own limit fails the test).
+    The timeout is long enough that the other record's immediate answer beats it on a loaded machine."""
     released, held_until_released = threading.Event(), []
 
     def responder(body):
@@ -122,7 +123,7 @@ def test_a_stalled_request_times_out(tmp_path):
 
     with FakeOpenAIServer(responder=responder) as server:
         report = BuildReport()
-        outcome = audit_queries(items(2), config(server, tmp_path, llm_timeout=0.3, llm_max_retries=0), report)
+        outcome = audit_queries(items(2), config(server, tmp_path, llm_timeout=2.0, llm_max_retries=0), report)
         released.set()
     assert outcome.kept == {"q1"}
     assert report.llm_steps[0]["rejected"] == {"request_failed:timeout": 1}
