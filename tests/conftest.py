@@ -20,17 +20,19 @@ def hub(monkeypatch):
 def _hypothesis_outside_the_working_tree() -> None:
     """Hypothesis keeps an example database and caches in `.hypothesis/` of the working
     directory, and replays what it found there on the next run: keep them in a temporary
-    directory instead, and draw the same examples on every run."""
+    directory instead, and draw the same examples on every run. No per-example deadline or
+    slowness check: a loaded machine must not fail a property that holds."""
     import atexit
     import shutil
     import tempfile
 
-    from hypothesis import configuration, settings
+    from hypothesis import HealthCheck, configuration, settings
 
     home = tempfile.mkdtemp(prefix="mmle-tests-hypothesis-")
     atexit.register(shutil.rmtree, home, ignore_errors=True)
     configuration.set_hypothesis_home_dir(home)
-    settings.register_profile("mmle-tests", database=None, derandomize=True)
+    settings.register_profile("mmle-tests", database=None, derandomize=True, deadline=None,
+                              suppress_health_check=[HealthCheck.too_slow])
     settings.load_profile("mmle-tests")
 
 
