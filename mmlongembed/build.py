@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import shutil
 import sys
 from contextlib import contextmanager
@@ -10,7 +11,7 @@ from pathlib import Path
 from mmlongembed.builder import Builder, BuildReport
 from mmlongembed.card import render_card
 from mmlongembed.errors import UserError
-from mmlongembed.manifest import public_config, toolkit_identity
+from mmlongembed.manifest import file_sha256, public_config, toolkit_identity
 from mmlongembed.outdir import (
     BuildLock, check_output_root, check_replaceable, remove_stale_temporaries, sigterm_as_interrupt, write_error)
 from mmlongembed.output import (
@@ -127,6 +128,45 @@ def temporary_output(final_dir: Path, overwrite: bool):
         raise
 
 
+def _as_json(value):
+    return json.loads(json.dumps(value, sort_keys=True, default=str))
+
+
+def why_not_current(builder: Builder, config, final_dir: Path) -> str | None:
+    """None when ``final_dir`` holds exactly what this build would write again, so that running
+    the same command twice is not an error: a pool build made by this toolkit (the same commit,
+    from a clean checkout) from the same config, seed, sources and tokenizer, with no LLM call
+    (only rule fallbacks or cache replays), its files as written. Else why it is not."""
+    try:
+        manifest = json.loads((final_dir / "manifest.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return "it holds no readable manifest.json"
+    if not isinstance(manifest, dict):
+        return "its manifest.json is not an object"
+    if builder.output_kind != "pools":
+        return "a training build is rebuilt only on request"
+    toolkit = toolkit_identity()
+    if toolkit["git_dirty"] is not False or toolkit["git_commit"] == "unknown":
+        return "this toolkit is not a clean git checkout, so its code cannot be compared"
+    expected = {"builder": {"name": builder.name, "version": builder.version, "task": builder.task},
+                "toolkit": toolkit, "config": public_config(config), "seed": config.seed,
+                "tokenizer": default_counter().identity}
+    for key, value in expected.items():
+        if _as_json(manifest.get(key)) != _as_json(value):
+            return f"another {key} made it"
+    if any(step.get("calls") for step in manifest.get("llm_steps") or ()):
+        return "an LLM answered for it"
+    if _as_json(manifest.get("sources")) != _as_json(builder.source_identity(config)):
+        return "other sources made it"
+    files = manifest.get("files") or {}
+    if not files:
+        return "its manifest records no data files"
+    for path, facts in sorted(files.items()):
+        if not (final_dir / path).is_file() or file_sha256(final_dir / path) != facts.get("sha256"):
+            return f"{path} changed after the build"
+    return None
+
+
 def run_build(builder: Builder, config, output_root: Path, overwrite: bool = False, progress: bool = True) -> Path:
     output_root = Path(output_root)
     final_dir = output_root / builder.name
@@ -135,14 +175,23 @@ def run_build(builder: Builder, config, output_root: Path, overwrite: bool = Fal
     try:
         with sigterm_as_interrupt(), BuildLock(final_dir):
             if final_dir.exists() and not overwrite:
-                raise UserError(f"output directory {final_dir} already exists; pass --overwrite to replace it")
+                reason = why_not_current(builder, config, final_dir)
+                if reason is None:
+                    print(f"{final_dir} is up to date: this toolkit made it from the same config, seed and sources "
+                          "(--overwrite rebuilds it)")
+                    return final_dir
+                raise UserError(f"output directory {final_dir} already exists ({reason}); pass --overwrite to "
+                                "replace it")
             check_replaceable(final_dir)
             remove_stale_temporaries(final_dir)
             if builder.output_kind == "training":
                 from mmlongembed.training import build_training
 
-                return build_training(builder, config, final_dir, overwrite, progress)
-            return _build_locked(builder, config, final_dir, overwrite, progress)
+                built = build_training(builder, config, final_dir, overwrite, progress)
+            else:
+                built = _build_locked(builder, config, final_dir, overwrite, progress)
+            print(f"built {builder.name} into {built}")
+            return built
     finally:
         if created and output_root.is_dir() and not any(output_root.iterdir()):
             output_root.rmdir()  # a failed first build leaves no empty --output behind

@@ -60,7 +60,9 @@ def _add_build(subparsers) -> None:
                                      formatter_class=argparse.ArgumentDefaultsHelpFormatter)
         sub.add_argument("--output", type=Path, default=Path("out"),
                          help="directory that receives <dataset>/ (a Hugging Face dataset repo layout)")
-        sub.add_argument("--overwrite", action="store_true", help="replace an existing build directory")
+        sub.add_argument("--overwrite", action="store_true",
+                         help="replace an existing build directory (without it, a build that this toolkit commit "
+                              "made from the same config, seed and sources is kept as up to date, any other refused)")
         sub.add_argument("--no-progress", action="store_true", help="hide progress bars")
         add_dataclass_arguments(sub, cls.config_class)
         sub.set_defaults(func=_run_build, builder_class=cls)
@@ -71,8 +73,7 @@ def _run_build(args) -> int:
 
     builder = args.builder_class()
     config = config_from_args(builder.config_class, args)
-    final = run_build(builder, config, args.output, overwrite=args.overwrite, progress=not args.no_progress)
-    print(f"built {builder.name} into {final}")
+    run_build(builder, config, args.output, overwrite=args.overwrite, progress=not args.no_progress)
     return 0
 
 

@@ -170,11 +170,61 @@ def test_bad_records_are_counted_not_fatal(tmp_path):
     assert skipped["duplicate_report"] == 1
 
 
+def test_the_same_build_again_is_up_to_date_and_any_other_is_refused(sources, tmp_path, monkeypatch, capsys):
+    """Running the README's build twice is not an error when nothing that made it changed;
+    another seed, toolkit commit, uncommitted code, LLM-made content or an edited file is refused
+    without --overwrite. The toolkit identity is fixed here, so the test does not depend on the
+    state of the checkout it runs in."""
+    import mmlongembed.build as build_module
+    from mmlongembed.manifest import toolkit_identity
+
+    identity = {**toolkit_identity(), "git_commit": "1" * 40, "git_dirty": False}
+    monkeypatch.setattr(build_module, "toolkit_identity", lambda: dict(identity))
+    config = GovReportConfig(sources=str(sources), lengths=(2048,), max_queries_per_pool=3)
+    builder = get_builder("govreport")
+    out = run_build(builder, config, tmp_path, progress=False)
+    before = {**_data_hashes(out), "manifest": hashlib.sha256((out / "manifest.json").read_bytes()).hexdigest()}
+    capsys.readouterr()
+
+    def never(*args, **kwargs):
+        raise AssertionError("an up-to-date build must not be rebuilt")
+
+    monkeypatch.setattr(type(builder), "build_pools", never)
+    assert run_build(builder, config, tmp_path, progress=False) == out
+    assert "is up to date" in capsys.readouterr().out
+    assert {**_data_hashes(out), "manifest": hashlib.sha256((out / "manifest.json").read_bytes()).hexdigest()} == before
+
+    def refused(reason: str, cfg=config):
+        with pytest.raises(UserError, match="--overwrite") as error:
+            run_build(builder, cfg, tmp_path, progress=False)
+        assert reason in str(error.value), str(error.value)
+
+    refused("another config", GovReportConfig(sources=str(sources), lengths=(2048,), max_queries_per_pool=3, seed=1))
+    identity["git_commit"] = "2" * 40
+    refused("another toolkit")
+    identity.update(git_commit="1" * 40, git_dirty=True)
+    refused("not a clean git checkout")
+    identity["git_dirty"] = False
+    manifest = json.loads((out / "manifest.json").read_text())
+    manifest["llm_steps"] = [{"step": "query_audit", "calls": 3}]
+    (out / "manifest.json").write_text(json.dumps(manifest))
+    refused("an LLM answered")
+    manifest["llm_steps"] = [{"step": "query_audit", "calls": 0, "cache_hits": 3}]  # a replay is deterministic
+    (out / "manifest.json").write_text(json.dumps(manifest))
+    assert run_build(builder, config, tmp_path, progress=False) == out
+    data_file = next(out.glob("data/**/*.parquet"))
+    data_file.write_bytes(data_file.read_bytes() + b"\0")
+    refused("changed after the build")
+    (out / "manifest.json").write_text("{")
+    refused("no readable manifest.json")
+
+
 def test_existing_output_is_refused_and_a_crash_leaves_nothing(sources, tmp_path, monkeypatch):
     config = GovReportConfig(sources=str(sources), lengths=(2048,), max_queries_per_pool=3)
     out = run_build(get_builder("govreport"), config, tmp_path, progress=False)
     with pytest.raises(UserError, match="--overwrite"):
-        run_build(get_builder("govreport"), config, tmp_path, progress=False)
+        run_build(get_builder("govreport"), GovReportConfig(sources=str(sources), lengths=(2048,),
+                                                            max_queries_per_pool=3, seed=1), tmp_path, progress=False)
     before = _data_hashes(out)
 
     import mmlongembed.build as build_module
