@@ -354,7 +354,7 @@ class TemporalBuilder(Builder):
             captions = " ".join(positive.sentences)
             picks: list[Run] = []
             for other in supply:
-                if other in used or other in {p.video_id for p in picks}:
+                if other in used:
                     continue
                 run = nearest_run(fitting[other], positive.n_frames,
                                   derive_rng(config.seed, self.name, band.name, vid, other, "easy_run"))

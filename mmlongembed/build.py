@@ -11,7 +11,7 @@ from pathlib import Path
 from mmlongembed.builder import Builder, BuildReport
 from mmlongembed.card import render_card
 from mmlongembed.errors import UserError
-from mmlongembed.manifest import file_sha256, public_config, toolkit_identity
+from mmlongembed.manifest import public_config, toolkit_identity
 from mmlongembed.outdir import (
     BuildLock, check_output_root, check_replaceable, remove_stale_temporaries, sigterm_as_interrupt, write_error)
 from mmlongembed.output import (
@@ -21,18 +21,27 @@ from mmlongembed.pools import Pool
 from mmlongembed.report import format_table, length_histogram, shortcut_check
 from mmlongembed.shortcuts import ALPHA, MIN_EXCESS
 from mmlongembed.tokens import default_counter
-from mmlongembed.validate import Validation, format_report, validate_tables
+from mmlongembed.validate import (
+    InvalidBuild, Validation, check_files, format_report, load_manifest, validate_tables)
 
 
-def build_manifest(builder: Builder, config, report: BuildReport, stats, written: Written,
-                   validation: Validation) -> dict:
+def made_by(builder: Builder, config) -> dict:
+    """The manifest's record of what made a pool build, bar its sources (which take hashing):
+    also what decides whether an existing build is up to date."""
     return {
         "builder": {"name": builder.name, "version": builder.version, "task": builder.task},
         "toolkit": toolkit_identity(),
         "config": public_config(config),
         "seed": config.seed,
-        "sources": builder.source_identity(config),
         "tokenizer": default_counter().identity,
+    }
+
+
+def build_manifest(builder: Builder, config, report: BuildReport, stats, written: Written,
+                   validation: Validation) -> dict:
+    return {
+        **made_by(builder, config),
+        "sources": builder.source_identity(config),
         "llm_steps": report.llm_steps,
         "report": report.as_dict(),
         "pools": stats,
@@ -138,19 +147,15 @@ def why_not_current(builder: Builder, config, final_dir: Path) -> str | None:
     from a clean checkout) from the same config, seed, sources and tokenizer, with no LLM call
     (only rule fallbacks or cache replays), its files as written. Else why it is not."""
     try:
-        manifest = json.loads((final_dir / "manifest.json").read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return "it holds no readable manifest.json"
-    if not isinstance(manifest, dict):
-        return "its manifest.json is not an object"
+        manifest = load_manifest(final_dir)
+    except (InvalidBuild, OSError) as error:
+        return f"it holds no readable manifest.json: {error}"
     if builder.output_kind != "pools":
         return "a training build is rebuilt only on request"
-    toolkit = toolkit_identity()
+    expected = made_by(builder, config)
+    toolkit = expected["toolkit"]
     if toolkit["git_dirty"] is not False or toolkit["git_commit"] == "unknown":
         return "this toolkit is not a clean git checkout, so its code cannot be compared"
-    expected = {"builder": {"name": builder.name, "version": builder.version, "task": builder.task},
-                "toolkit": toolkit, "config": public_config(config), "seed": config.seed,
-                "tokenizer": default_counter().identity}
     for key, value in expected.items():
         if _as_json(manifest.get(key)) != _as_json(value):
             return f"another {key} made it"
@@ -158,12 +163,9 @@ def why_not_current(builder: Builder, config, final_dir: Path) -> str | None:
         return "an LLM answered for it"
     if _as_json(manifest.get("sources")) != _as_json(builder.source_identity(config)):
         return "other sources made it"
-    files = manifest.get("files") or {}
-    if not files:
-        return "its manifest records no data files"
-    for path, facts in sorted(files.items()):
-        if not (final_dir / path).is_file() or file_sha256(final_dir / path) != facts.get("sha256"):
-            return f"{path} changed after the build"
+    changed = check_files(final_dir, {}, manifest)
+    if changed:
+        return f"its files changed after the build: {changed[0].detail}"
     return None
 
 

@@ -166,7 +166,7 @@ def check_pool(tables: PoolTables, advance: Callable[[int], object] | None = Non
     return problems
 
 
-def _load_manifest(root: Path) -> dict:
+def load_manifest(root: Path) -> dict:
     path = root / "manifest.json"
     if not path.is_file():
         raise InvalidBuild(f"{path}: missing; {root} is not a build directory")
@@ -364,7 +364,7 @@ def validate_build(root: Path, progress: bool = False) -> Validation:
     root = Path(root)
     if not root.is_dir():
         raise InvalidBuild(f"{root}: no such build directory")
-    manifest = _load_manifest(root)
+    manifest = load_manifest(root)
     try:
         specs = configs_from_card(root / "README.md")
     except UserError as error:
