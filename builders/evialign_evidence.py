@@ -1,4 +1,5 @@
-"""The `evialign-evidence` builder: EviAlign's evidence-aligned training data (paper 002 §3.2, B.3, B.6)."""
+"""The `evialign-evidence` builder: EviAlign's evidence-aligned training data (Chen et al., "Learning
+Multimodal Embeddings with Evidence-Aligned Readout", 2026, §3.2, B.3, B.6)."""
 
 from __future__ import annotations
 
@@ -18,7 +19,7 @@ from mmlongembed.llm import LLMConfig, run_llm_step
 from mmlongembed.llm.config import decoding_parameters
 from mmlongembed.manifest import files_identity
 from mmlongembed.ops.evialign import (
-    TargetFormatError, assemble, boundary_ids, distributed_positions, insert_distributed, non_identity_permutation,
+    UNIT_SETS, TargetFormatError, assemble, boundary_ids, distributed_positions, insert_distributed, non_identity_permutation,
     parse_target, permute, remove_ids, repetition, unit_spans, units_for)
 from mmlongembed.rng import derive_rng
 from mmlongembed.sources import iter_jsonl, require_dir
@@ -47,8 +48,10 @@ OOD_KEYS = frozenset(_normalised(s) for s in OOD_SUBSETS)
 class EviAlignConfig(CommonConfig, LLMConfig):
     max_queries_per_pool: int = field(default=0, metadata={"help": "not used (a training set has no pools)"})
     units: int = field(default=5, metadata={
-        "help": "K evidence units per target: 5 (Entity, Attribute, Relation, Detail, Summary; the paper's), "
-                "1 (Summary), 3 (Entity, Detail, Summary) or 7 (adds Context and Emotion before Summary)",
+        "help": "K evidence units per target, the paper's sets (§4.4): 5 (Entity, Attribute, Relation, Detail, "
+                "Summary; the main setting), 1 (Entity), 3 (Entity, Attribute, Relation) or 7 (the five with "
+                "Context and Emotion before Summary). Trailing reads the last token (<SUM>; <ENT> for K=1, "
+                "<REL> for K=3, which have no Summary); Distributed inserts the K tokens after floor(kT/K) ids",
         "choices": (1, 3, 5, 7)})
     subsets: tuple[str, ...] = field(default=(), metadata={
         "help": "MMEB-train subsets to read (default: every in-domain subset found); the out-of-domain "
@@ -134,7 +137,7 @@ def read_rows(path: Path, report: BuildReport) -> Iterable[dict]:
 
 
 class EviAlignEvidence(Builder):
-    """EviAlign-Evidence: structured semantic-evidence targets for retrieval training pairs (paper 002, §3.2, B.3).
+    """EviAlign-Evidence: structured semantic-evidence targets for retrieval training pairs (EviAlign §3.2, B.3).
 
     Every query and every candidate of an in-domain MMEB-train retrieval pair is described by a
     teacher MLLM as K units of semantic evidence (Entity, Attribute, Relation, Detail, Summary for
@@ -151,7 +154,7 @@ class EviAlignEvidence(Builder):
     """
 
     name = NAME
-    version = "1.0.0"
+    version = "1.1.0"  # 1.1: the paper's K = 1 and K = 3 unit sets
     task = "evidence_alignment"
     title = "EviAlign-Evidence: semantic-evidence targets for retrieval training"
     config_class = EviAlignConfig
@@ -448,6 +451,8 @@ class EviAlignEvidence(Builder):
         return {
             "task_categories": ["text-generation", "feature-extraction"],
             "units": [{"key": u.key, "label": u.label, "token": u.token, "holds": u.holds} for u in units],
+            "unit_sets": {k: [u.label for u in us] for k, us in UNIT_SETS.items()},
+            "trailing_token": units[-1].token,
             "ood_subsets": list(OOD_SUBSETS),
             "teacher_step": next((s for s in report.llm_steps if s.get("step") == STEP), {}),
             "example_target": next((r["target_semantic"] for r in data.tables[0].rows), ""),

@@ -1,4 +1,5 @@
-"""Boundary-token readout for generative embedders (EviAlign, paper 002 §3.3-3.4, eq. 5-6).
+"""Boundary-token readout for generative embedders (EviAlign, Chen et al., "Learning
+Multimodal Embeddings with Evidence-Aligned Readout", 2026, §3.3-3.4, eq. 5-6).
 
 ``hfgen:<path-or-name>`` (or ``hf:<path>`` with ``--pooling boundary|trailing|distributed``) loads a
 causal or vision-language model with its LM head. For each input (a query with its instruction
@@ -14,7 +15,9 @@ template, or a candidate) it
 
 Readouts (``--pooling``): ``boundary`` (all readout tokens, paper default), ``distributed`` (the same
 rule; for models trained with the tokens spread through the evidence), ``trailing`` (the last
-readout token only, ``<SUM>``), ``last`` (the last generated token). Diagnostics:
+readout token only: ``<SUM>`` for the paper's five and seven units; for its K = 1 and K = 3 sets,
+which have no Summary, their last token ``<ENT>`` / ``<REL>``, the state after the complete
+evidence), ``last`` (the last generated token). ``--readout-units K`` reads the paper's K-unit set. Diagnostics:
 ``--readout-subset`` (one-slot: only these tokens) and ``--readout-drop`` (leave-one-out).
 
 What each input generated (ids, text, where each token fell, duplicates, the states needed for
@@ -41,9 +44,9 @@ from harness.models import (
     DEFAULT_QUERY_TEMPLATE, READOUT_POOLINGS, DenseModel, HFModel, ModelError, RunSettings, directory_fingerprint)
 from harness.truncation import truncate_middle
 from mmlongembed.errors import UserError
-from mmlongembed.ops.evialign import locate_readout
+from mmlongembed.ops.evialign import locate_readout, units_for
 
-DEFAULT_READOUT_TOKENS = ("<ENT>", "<ATT>", "<REL>", "<DET>", "<SUM>")
+DEFAULT_READOUT_TOKENS = tuple(u.token for u in units_for(5))  # the paper's five; --readout-units K for the others
 DEFAULT_MAX_NEW_TOKENS = 256
 _SPLIT = "\x00MMLE-CONTENT\x00"
 

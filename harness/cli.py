@@ -52,6 +52,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--readout-tokens", default=None,
                         help="generative readout: comma list of the boundary tokens, in order "
                              "(default <ENT>,<ATT>,<REL>,<DET>,<SUM>)")
+    parser.add_argument("--readout-units", type=int, choices=(1, 3, 5, 7), default=None,
+                        help="generative readout: the boundary tokens of the paper's K-unit set instead of "
+                             "--readout-tokens (1: <ENT>; 3: <ENT>,<ATT>,<REL>; 7 adds <CTX>,<EMO> before <SUM>); "
+                             "trailing reads the set's last token (<SUM>, or <ENT> / <REL> for K=1 / 3)")
     parser.add_argument("--readout-subset", default=None,
                         help="generative readout diagnostic (one-slot): read only these tokens (comma list)")
     parser.add_argument("--readout-drop", default=None,
@@ -71,6 +75,16 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def _tokens(value: str | None) -> tuple[str, ...] | None:
     return tuple(t.strip() for t in value.split(",") if t.strip()) if value else None
+
+
+def _readout_tokens(args: argparse.Namespace) -> tuple[str, ...] | None:
+    if args.readout_units is None:
+        return _tokens(args.readout_tokens)
+    if args.readout_tokens:
+        raise UserError("--readout-tokens and --readout-units name the readout tokens twice: give one")
+    from mmlongembed.ops.evialign import units_for
+
+    return tuple(u.token for u in units_for(args.readout_units))
 
 
 def _split(values) -> list[str]:
@@ -115,7 +129,7 @@ def _run(args) -> int:
         raise UserError("--max-new-tokens must be at least 1")
     settings = RunSettings(batch_size=args.batch_size, max_length=args.max_length, pooling=args.pooling,
                            instruction=args.instruction, device=args.device, progress=not args.quiet,
-                           readout_tokens=_tokens(args.readout_tokens), readout_subset=_tokens(args.readout_subset),
+                           readout_tokens=_readout_tokens(args), readout_subset=_tokens(args.readout_subset),
                            readout_drop=_tokens(args.readout_drop), max_new_tokens=args.max_new_tokens)
     models = [load_model(spec, settings) for spec in dict.fromkeys(specs)]
     cache_dir = None if args.no_cache else (
@@ -138,7 +152,8 @@ def _run(args) -> int:
         "dataset": {"ref": args.dataset, "path": benchmark.path, "revision": benchmark.revision},
         "models": [{"spec": m.spec, "identity": m.identity()} for m in models],
         "settings": {"batch_size": args.batch_size, "max_length": args.max_length, "pooling": args.pooling,
-                     "readout_tokens": args.readout_tokens, "readout_subset": args.readout_subset,
+                     "readout_tokens": args.readout_tokens, "readout_units": args.readout_units,
+                     "readout_subset": args.readout_subset,
                      "readout_drop": args.readout_drop, "max_new_tokens": args.max_new_tokens,
                      "instruction": args.instruction, "modalities": sorted(modalities), "bootstrap": args.bootstrap,
                      "seed": args.seed, "pools": _split(args.pools)},

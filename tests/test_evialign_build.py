@@ -150,20 +150,57 @@ def test_replay_rebuilds_byte_identical_data(sample, tmp_path):
     assert replay["backend"] == "replay" and replay["calls"] == 0
 
 
+# The paper's K ablation (EviAlign §4.4): "They respectively use Entity; Entity/Attribute/Relation; the
+# default five units; and two additional units, Context (scene context) and Emotion (emotional tone)".
+PAPER_UNIT_SETS = {1: ["Entity"], 3: ["Entity", "Attribute", "Relation"],
+                   5: ["Entity", "Attribute", "Relation", "Detail", "Summary"],
+                   7: ["Entity", "Attribute", "Relation", "Detail", "Context", "Emotion", "Summary"]}
+TOKEN_OF = {"Entity": "<ENT>", "Attribute": "<ATT>", "Relation": "<REL>", "Detail": "<DET>", "Context": "<CTX>",
+            "Emotion": "<EMO>", "Summary": "<SUM>"}
+
+
 @pytest.mark.parametrize("k", [1, 3, 7])
-def test_unit_count_ablation_builds(k, tmp_path):
+def test_unit_count_ablation_builds_the_papers_unit_sets(k, tmp_path):
+    import re
+
     sources = write_mmeb_fixture(tmp_path / "mmeb", n_rows=2)
     with FakeOpenAIServer(responder=teacher_responder(think=False)) as server:
         out = build(sources, tmp_path / "out", tmp_path / "cache", server, units=k)
+        bodies = list(server.bodies)
     problems, checked = validate_dir(out)
     assert not problems, format_report(problems, checked)
-    units = units_for(k)
+    labels = PAPER_UNIT_SETS[k]
+    keys, tokens = [label.lower() for label in labels], [TOKEN_OF[label] for label in labels]
+    # the teacher is asked for exactly the set's units, in the prompt and in its JSON contract
+    assert bodies
+    for body in bodies:
+        user = next(m["content"] for m in body["messages"] if m["role"] == "user")
+        text = user if isinstance(user, str) else "".join(p.get("text", "") for p in user)
+        assert re.findall(r"^- ([a-z]+): ", text.split("Units to write", 1)[1], re.MULTILINE) == keys
+        assert body["response_format"]["json_schema"]["schema"]["required"] == keys
+    # the student tokenizer gets the set's tokens, in unit order, after the vocabulary
+    manifest = json.loads((out / "manifest.json").read_text())
+    ids = dict(zip(tokens, range(151669, 151669 + k)))
+    assert manifest["tokenizer"]["boundary_token_ids"] == ids
     for row in rows_of(tables(out)["inputs"]):
-        assert set(row["units"]) == {u.key for u in units}
-        assert len(row["readout_positions_semantic_boundary"]) == k
-        assert row["target_semantic"].count("<") == k and row["target_semantic"].endswith("<SUM>")
+        assert list(row["units"]) == keys
+        assert re.findall(r"\[([A-Za-z]+)\] ", row["target_semantic"]) == labels
+        assert re.findall("|".join(map(re.escape, TOKEN_OF.values())), row["target_semantic"]) == tokens
+        for condition in ("semantic", "mixed"):
+            target = row[f"target_ids_{condition}"]
+            boundary = row[f"readout_positions_{condition}_boundary"]
+            assert [target[p] for p in boundary] == list(ids.values())
+            # Trailing reads the token that closes the whole evidence: <SUM> where the set has it
+            assert row[f"readout_positions_{condition}_trailing"] == [len(target) - 1]
+            assert target[-1] == ids[tokens[-1]]
+            spread = row[f"target_ids_{condition}_distributed"]
+            assert [spread[p] for p in row[f"readout_positions_{condition}_distributed"]] == list(ids.values())
         if k == 1:
             assert row["mixed_permutation"] == [0] and row["target_mixed"] == row["target_semantic"]
+    card = (out / "README.md").read_text()
+    assert "K = 1: Entity; K = 3: Entity, Attribute, Relation; K = 5:" in card
+    assert f"reads only its last token, here `{tokens[-1]}`" in card
+    assert "Evidence-Aligned Readout" in card and "paper 002" not in card
 
 
 # -- validation catches wrong constructions ----------------------------------------------------------

@@ -170,5 +170,6 @@ def test_images_travel_as_data_urls_and_are_keyed_by_digest():
     other = prompt.render(values, [png + b"y"])
     assert request_keys(messages=messages, **common) != request_keys(messages=other, **common)
     # the narrowed contract asks exactly for the K units
-    assert evidence_prompt(3).json_schema["required"] == ["entity", "detail", "summary"]
+    assert evidence_prompt(1).json_schema["required"] == ["entity"]
+    assert evidence_prompt(3).json_schema["required"] == ["entity", "attribute", "relation"]
     assert len({evidence_prompt(k).hash for k in UNIT_SETS}) == len(UNIT_SETS)

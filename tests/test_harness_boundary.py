@@ -205,6 +205,22 @@ def test_scores_a_built_pool_and_reports_the_readout(tiny_lm, tmp_path):
         assert connection.execute("SELECT COUNT(*) FROM boundary_generations").fetchone()[0] == 2 * n
 
 
+@pytest.mark.parametrize("units, tokens", [(1, ["<ENT>"]), (3, ["<ENT>", "<ATT>", "<REL>"])])
+def test_readout_units_read_the_papers_sets_and_trailing_reads_their_last_token(tiny_lm, tmp_path, units, tokens):
+    """EviAlign §4.4's K = 1 (Entity) and K = 3 (Entity/Attribute/Relation) sets have no <SUM>: Trailing
+    reads the set's last token, the one that closes the whole evidence."""
+    bench = write_benchmark(tmp_path / "bench", [make_pool("govreport-easy-256", words=20, n_queries=1)])
+    assert main(["--dataset", str(bench), "--model", f"hf:{tiny_lm}", "--pooling", "trailing", "--max-length", "256",
+                 "--no-cache", "--quiet", "--bootstrap", "10", "--no-plots", "--max-new-tokens", "3",
+                 "--readout-units", str(units), "--output", str(tmp_path / "r")]) == 0
+    report = json.loads((tmp_path / "r" / "results.json").read_text())
+    identity = report["models"][0]["identity"]
+    assert identity["readout_tokens"] == tokens and identity["readout"] == tokens[-1:]
+    assert set(report["results"][0]["readout"]["fallbacks"]) == set(tokens)
+    assert main(["--dataset", str(bench), "--model", f"hf:{tiny_lm}", "--readout-units", "3",
+                 "--readout-tokens", "<ENT>", "--no-cache", "--quiet", "--no-plots"]) == 2
+
+
 def test_a_vision_language_model_sees_the_images(tmp_path):
     from transformers import Qwen2VLForConditionalGeneration
 

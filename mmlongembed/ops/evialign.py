@@ -43,18 +43,20 @@ RELATION = EvidenceUnit("relation", "Relation", "<REL>",
 DETAIL = EvidenceUnit("detail", "Detail", "<DET>",
                       "locally discriminative cues: visible text, numbers, signs, textures, patterns, small parts")
 CONTEXT = EvidenceUnit("context", "Context", "<CTX>",
-                       "the situation, domain or purpose the input belongs to")
+                       "the scene context: where and in what situation the content takes place")
 EMOTION = EvidenceUnit("emotion", "Emotion", "<EMO>",
-                       "the mood or affect the input conveys, or that it is neutral")
+                       "the emotional tone the input conveys, or that it is neutral")
 SUMMARY = EvidenceUnit("summary", "Summary", "<SUM>",
                        "a retrieval-focused global description of the whole input in one or two sentences")
 
-# K -> units in target order. K=5 is the paper's main setting; K=7 adds Context and Emotion
-# between Detail and Summary (paper's ablation). K=1 and K=3 keep the global Summary last; K=3
-# (Entity, Detail, Summary) is our choice, the paper does not list its three units.
+# K -> units in target order, the paper's K ablation (§4.4): "They respectively use Entity;
+# Entity/Attribute/Relation; the default five units; and two additional units, Context (scene
+# context) and Emotion (emotional tone)". K=5 is the main setting; K=7 places Context and Emotion
+# between Detail and Summary (the design notes' reading of the paper), so Summary stays last.
+# K=1 and K=3 have no Summary: Trailing reads their last token, the one closing the whole evidence.
 UNIT_SETS: dict[int, tuple[EvidenceUnit, ...]] = {
-    1: (SUMMARY,),
-    3: (ENTITY, DETAIL, SUMMARY),
+    1: (ENTITY,),
+    3: (ENTITY, ATTRIBUTE, RELATION),
     5: (ENTITY, ATTRIBUTE, RELATION, DETAIL, SUMMARY),
     7: (ENTITY, ATTRIBUTE, RELATION, DETAIL, CONTEXT, EMOTION, SUMMARY),
 }
