@@ -19,8 +19,8 @@ from mmlongembed.llm import LLMConfig, run_llm_step
 from mmlongembed.llm.config import decoding_parameters
 from mmlongembed.manifest import files_identity
 from mmlongembed.ops.evialign import (
-    UNIT_SETS, TargetFormatError, assemble, boundary_ids, distributed_positions, insert_distributed, non_identity_permutation,
-    parse_target, permute, remove_ids, repetition, unit_spans, units_for)
+    UNIT_SETS, TargetFormatError, assemble, boundary_ids, distributed_positions, insert_distributed,
+    non_identity_permutation, parse_target, permute, remove_ids, repetition, unit_spans, units_for)
 from mmlongembed.rng import derive_rng
 from mmlongembed.sources import iter_jsonl, require_dir
 from mmlongembed.training import TrainingData, TrainingTable

@@ -6,8 +6,15 @@ models that have a score are ranked, higher first, ties sharing the average rank
 ``n_models - rank`` points per task it has (none for a missing one), ``n_models`` being every
 model of the table; the final rank orders the point totals, higher first, ties sharing the
 smallest rank ("min"). A model without any score is left out, as the leaderboard filters such
-rows before ranking. The mean is over all tasks and missing when any task is (mteb does not
-skip missing scores).
+rows before ranking.
+
+Beside Borda, the two averages of MVEB's Tables 3 and 11-13: "Mean is the arithmetic mean over the
+model's evaluated tasks" (so a model that lacks a task, e.g. zero-shot without a joint video-text
+space, still gets one, printed with the count of tasks it rests on), and Macro, the average over
+task categories (retrieval, QA, classification, clustering, pair classification, zero-shot) of
+the model's mean within each category, so each category weighs the same whatever its task count.
+A task's category comes from its mteb type (``TaskMetadata.type``): from ``mveb eval``'s
+results.json, from a JSON the user gives, or from mteb's task registry by name.
 
 Pruning (MVEB §3, criterion 4): visit the tasks in priority order and keep a task unless its
 model ranking correlates with an already kept task at Spearman rho > threshold (0.85). The order
@@ -45,8 +52,88 @@ def task_names(scores: Scores) -> list[str]:
     return sorted({t for row in scores.values() for t in row})
 
 
-def borda(scores: Scores, tasks: Sequence[str] | None = None) -> dict[str, dict]:
-    """model -> {"borda_points", "borda_rank", "mean"} over ``tasks`` (default: all)."""
+# mteb task type -> MVEB's task category (its Macro column averages over these)
+CATEGORY_OF_TYPE = {
+    "Any2AnyRetrieval": "retrieval", "Retrieval": "retrieval",
+    "VideoCentricQA": "QA",
+    "VideoClassification": "classification", "Classification": "classification",
+    "ImageClassification": "classification", "AudioClassification": "classification",
+    "VideoClustering": "clustering", "Clustering": "clustering",
+    "VideoPairClassification": "pair classification", "PairClassification": "pair classification",
+    "VideoZeroshotClassification": "zero-shot", "ZeroShotClassification": "zero-shot",
+}
+CATEGORIES = ("retrieval", "QA", "classification", "clustering", "pair classification", "zero-shot")
+
+
+def category_of(type_or_category: str) -> str | None:
+    """An mteb task type (``VideoClustering``) or a category name (``clustering``) -> the category."""
+    if type_or_category in CATEGORY_OF_TYPE:
+        return CATEGORY_OF_TYPE[type_or_category]
+    by_name = {c.lower(): c for c in CATEGORIES}
+    return by_name.get(str(type_or_category).strip().lower())
+
+
+def registry_categories(tasks: Sequence[str]) -> dict[str, str]:
+    """The categories mteb's task registry gives the tasks it knows by name (MVEB's own tasks)."""
+    try:
+        import mteb
+    except ImportError:
+        return {}
+    found = {}
+    for task in tasks:
+        try:
+            category = category_of(mteb.get_task(task).metadata.type)
+        except Exception:  # noqa: BLE001  (a task mteb does not know has no registry category)
+            continue
+        if category:
+            found[task] = category
+    return found
+
+
+def task_categories(tasks: Sequence[str], given: Mapping[str, str] | None = None) -> dict[str, str]:
+    """task -> category: from ``given`` (task -> mteb type or category name; ValueError for one that
+    is neither), then from mteb's registry for the tasks still without one."""
+    found = {}
+    for task, value in (given or {}).items():
+        category = category_of(value)
+        if category is None:
+            raise ValueError(f"task {task}: {value!r} is neither an mteb task type nor a category "
+                             f"({', '.join(CATEGORIES)})")
+        found[task] = category
+    missing = [t for t in tasks if t not in found]
+    return {**found, **registry_categories(missing)} if missing else found
+
+
+def read_categories(path) -> dict[str, str]:
+    """A JSON of task -> type or category, or ``mveb eval``'s results.json (its ``task_types``)."""
+    import json
+
+    data = json.loads(open(path, encoding="utf-8").read())
+    if isinstance(data, dict) and isinstance(data.get("task_types"), dict):
+        data = data["task_types"]
+    if not isinstance(data, dict) or not all(isinstance(v, str) for v in data.values()):
+        raise ValueError(f"{path}: expected a JSON object {{task: category}} or mveb eval's results.json")
+    return data
+
+
+def _mean(values: Sequence[float]) -> float | None:
+    return float(np.mean([float(v) for v in values])) if values else None
+
+
+def macro(row: Mapping[str, float | None], categories: Mapping[str, str]) -> tuple[float | None, int]:
+    """(the mean over categories of the mean of the row's evaluated tasks in each, categories it has)."""
+    by_category: dict[str, list[float]] = {}
+    for task, value in row.items():
+        if _present(value) and task in categories:
+            by_category.setdefault(categories[task], []).append(float(value))
+    means = [_mean(values) for values in by_category.values()]
+    return _mean(means), len(means)
+
+
+def borda(scores: Scores, tasks: Sequence[str] | None = None,
+          categories: Mapping[str, str] | None = None) -> dict[str, dict]:
+    """model -> {"borda_points", "borda_rank", "mean", "tasks_evaluated"} over ``tasks`` (default:
+    all); with ``categories`` (task -> category, every task) also "macro" and "categories_evaluated"."""
     from scipy.stats import rankdata
 
     tasks = list(tasks) if tasks is not None else task_names(scores)
@@ -64,9 +151,11 @@ def borda(scores: Scores, tasks: Sequence[str] | None = None) -> dict[str, dict]
     final = rankdata([-points[m] for m in models], method="min")
     out = {}
     for m, rank in zip(models, final):
-        values = [scores[m].get(t) for t in tasks]
-        mean = float(np.mean([float(v) for v in values])) if values and all(_present(v) for v in values) else None
-        out[m] = {"borda_points": points[m], "borda_rank": int(rank), "mean": mean}
+        evaluated = [float(scores[m][t]) for t in tasks if _present(scores[m].get(t))]
+        out[m] = {"borda_points": points[m], "borda_rank": int(rank), "mean": _mean(evaluated),
+                  "tasks_evaluated": len(evaluated)}
+        if categories is not None:
+            out[m]["macro"], out[m]["categories_evaluated"] = macro({t: scores[m].get(t) for t in tasks}, categories)
     return out
 
 
@@ -175,10 +264,34 @@ def write_scores_csv(path, scores: Scores) -> None:
                                       for t in tasks)])
 
 
-def ranking_table(scores: Scores, tasks: Sequence[str] | None = None) -> str:
+def ranking_table(scores: Scores, tasks: Sequence[str] | None = None,
+                  categories: Mapping[str, str] | None = None) -> str:
+    """Borda rank and points, the mean over the model's evaluated tasks with their count, and
+    Macro over categories with theirs. Without a category for every task, Macro is ``-`` and a
+    last line names the tasks that lack one."""
     from mmlongembed.report import format_table
 
-    ranked = borda(scores, tasks)
-    rows = [(r["borda_rank"], m, f"{r['borda_points']:g}", "-" if r["mean"] is None else f"{r['mean']:.4f}")
-            for m, r in sorted(ranked.items(), key=lambda kv: (kv[1]["borda_rank"], kv[0]))]
-    return format_table(["rank (Borda)", "model", "Borda points", "mean"], rows)
+    tasks = list(tasks) if tasks is not None else task_names(scores)
+    categories = dict(categories or {})
+    uncategorised = [t for t in tasks if t not in categories]
+    in_table = sorted({categories[t] for t in tasks if t in categories}, key=CATEGORIES.index)
+    ranked = borda(scores, tasks, None if uncategorised else categories)
+    figure = lambda v: "-" if v is None else f"{v:.4f}"  # noqa: E731
+    rows = []
+    for m, r in sorted(ranked.items(), key=lambda kv: (kv[1]["borda_rank"], kv[0])):
+        row = [r["borda_rank"], m, f"{r['borda_points']:g}", figure(r["mean"]), f"{r['tasks_evaluated']}/{len(tasks)}"]
+        if uncategorised:
+            row += ["-", "-"]
+        else:
+            row += [figure(r["macro"]), f"{r['categories_evaluated']}/{len(in_table)}"]
+        rows.append(row)
+    table = format_table(["rank (Borda)", "model", "Borda points", "mean", "tasks", "Macro", "categories"], rows)
+    notes = ["mean: over the tasks each model was evaluated on (their count in `tasks`); Macro: the mean over "
+             "task categories of each category's mean, every category weighted equally"]
+    if uncategorised:
+        notes.append(f"Macro: no category for {', '.join(uncategorised)} (give mveb eval's results.json or a JSON "
+                     "{task: category} with --categories)")
+    else:
+        notes.append("categories: " + "; ".join(
+            f"{c} {sum(1 for t in tasks if categories[t] == c)}" for c in in_table))
+    return table + "\n\n" + "\n".join(notes)

@@ -317,6 +317,15 @@ def test_qa_accuracy_is_each_querys_own_candidates(evaluated, built, variant):
 def test_ranking_and_pruning_commands_read_the_eval_table(evaluated, capsys):
     assert cli_main(["mveb", "rank", str(evaluated["out"] / "scores.csv")]) == 0
     assert "seeded-media" in capsys.readouterr().out
+    # eval records each task's mteb type, so its ranking has Macro over the tasks' categories
+    types = json.loads((evaluated["out"] / "results.json").read_text())["task_types"]
+    assert set(types.values()) <= {"VideoClassification", "VideoClustering", "VideoPairClassification",
+                                   "VideoZeroshotClassification", "Any2AnyRetrieval", "VideoCentricQA"}
+    ranking = (evaluated["out"] / "ranking.md").read_text()
+    assert "Macro" in ranking and "categories: " in ranking and "no category" not in ranking
+    assert cli_main(["mveb", "rank", str(evaluated["out"] / "scores.csv"), "--categories",
+                     str(evaluated["out"] / "results.json")]) == 0
+    assert "no category" not in capsys.readouterr().out
 
 
 # -- a harness model through mteb: the tiny random VLM --------------------------------------------------

@@ -186,9 +186,66 @@ def test_borda_equals_mteb_on_random_matrices_with_ties_and_missing_scores():
             continue
         ours = borda(scores)
         assert {m: r["borda_rank"] for m, r in ours.items()} == mteb_borda(scores), trial
-        for m, r in ours.items():  # the mean is missing whenever a task is (mteb: no skipna)
-            row = list(scores[m].values())
-            assert r["mean"] == (None if None in row else pytest.approx(float(np.mean(row))))
+        for m, r in ours.items():  # MVEB: the mean over the model's evaluated tasks
+            row = [v for v in scores[m].values() if v is not None]
+            assert r["mean"] == pytest.approx(float(np.mean(row))) and r["tasks_evaluated"] == len(row)
+
+
+# MVEB Tables 3, 11-13: "Mean is the arithmetic mean over the model's evaluated tasks"; Macro averages the
+# task categories, each weighted equally whatever its task count.
+MIXED = {"m1": {"r1": 0.9, "r2": 0.7, "r3": 0.5, "c1": 0.4, "z1": 0.1},
+         "m2": {"r1": 0.8, "r2": 0.6, "r3": 0.4, "c1": 0.6, "z1": None},  # no joint space: no zero-shot task
+         "m3": {"r1": 0.1, "r2": 0.2, "r3": 0.3, "c1": 0.2, "z1": 0.3}}
+MIXED_CATEGORIES = {"r1": "retrieval", "r2": "retrieval", "r3": "retrieval", "c1": "classification",
+                    "z1": "zero-shot"}
+
+
+def test_mean_over_evaluated_tasks_and_macro_over_categories():
+    ranked = borda(MIXED, categories=MIXED_CATEGORIES)
+    assert ranked["m2"]["mean"] == pytest.approx((0.8 + 0.6 + 0.4 + 0.6) / 4) and ranked["m2"]["tasks_evaluated"] == 4
+    assert ranked["m1"]["mean"] == pytest.approx(2.6 / 5) and ranked["m1"]["tasks_evaluated"] == 5
+    # Macro: retrieval's three tasks count as one category beside classification and zero-shot
+    assert ranked["m1"]["macro"] == pytest.approx((0.7 + 0.4 + 0.1) / 3) and ranked["m1"]["categories_evaluated"] == 3
+    assert ranked["m2"]["macro"] == pytest.approx((0.6 + 0.6) / 2) and ranked["m2"]["categories_evaluated"] == 2
+    assert ranked["m1"]["macro"] != pytest.approx(ranked["m1"]["mean"])
+    # Borda stays mteb's
+    assert {m: r["borda_rank"] for m, r in ranked.items()} == mteb_borda(MIXED)
+
+
+def test_rank_command_prints_mean_with_task_count_and_macro(tmp_path, capsys):
+    from mmlongembed.cli import main
+
+    write_scores_csv(tmp_path / "scores.csv", MIXED)
+    (tmp_path / "categories.json").write_text(json.dumps(MIXED_CATEGORIES))
+    assert main(["mveb", "rank", str(tmp_path / "scores.csv"), "--categories", str(tmp_path / "categories.json")]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[0].split() == ["rank", "(Borda)", "model", "Borda", "points", "mean", "tasks", "Macro", "categories"]
+    rows = {line.split()[1]: line.split() for line in lines[2:5]}
+    assert rows["m2"][3:] == ["0.6000", "4/5", "0.6000", "2/3"]
+    assert rows["m1"][3:] == ["0.5200", "5/5", "0.4000", "3/3"]
+    assert "categories: retrieval 3; classification 1; zero-shot 1" in lines
+    # mveb eval's results.json carries the tasks' mteb types; a category nobody gives leaves Macro out, said
+    (tmp_path / "results.json").write_text(json.dumps({"task_types": {
+        "r1": "Any2AnyRetrieval", "r2": "Any2AnyRetrieval", "r3": "Any2AnyRetrieval", "c1": "VideoClassification"}}))
+    assert main(["mveb", "rank", str(tmp_path / "scores.csv"), "--categories", str(tmp_path / "results.json")]) == 0
+    printed = capsys.readouterr().out
+    rows = {line.split()[1]: line.split() for line in printed.splitlines()[2:5]}
+    assert rows["m2"][3:] == ["0.6000", "4/5", "-", "-"] and "Macro: no category for z1" in printed
+    (tmp_path / "bad.json").write_text(json.dumps({"r1": "Retreival"}))
+    assert main(["mveb", "rank", str(tmp_path / "scores.csv"), "--categories", str(tmp_path / "bad.json")]) == 2
+
+
+def test_rank_command_finds_mveb_task_categories_in_mtebs_registry(tmp_path, capsys):
+    from mmlongembed.cli import main
+
+    scores = {"a": {"HMDB51ZeroShot": 0.5, "MSVDT2VRetrieval": 0.3, "ActivityNetCaptionsT2VRetrieval": 0.1},
+              "b": {"HMDB51ZeroShot": None, "MSVDT2VRetrieval": 0.2, "ActivityNetCaptionsT2VRetrieval": 0.4}}
+    write_scores_csv(tmp_path / "scores.csv", scores)
+    assert main(["mveb", "rank", str(tmp_path / "scores.csv")]) == 0
+    printed = capsys.readouterr().out
+    rows = {line.split()[1]: line.split() for line in printed.splitlines()[2:4]}
+    assert rows["a"][3:] == ["0.3000", "3/3", "0.3500", "2/2"] and rows["b"][3:] == ["0.3000", "2/3", "0.3000", "1/2"]
+    assert "categories: retrieval 2; zero-shot 1" in printed
 
 
 def score_table(n_models=8, seed=0) -> dict[str, dict[str, float]]:

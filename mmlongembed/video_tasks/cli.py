@@ -3,7 +3,7 @@
     mmle mveb build --sources DIR_OR_TABLE [--clip-seconds 2] [--output out]   V and VA tasks from a collection
     mmle mveb export-temporal out/activitynet [--output out]                     Temporal Summarization as an mteb task
     mmle mveb eval out/<collection> [...] --model seeded-media,hf:<path>         mteb's own evaluators
-    mmle mveb rank results/scores.csv                                            Borda count and mean
+    mmle mveb rank results/scores.csv [--categories FILE]                        Borda, mean and Macro
     mmle mveb prune results/scores.csv [--threshold 0.85] [--protect TASK ...]   drop redundant tasks
 """
 
@@ -58,9 +58,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     evaluate.add_argument("--predictions", action="store_true", help="also keep mteb's predictions per task")
     evaluate.set_defaults(mveb_run=_run_eval)
 
-    rank = commands.add_parser("rank", help="Borda count and mean over a models x tasks score table")
+    rank = commands.add_parser("rank", help="Borda count, mean and Macro over a models x tasks score table")
     rank.add_argument("scores", type=Path, help="CSV: model, then one column per task (mveb eval's scores.csv)")
     rank.add_argument("--tasks", nargs="+", default=None, help="rank over these tasks only")
+    rank.add_argument("--categories", type=Path, default=None,
+                      help="task categories for the Macro column: mveb eval's results.json, or a JSON {task: "
+                           "category or mteb task type}; tasks it leaves out are looked up in mteb's registry")
     rank.set_defaults(mveb_run=_run_rank)
 
     prune = commands.add_parser("prune", formatter_class=argparse.ArgumentDefaultsHelpFormatter,
@@ -114,7 +117,7 @@ def load_task_dir(directory: Path, names=None) -> list:
 def _run_eval(args) -> int:
     from harness.models import RunSettings
     from harness.mteb_video import evaluate, make_encoder
-    from harness.mveb_ranking import ranking_table, write_scores_csv
+    from harness.mveb_ranking import ranking_table, task_categories, write_scores_csv
     from mmlongembed.errors import UserError
 
     tasks = [t for d in args.task_dirs for t in load_task_dir(d, args.tasks)]
@@ -123,7 +126,8 @@ def _run_eval(args) -> int:
     settings = RunSettings(batch_size=args.batch_size, max_length=args.max_length, pooling=args.pooling,
                            instruction=args.instruction, device=args.device, progress=False)
     args.output.mkdir(parents=True, exist_ok=True)
-    report = {"tasks": [t.metadata.name for t in tasks], "models": {}, "skipped": {}}
+    report = {"tasks": [t.metadata.name for t in tasks],
+              "task_types": {t.metadata.name: t.metadata.type for t in tasks}, "models": {}, "skipped": {}}
     scores: dict[str, dict[str, float | None]] = {}
     for spec in [s.strip() for s in args.model.split(",") if s.strip()]:
         encoder = make_encoder(spec, settings, fps=args.fps, max_frames=args.max_frames)
@@ -138,16 +142,24 @@ def _run_eval(args) -> int:
             print(f"{spec}: skipped {name} ({why})", file=sys.stderr)
     (args.output / "results.json").write_text(json.dumps(report, indent=2, sort_keys=True) + "\n", encoding="utf-8")
     write_scores_csv(args.output / "scores.csv", scores)
-    table = ranking_table(scores)
+    table = ranking_table(scores, categories=task_categories(report["tasks"], report["task_types"]))
     (args.output / "ranking.md").write_text(table + "\n", encoding="utf-8")
     print(table)
     return 0
 
 
 def _run_rank(args) -> int:
-    from harness.mveb_ranking import ranking_table, read_scores_csv
+    from harness.mveb_ranking import ranking_table, read_categories, read_scores_csv, task_categories, task_names
+    from mmlongembed.errors import UserError
 
-    print(ranking_table(read_scores_csv(args.scores), args.tasks))
+    scores = read_scores_csv(args.scores)
+    tasks = args.tasks or task_names(scores)
+    try:
+        given = read_categories(args.categories) if args.categories else {}
+        categories = task_categories(tasks, given)
+    except (OSError, ValueError) as error:
+        raise UserError(f"--categories: {str(error).splitlines()[0]}") from None
+    print(ranking_table(scores, args.tasks, categories))
     return 0
 
 
