@@ -30,6 +30,18 @@ STEP = "evidence_units"
 TEACHER = "zai-org/GLM-4.1V-9B-Thinking"  # the paper's teacher
 # The four out-of-domain evaluation sets the paper excludes (compared without case or punctuation).
 OOD_SUBSETS = ("FashionIQ", "Wiki-SS-NQ", "OVEN", "EDIS")
+# MMEB-train's retrieval training subsets (the retrieval group of VLM2Vec's MMEB_TRAIN_SUBSETS; the
+# paper's in-domain retrieval sets, its Table 4): what the paper builds its evidence on (B.3). The
+# classification, VQA and grounding subsets are read only when named (--subsets) or --all-subsets.
+RETRIEVAL_SUBSETS = ("VisDial", "CIRR", "VisualNews_t2i", "VisualNews_i2t", "MSCOCO_t2i", "MSCOCO_i2t", "NIGHTS",
+                     "WebQA")
+# The Hub release (TIGER-Lab/MMEB-train) holds three parquet files per subset: `original`,
+# `diverse_instruction` (the same rows under rewritten instructions) and an older `train` equal to
+# `original`. The builder reads `original` (what VLM2Vec trains on), `train` only where a subset has
+# no `original`, and never `diverse_instruction`, so each pair is read once.
+MMEB_VARIANTS = ("original", "train", "diverse_instruction")
+READ_VARIANT = "original"
+IMAGES_ZIP = "images_zip"  # the release's images: images_zip/<Subset>.zip
 MMEB_COLUMNS = ("qry", "qry_image_path", "pos_text", "pos_image_path")
 MMEB_IMAGE_TOKEN = re.compile(r"<\|image_\d+\|>")
 SIDES = (("query", "qry", "qry_image_path"), ("candidate", "pos_text", "pos_image_path"))
@@ -54,8 +66,13 @@ class EviAlignConfig(CommonConfig, LLMConfig):
                 "<REL> for K=3, which have no Summary); Distributed inserts the K tokens after floor(kT/K) ids",
         "choices": (1, 3, 5, 7)})
     subsets: tuple[str, ...] = field(default=(), metadata={
-        "help": "MMEB-train subsets to read (default: every in-domain subset found); the out-of-domain "
-                "FashionIQ, Wiki-SS-NQ, OVEN and EDIS are always excluded"})
+        "help": "MMEB-train subsets to read (default: MMEB's retrieval training subsets, "
+                + ", ".join(RETRIEVAL_SUBSETS) + "); name others (classification, VQA, grounding or a local "
+                "subset) to read them; the out-of-domain FashionIQ, Wiki-SS-NQ, OVEN and EDIS are always "
+                "excluded. Of a subset's Hub files the `original` parquet is read (not `diverse_instruction`, "
+                "nor the older `train` copy of `original`)"})
+    all_subsets: bool = field(default=False, metadata={
+        "help": "read every subset found (classification, VQA and grounding too), except the out-of-domain four"})
     max_pairs_per_subset: int = field(default=0, metadata={"help": "read at most this many rows per subset (0: all)"})
     max_evidence_tokens: int = field(default=8192, metadata={
         "help": "hard limit on a target's length in student tokens, boundary tokens included (paper: 8,192)"})
@@ -99,6 +116,9 @@ class Sources:
     files: list[Path]
     images_digest: str
     image_files: int
+    subsets_read: list[str] = field(default_factory=list)
+    subsets_not_selected: list[str] = field(default_factory=list)
+    image_archives: list[str] = field(default_factory=list)
 
 
 def input_id(side: str, text: str, images: Iterable[bytes]) -> str:
@@ -111,15 +131,81 @@ def input_id(side: str, text: str, images: Iterable[bytes]) -> str:
     return digest.hexdigest()
 
 
-def subset_files(root: Path) -> list[tuple[str, Path]]:
-    """(subset, rows file): ``<root>/<subset>/*.jsonl|*.parquet`` or ``<root>/<subset>.jsonl|.parquet``."""
-    found = []
+def _variant(path: Path) -> str | None:
+    """The Hub release's file variant of a parquet file (``original-00000-of-00001.parquet``)."""
+    return next((v for v in MMEB_VARIANTS if path.suffix == ".parquet" and path.name.startswith(f"{v}-")), None)
+
+
+def subset_files(root: Path) -> tuple[list[tuple[str, Path]], list[Path]]:
+    """((subset, rows file) to read, files left unread). A subset is ``<root>/<subset>/*.jsonl|*.parquet``
+    or ``<root>/<subset>.jsonl|.parquet``; where its folder holds the Hub release's variant files, only
+    the ``original`` ones are read (``train`` where there is no ``original``), the rest left unread."""
+    by_subset: dict[str, list[Path]] = {}
     for path in sorted(p for p in root.rglob("*") if p.suffix in (".jsonl", ".parquet") and p.is_file()):
         relative = path.relative_to(root)
-        if relative.parts[0] == "images":
+        if relative.parts[0] in ("images", IMAGES_ZIP):
             continue
-        found.append((relative.parts[0] if len(relative.parts) > 1 else path.stem, path))
-    return found
+        by_subset.setdefault(relative.parts[0] if len(relative.parts) > 1 else path.stem, []).append(path)
+    found, unread = [], []
+    for subset, paths in by_subset.items():
+        variants = {v: [p for p in paths if _variant(p) == v] for v in MMEB_VARIANTS}
+        if any(variants.values()):
+            chosen = variants[READ_VARIANT] or variants["train"]
+            unread += [p for p in paths if p not in chosen]
+            paths = chosen
+        found += [(subset, p) for p in paths]
+    return found, unread
+
+
+class ImageFiles:
+    """The images rows name, relative to the sources root: a file there, or a member of the
+    release's ``images_zip/<Subset>.zip`` (read from the zip, never unpacked). A member is looked
+    up under the row's path, then without its leading ``images/`` and ``images/<Subset>/``."""
+
+    def __init__(self, root: Path):
+        self.root = root
+        self._zips: dict[str, object] = {}
+        self.archives: list[Path] = []
+
+    def _zip(self, name: str):
+        import zipfile
+
+        if name not in self._zips:
+            path = self.root / IMAGES_ZIP / f"{name}.zip"
+            archive = None
+            if path.is_file():
+                try:
+                    archive = zipfile.ZipFile(path)
+                except (OSError, zipfile.BadZipFile) as error:
+                    raise UserError(f"{path}: not a readable zip archive ({error})") from None
+                self.archives.append(path)
+            self._zips[name] = archive
+        return self._zips[name]
+
+    def read(self, subset: str, path: str) -> bytes | None:
+        file = self.root / path
+        if file.is_file():
+            return file.read_bytes()
+        parts = Path(path).parts
+        names = [path]
+        if parts[:1] == ("images",):
+            names.append("/".join(parts[1:]))
+            names.append("/".join(parts[2:]))
+        for archive_name in dict.fromkeys([subset, *parts[1:2]] if parts[:1] == ("images",) else [subset]):
+            archive = self._zip(archive_name)
+            if archive is None:
+                continue
+            for name in names:
+                try:
+                    return archive.read(name)
+                except KeyError:
+                    continue
+        return None
+
+    def close(self) -> None:
+        for archive in self._zips.values():
+            if archive is not None:
+                archive.close()
 
 
 def read_rows(path: Path, report: BuildReport) -> Iterable[dict]:
@@ -154,7 +240,7 @@ class EviAlignEvidence(Builder):
     """
 
     name = NAME
-    version = "1.1.0"  # 1.1: the paper's K = 1 and K = 3 unit sets
+    version = "1.2.0"  # 1.1: the paper's K = 1 and K = 3 unit sets; 1.2: retrieval subsets, one file per subset
     task = "evidence_alignment"
     title = "EviAlign-Evidence: semantic-evidence targets for retrieval training"
     config_class = EviAlignConfig
@@ -169,7 +255,8 @@ class EviAlignEvidence(Builder):
             return {"local": str(config.sources)}
         return {"local": "MMEB-train layout", "files": files_identity(sources.files, Path(config.sources)),
                 "image_files": sources.image_files, "images_sha256": sources.images_digest,
-                "excluded_subsets": list(OOD_SUBSETS)}
+                "image_archives": sources.image_archives, "subsets_read": sources.subsets_read,
+                "subsets_not_selected": sources.subsets_not_selected, "excluded_subsets": list(OOD_SUBSETS)}
 
     def load_sources(self, config: EviAlignConfig, report: BuildReport) -> Sources:
         if config.units not in (1, 3, 5, 7):
@@ -178,45 +265,81 @@ class EviAlignEvidence(Builder):
             raise UserError(f"{NAME} reads MMEB-train from local files in its layout (per subset: qry, "
                             "qry_image_path, pos_text, pos_image_path): pass --sources DIR")
         root = require_dir(config.sources, "MMEB-train layout: <subset>/*.jsonl|*.parquet and the images")
-        wanted = {_normalised(s) for s in config.subsets}
+        if config.subsets and config.all_subsets:
+            raise UserError("--subsets and --all-subsets both choose the subsets: give one")
+        found, unread = subset_files(root)
+        present = list(dict.fromkeys(subset for subset, _ in found))
+        wanted = self._wanted(config, root, present)
+        selected = [s for s in present if wanted is None or _normalised(s) in wanted or _normalised(s) in OOD_KEYS]
+        for subset in present:
+            if subset not in selected:
+                report.skip("subset_not_selected", subset)
+        for path in unread:
+            if path.relative_to(root).parts[0] in selected:
+                report.skip("mmeb_file_not_read", path.relative_to(root).as_posix())
         inputs: dict[str, SideInput] = {}
         pairs, files, image_cache = [], [], {}
+        images = ImageFiles(root)
         rows_read: Counter = Counter()  # a subset's rows are numbered across its files, in file order
-        for subset, path in subset_files(root):
-            key = _normalised(subset)
-            if wanted and key not in wanted:
-                continue
-            files.append(path)
-            for record in read_rows(path, report):
-                row = rows_read[subset]
-                if config.max_pairs_per_subset and row >= config.max_pairs_per_subset:
-                    break
-                rows_read[subset] += 1
-                item = f"{subset}:{row}"
-                if key in OOD_KEYS:
-                    report.skip("ood_subset_excluded", item)
+        try:
+            for subset, path in found:
+                key = _normalised(subset)
+                if subset not in selected:
                     continue
-                sides = []
-                for side, text_key, image_key in SIDES:
-                    made, reason = self._side(root, subset, row, side, record, text_key, image_key, image_cache)
-                    if made is None:
-                        report.skip(reason, item)
+                files.append(path)
+                for record in read_rows(path, report):
+                    row = rows_read[subset]
+                    if config.max_pairs_per_subset and row >= config.max_pairs_per_subset:
                         break
-                    sides.append(made)
-                else:
-                    for made in sides:
-                        inputs.setdefault(made.input_id, made)
-                    pairs.append(SourcePair(subset, row, sides[0].input_id, sides[1].input_id))
-        if wanted and not {_normalised(s) for s, _ in subset_files(root)} & wanted:
-            raise UserError(f"--subsets {' '.join(config.subsets)}: none of them is under {root}")
+                    rows_read[subset] += 1
+                    item = f"{subset}:{row}"
+                    if key in OOD_KEYS:
+                        report.skip("ood_subset_excluded", item)
+                        continue
+                    sides = []
+                    for side, text_key, image_key in SIDES:
+                        made, reason = self._side(images, subset, row, side, record, text_key, image_key,
+                                                  image_cache)
+                        if made is None:
+                            report.skip(reason, item)
+                            break
+                        sides.append(made)
+                    else:
+                        for made in sides:
+                            inputs.setdefault(made.input_id, made)
+                        pairs.append(SourcePair(subset, row, sides[0].input_id, sides[1].input_id))
+        finally:
+            images.close()
         digest = hashlib.sha256()
         for name in sorted(image_cache):
             digest.update(name.encode() + b"\0" + hashlib.sha256(image_cache[name]).digest())
-        self._sources = Sources(inputs, pairs, files, digest.hexdigest(), len(image_cache))
+        self._sources = Sources(inputs, pairs, files, digest.hexdigest(), len(image_cache),
+                                subsets_read=[s for s in selected if _normalised(s) not in OOD_KEYS],
+                                subsets_not_selected=[s for s in present if s not in selected],
+                                image_archives=sorted(p.name for p in images.archives))
         return self._sources
 
     @staticmethod
-    def _side(root, subset, row, side, record, text_key, image_key, image_cache):
+    def _wanted(config: EviAlignConfig, root: Path, present: list[str]) -> set[str] | None:
+        """The normalised names of the subsets to read (None: every one found)."""
+        have = {_normalised(s) for s in present}
+        listing = ", ".join(present) or "no subset"
+        if config.all_subsets:
+            return None
+        if config.subsets:
+            wanted = {_normalised(s) for s in config.subsets}
+            if not have & wanted:
+                raise UserError(f"--subsets {' '.join(config.subsets)}: none of them is under {root} (it has "
+                                f"{listing})")
+            return wanted
+        wanted = {_normalised(s) for s in RETRIEVAL_SUBSETS}
+        if not have & wanted:
+            raise UserError(f"{root} holds none of MMEB-train's retrieval subsets ({', '.join(RETRIEVAL_SUBSETS)}); "
+                            f"it has {listing}: name the ones to read with --subsets, or pass --all-subsets")
+        return wanted
+
+    @staticmethod
+    def _side(files: ImageFiles, subset, row, side, record, text_key, image_key, image_cache):
         """One side of an MMEB row as the student sees it, or (None, skip reason)."""
         if text_key not in record or any(not isinstance(record.get(k), (str, type(None)))
                                          for k in (text_key, image_key)):
@@ -234,10 +357,10 @@ class EviAlignEvidence(Builder):
         images: tuple[bytes, ...] = ()
         if path:
             if path not in image_cache:
-                file = root / path
-                if not file.is_file():
+                data = files.read(subset, path)
+                if data is None:
                     return None, "image_missing"
-                image_cache[path] = file.read_bytes()
+                image_cache[path] = data
             images = (image_cache[path],)
         return SideInput(input_id(side, text, images), subset, row, side, text, images), ""
 
@@ -454,6 +577,11 @@ class EviAlignEvidence(Builder):
             "unit_sets": {k: [u.label for u in us] for k, us in UNIT_SETS.items()},
             "trailing_token": units[-1].token,
             "ood_subsets": list(OOD_SUBSETS),
+            "retrieval_subsets": list(RETRIEVAL_SUBSETS), "read_variant": READ_VARIANT,
+            "subsets_read": self._sources.subsets_read, "subsets_not_selected": self._sources.subsets_not_selected,
+            "image_archives": self._sources.image_archives,
+            "subset_choice": ("--all-subsets" if config.all_subsets else
+                              f"--subsets {' '.join(config.subsets)}" if config.subsets else "default"),
             "teacher_step": next((s for s in report.llm_steps if s.get("step") == STEP), {}),
             "example_target": next((r["target_semantic"] for r in data.tables[0].rows), ""),
             "example_mixed": next((r["target_mixed"] for r in data.tables[0].rows), ""),

@@ -12,7 +12,9 @@ written inline in MMEB's style (``<|image_1|>`` marks the image, the instruction
 
 Layout: ``<out>/<subset>/train.jsonl`` (``qry``, ``qry_image_path``, ``pos_text``,
 ``pos_image_path``; image paths relative to ``<out>``) and the images under ``<out>/images/``.
-Run standing alone: ``python -m mmlongembed.mmeb_samples --shared ../shared/data --out DIR``.
+Run standing alone: ``python -m mmlongembed.mmeb_samples --shared ../shared/data --out DIR``. The
+subsets are stand-ins, not MMEB's retrieval subsets (which the builder reads by default), so a
+build names them: ``--subsets MMLongBench-Doc HotpotQA scikit-image-photos``.
 """
 
 from __future__ import annotations
@@ -138,6 +140,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     counts = write_mmeb_samples(args.shared, args.out, args.per_source)
     print(json.dumps(counts))
+    print(f"build with: mmle build evialign-evidence --sources {args.out} --subsets {' '.join(counts)} ...")
     return 0
 
 

@@ -19,6 +19,8 @@ from mmlongembed.training import read_training_tables
 from mmlongembed.validate import InvalidBuild, format_report, validate_dir
 from tests._realdata import shared_data_dir
 
+# the samples' stand-in subsets are not MMEB's retrieval subsets: a build names them
+SAMPLE_SUBSETS = ("MMLongBench-Doc", "HotpotQA", "scikit-image-photos")
 FAULTS = TeacherFaults(malformed_every=5, missing_unit_every=9, failing_every=11, repetitive_every=13,
                        token_in_unit_every=17, overlong_every=7, unclosed_thinking_every=23)
 
@@ -59,7 +61,7 @@ def sample(tmp_path_factory) -> Path:
 def faulty_build(sample, tmp_path_factory):
     work = tmp_path_factory.mktemp("faulty")
     with FakeOpenAIServer(responder=teacher_responder(FAULTS)) as server:
-        out = build(sample, work / "out", work / "cache", server)
+        out = build(sample, work / "out", work / "cache", server, subsets=SAMPLE_SUBSETS)
         requests = server.requests
     return out, requests
 
@@ -140,8 +142,8 @@ def test_loads_with_load_dataset(faulty_build):
 def test_replay_rebuilds_byte_identical_data(sample, tmp_path):
     faults = TeacherFaults(malformed_every=5, missing_unit_every=7, repetitive_every=13)  # no transport failure
     with FakeOpenAIServer(responder=teacher_responder(faults)) as server:
-        first = build(sample, tmp_path / "a", tmp_path / "cache", server)
-    second = build(sample, tmp_path / "b", tmp_path / "cache")  # --llm replay: no server at all
+        first = build(sample, tmp_path / "a", tmp_path / "cache", server, subsets=SAMPLE_SUBSETS)
+    second = build(sample, tmp_path / "b", tmp_path / "cache", subsets=SAMPLE_SUBSETS)  # --llm replay: no server
     files = json.loads((first / "manifest.json").read_text())["files"]
     assert files == json.loads((second / "manifest.json").read_text())["files"]
     for path in files:
@@ -285,6 +287,111 @@ def test_validate_finds_a_tampered_file(good_rows, tmp_path):
     path.write_bytes(b"not a parquet file")  # an unreadable one: one line naming it
     with pytest.raises(InvalidBuild, match=path.name):
         validate_dir(copy)
+
+
+# -- MMEB-train as the Hub publishes it ----------------------------------------------------------------
+
+def write_mmeb_release(root: Path, rows: int = 2) -> dict[str, bytes]:
+    """A local folder laid out as TIGER-Lab/MMEB-train: per subset the three parquet files
+    (``original``, ``diverse_instruction`` with rewritten instructions, the older ``train`` equal to
+    ``original``) and the images only in ``images_zip/<Subset>.zip``. Returns image path -> bytes."""
+    import io
+    import zipfile
+
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+    from PIL import Image
+
+    def png(seed: int) -> bytes:
+        buffer = io.BytesIO()
+        Image.new("RGB", (8 + seed, 6), (seed * 20 % 256, 90, 150)).save(buffer, format="PNG")
+        return buffer.getvalue()
+
+    images, seed = {}, 0
+    layouts = {  # subset -> (query, query image?, positive, positive image?)
+        "MSCOCO_t2i": ("Find me an everyday image that matches the given caption: a dog number {i}", False,
+                       "<|image_1|>\nRepresent the given image.", True),
+        "VisualNews_i2t": ("<|image_1|>\nFind a caption for the news in the given photo.", True,
+                           "A news caption about event {i}", False),
+        "WebQA": ("Find a Wikipedia paragraph that answers this question: who built tower {i}?", False,
+                  "Tower {i}\nThe tower was built by a guild.", False),
+        "ImageNet_1K": ("<|image_1|>\nRepresent the given image for classification.", True, "class {i}", False),
+    }
+    for subset, (query, query_image, positive, positive_image) in layouts.items():
+        records = []
+        for i in range(rows):
+            record = {"qry": query.format(i=i), "pos_text": positive.format(i=i), "neg_text": "", "neg_image_path": ""}
+            for key, has in (("qry_image_path", query_image), ("pos_image_path", positive_image)):
+                record[key] = ""
+                if has:
+                    seed += 1
+                    record[key] = f"images/{subset}/Train/{i}.png"
+                    images[record[key]] = png(seed)
+            records.append(record)
+        (root / subset).mkdir(parents=True)
+        for variant in ("original", "train", "diverse_instruction"):
+            rewritten = [{**r, "qry": r["qry"].replace("Find", "Diverse: look for")} for r in records]
+            table = pa.Table.from_pylist(rewritten if variant == "diverse_instruction" else records)
+            pq.write_table(table, root / subset / f"{variant}-00000-of-00001.parquet")
+        (root / "images_zip").mkdir(exist_ok=True)
+        with zipfile.ZipFile(root / "images_zip" / f"{subset}.zip", "w") as archive:
+            for path, data in images.items():
+                if path.split("/")[1] == subset:
+                    # members under the row's path, or without its leading images/ (both are looked up)
+                    archive.writestr(path if subset != "MSCOCO_t2i" else path.split("/", 1)[1], data)
+    return images
+
+
+def test_mmeb_train_release_reads_the_retrieval_subsets_original_file_and_zipped_images(tmp_path):
+    root = tmp_path / "MMEB-train"
+    images = write_mmeb_release(root)
+    with FakeOpenAIServer(responder=teacher_responder(think=False)) as server:
+        out = build(root, tmp_path / "out", tmp_path / "cache", server)
+        requests = server.requests
+    problems, checked = validate_dir(out)
+    assert not problems, format_report(problems, checked)
+    data = tables(out)
+    inputs = {r["input_id"]: r for r in rows_of(data["inputs"])}
+    pairs = rows_of(data["pairs"])
+    # each pair once (not once per parquet file), from the retrieval subsets only
+    assert sorted(p["pair_id"] for p in pairs) == sorted(f"{s}:{i}" for s in ("MSCOCO_t2i", "VisualNews_i2t", "WebQA")
+                                                        for i in range(2))
+    assert requests == len(inputs) == 12  # the teacher is asked once per distinct input
+    manifest = json.loads((out / "manifest.json").read_text())
+    skipped = manifest["report"]["skipped"]
+    assert skipped["subset_not_selected"] == 1 and skipped["mmeb_file_not_read"] == 6
+    assert "image_missing" not in skipped
+    assert [f["file"].split("/")[-1] for f in manifest["sources"]["files"]] == ["original-00000-of-00001.parquet"] * 3
+    assert manifest["sources"]["image_archives"] == ["MSCOCO_t2i.zip", "VisualNews_i2t.zip"]
+    for row in inputs.values():
+        assert "Diverse" not in row["text"]  # original's instructions, not diverse_instruction's
+    with_images = [r for r in inputs.values() if r["images"]]
+    assert len(with_images) == 4
+    assert {bytes(r["images"][0]["bytes"]) for r in with_images} == set(images.values()) - {
+        v for k, v in images.items() if k.startswith("images/ImageNet_1K")}
+    card = (out / "README.md").read_text()
+    assert "VisDial, CIRR, VisualNews_t2i, VisualNews_i2t, MSCOCO_t2i, MSCOCO_i2t, NIGHTS, WebQA" in card
+    assert "found and not read:\n   ImageNet_1K" in card and "only `original` is read" in card
+    assert "MSCOCO_t2i.zip, VisualNews_i2t.zip" in card
+
+
+def test_mmeb_train_other_subsets_only_when_asked_for(tmp_path):
+    root = tmp_path / "MMEB-train"
+    write_mmeb_release(root, rows=1)
+    with FakeOpenAIServer(responder=teacher_responder(think=False)) as server:
+        named = build(root, tmp_path / "named", tmp_path / "cache", server, subsets=("ImageNet_1K",))
+        every = build(root, tmp_path / "every", tmp_path / "cache", server, all_subsets=True)
+    assert tables(named)["pairs"]["pair_id"] == ["ImageNet_1K:0"]
+    assert sorted(tables(every)["pairs"]["pair_id"]) == ["ImageNet_1K:0", "MSCOCO_t2i:0", "VisualNews_i2t:0",
+                                                         "WebQA:0"]
+    with pytest.raises(UserError, match="give one"):
+        build(root, tmp_path / "both", tmp_path / "cache", subsets=("WebQA",), all_subsets=True)
+    # a folder without any MMEB retrieval subset: one line that says how to choose
+    samples = write_mmeb_fixture(tmp_path / "local", n_rows=1)
+    for subset in ("MSCOCO_t2i", "MSCOCO_i2t", "WebQA"):
+        shutil.move(samples / subset, samples / f"my-{subset}")
+    with pytest.raises(UserError, match="none of MMEB-train's retrieval subsets .* --subsets, or pass --all-subsets"):
+        build(samples, tmp_path / "none", tmp_path / "cache")
 
 
 # -- bad input --------------------------------------------------------------------------------------
