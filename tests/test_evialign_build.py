@@ -28,8 +28,8 @@ FAULTS = TeacherFaults(malformed_every=5, missing_unit_every=9, failing_every=11
 def build(sources: Path, out: Path, cache: Path, server=None, **options) -> Path:
     builder = get_builder("evialign-evidence")
     llm = {"llm": "openai", "llm_base_url": server.url} if server else {"llm": "replay"}
-    config = EviAlignConfig(sources=str(sources), llm_model="fake-teacher", llm_cache=str(cache), llm_max_retries=0,
-                            llm_backoff=0.0, **llm, **options)
+    options = {"llm_max_retries": 0, "llm_backoff": 0.0, **options}
+    config = EviAlignConfig(sources=str(sources), llm_model="fake-teacher", llm_cache=str(cache), **llm, **options)
     return run_build(builder, config, out, overwrite=True, progress=False)
 
 
@@ -159,6 +159,37 @@ PAPER_UNIT_SETS = {1: ["Entity"], 3: ["Entity", "Attribute", "Relation"],
                    7: ["Entity", "Attribute", "Relation", "Detail", "Context", "Emotion", "Summary"]}
 TOKEN_OF = {"Entity": "<ENT>", "Attribute": "<ATT>", "Relation": "<REL>", "Detail": "<DET>", "Context": "<CTX>",
             "Emotion": "<EMO>", "Summary": "<SUM>"}
+
+
+@pytest.mark.realdata
+def test_replay_reproduces_a_build_whose_teacher_failed_in_transport(sample, tmp_path):
+    """HTTP 500 after the retries is recorded: a replay gives the same files and teacher_failed counts;
+    a live rerun asks the failed requests again, and its answers replace the failures."""
+    failing = TeacherFaults(malformed_every=5, failing_every=4, repetitive_every=13)
+    options = dict(subsets=SAMPLE_SUBSETS, llm_max_retries=1)
+    with FakeOpenAIServer(responder=teacher_responder(failing)) as server:
+        server.fail_next(3, status=503)  # transient: the retry answers
+        first = build(sample, tmp_path / "a", tmp_path / "cache", server, **options)
+    replayed = build(sample, tmp_path / "b", tmp_path / "cache", **options)  # --llm replay: no server at all
+
+    def outcome(out):
+        manifest = json.loads((out / "manifest.json").read_text())
+        failed = {k: v for k, v in manifest["report"]["skipped"].items() if "request_failed" in k}
+        return manifest["files"], manifest["statistics"], failed
+
+    files, statistics, failed = outcome(first)
+    assert statistics["filtered"]["teacher_failed"] > 0 and failed == {
+        "evidence_units:request_failed:http_500": statistics["filtered"]["teacher_failed"]}
+    assert outcome(replayed) == (files, statistics, failed)
+    for path in files:
+        assert (first / path).read_bytes() == (replayed / path).read_bytes()
+    # the server recovers: a live rerun asks only what failed, and a replay now reproduces that build
+    with FakeOpenAIServer(responder=teacher_responder(TeacherFaults(malformed_every=5, repetitive_every=13))) as server:
+        rerun = build(sample, tmp_path / "c", tmp_path / "cache", server, **options)
+        asked = sum(len(body["messages"]) == 2 for body in server.bodies)  # first turns, not repair turns
+    assert asked == statistics["filtered"]["teacher_failed"]
+    assert outcome(rerun)[1]["filtered"]["teacher_failed"] == 0
+    assert outcome(build(sample, tmp_path / "d", tmp_path / "cache", **options)) == outcome(rerun)
 
 
 @pytest.mark.parametrize("k", [1, 3, 7])

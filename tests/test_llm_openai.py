@@ -98,8 +98,14 @@ def test_exhausted_retries_reject_the_record_and_a_rerun_asks_again(server, tmp_
     assert outcome.kept == {"q1"}
     assert report.llm_steps[0]["rejected"] == {"request_failed:http_502": 1}
     assert report.skipped["query_audit:request_failed:http_502"] == 1
-    again = audit_queries(items(2), cfg, BuildReport())  # failures are not cached
+    # the failure is recorded for replay, which fails the record the same way without a server
+    replayed = BuildReport()
+    assert audit_queries(items(2), config(server, tmp_path, llm="replay"), replayed).kept == {"q1"}
+    assert replayed.skipped["query_audit:request_failed:http_502"] == 1 and server.requests == 3
+    again = audit_queries(items(2), cfg, BuildReport())  # a live rerun asks the failed request again
     assert again.kept == {"q0", "q1"} and server.requests == 4
+    # ... and its answer replaces the recorded failure
+    assert audit_queries(items(2), config(server, tmp_path, llm="replay"), BuildReport()).kept == {"q0", "q1"}
 
 
 def test_client_errors_are_not_retried(server, tmp_path):

@@ -5,6 +5,11 @@ messages, decoding parameters). Every reply is committed as soon as it arrives, 
 interrupted build resumes without repeating a call, and two builds that share a cache read the
 same answers. A second column keys the same request without the backend, which is how
 ``--llm replay`` finds answers that any backend produced.
+
+A request that failed in transport (HTTP 5xx, timeouts, connection errors: whatever the backend
+still returned as a failure after its retries) is recorded too, in the table ``failures``, so that
+``--llm replay`` walks the same failures and gives the same data and the same counts. A live
+build never reads a failure (it asks again), and an answer to the same request replaces it.
 """
 
 from __future__ import annotations
@@ -65,6 +70,11 @@ class LLMCache:
                 " model TEXT NOT NULL, prompt_hash TEXT NOT NULL, messages TEXT NOT NULL, reply TEXT NOT NULL,"
                 " created REAL NOT NULL)")
             self._db.execute("CREATE INDEX IF NOT EXISTS answers_lookup ON answers (lookup)")
+            self._db.execute(
+                "CREATE TABLE IF NOT EXISTS failures (key TEXT PRIMARY KEY, lookup TEXT NOT NULL, backend TEXT NOT NULL,"
+                " model TEXT NOT NULL, prompt_hash TEXT NOT NULL, messages TEXT NOT NULL, error TEXT NOT NULL,"
+                " created REAL NOT NULL)")
+            self._db.execute("CREATE INDEX IF NOT EXISTS failures_lookup ON failures (lookup)")
         except (OSError, sqlite3.Error) as error:
             raise UserError(f"cannot open the LLM cache {self.path}: {error}") from None
         self._lock = threading.Lock()
@@ -82,6 +92,14 @@ class LLMCache:
         with self._lock:
             return dict(self._db.execute(query, args).fetchall())
 
+    def failures_for_replay(self, lookup: str, backend: str = "") -> dict[str, str]:
+        """Recorded transport failures of this request (the error reason), by backend."""
+        query, args = "SELECT backend, error FROM failures WHERE lookup = ?", [lookup]
+        if backend:
+            query, args = query + " AND backend = ?", [lookup, backend]
+        with self._lock:
+            return dict(self._db.execute(query, args).fetchall())
+
     def put(self, key: str, lookup: str, *, backend: str, model: str, prompt_hash: str, messages: list[dict],
             reply: str) -> None:
         with self._lock:
@@ -89,6 +107,15 @@ class LLMCache:
                 "INSERT OR REPLACE INTO answers VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
                 (key, lookup, backend, model, prompt_hash,
                  json.dumps(keyed_messages(messages), ensure_ascii=False), reply, time.time()))
+            self._db.execute("DELETE FROM failures WHERE key = ?", (key,))
+
+    def put_failure(self, key: str, lookup: str, *, backend: str, model: str, prompt_hash: str,
+                    messages: list[dict], error: str) -> None:
+        with self._lock:
+            self._db.execute(
+                "INSERT OR REPLACE INTO failures VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+                (key, lookup, backend, model, prompt_hash,
+                 json.dumps(keyed_messages(messages), ensure_ascii=False), error, time.time()))
 
     def __len__(self) -> int:
         with self._lock:

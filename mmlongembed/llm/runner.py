@@ -26,6 +26,8 @@ from mmlongembed.llm.cache import LLMCache, request_keys
 from mmlongembed.llm.config import LLMConfig, decoding_parameters
 from mmlongembed.llm.prompts import Prompt
 
+NOT_SENT = "not_sent"  # a request an interrupt left unsent: not a failure to record
+
 REPAIR_MESSAGE = (
     "Your reply does not meet the output contract: {detail}. Answer the same request again, "
     "following every rule, and reply with the required output only."
@@ -83,7 +85,10 @@ def run_llm_step(step: str, prompt: Prompt, items: Sequence[tuple[str, dict]], c
                     backend=backend_name, model=config.llm_model, model_revision=config.llm_model_revision,
                     prompt_hash=prompt.hash, messages=messages[record_id], decoding=decoding)
                 if replaying:
-                    found = cache.find_for_replay(lookup, config.llm_replay_from)
+                    # answers and recorded transport failures, by the backend that produced them
+                    found = {b: Reply(text=t) for b, t in cache.find_for_replay(lookup, config.llm_replay_from).items()}
+                    for failed_backend, error in cache.failures_for_replay(lookup, config.llm_replay_from).items():
+                        found.setdefault(failed_backend, Reply(error=error))
                     if not found:
                         raise UserError(
                             f"replay: no cached answer for step {step}, record {record_id} (request {lookup[:16]}, "
@@ -93,7 +98,7 @@ def run_llm_step(step: str, prompt: Prompt, items: Sequence[tuple[str, dict]], c
                             f"replay: the cache holds different answers from {sorted(found)} for step {step}, "
                             f"record {record_id}; choose one with --llm-replay-from")
                     replayed_from.update(found)
-                    replies[record_id] = Reply(text=next(iter(found.values())))
+                    replies[record_id] = next(iter(found.values()))
                     result.cache_hits += 1
                     continue
                 cached = cache.get(key)
@@ -115,13 +120,17 @@ def run_llm_step(step: str, prompt: Prompt, items: Sequence[tuple[str, dict]], c
                         cache.put(key, lookup, backend=backend_name, model=config.llm_model,
                                   prompt_hash=prompt.hash, messages=messages[record_id], reply=reply.text or "")
 
-                for (record_id, _, _), reply in zip(to_send, backend.complete(requests, on_reply=store)):
+                for (record_id, key, lookup), reply in zip(to_send, backend.complete(requests, on_reply=store)):
                     replies[record_id] = reply
+                    if not reply.ok and reply.error != NOT_SENT:
+                        # a failure after the backend's retries: recorded, so replay fails it the same way
+                        cache.put_failure(key, lookup, backend=backend_name, model=config.llm_model,
+                                          prompt_hash=prompt.hash, messages=messages[record_id], error=reply.error)
             next_pending = []
             for record_id in pending:
                 reply = replies[record_id]
                 if not reply.ok:
-                    # Not cached, so a rerun asks again; retries already happened in the backend.
+                    # Recorded for replay only: a live rerun asks again; retries already happened in the backend.
                     transport_failures += 1
                     _reject(result, report, step, f"request_failed:{reply.error}", record_id)
                     continue
