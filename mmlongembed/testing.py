@@ -253,11 +253,13 @@ def _made_up_chinese(rng: random.Random) -> str:
 
 
 def write_temporal_sources(root: Path, n_videos: int = 12, language: str = "en", layout: str = "activitynet",
-                           seed: int = 5) -> dict[str, str]:
+                           seed: int = 5, annotations_dir: str = "annotations", videos_dir: str = "videos",
+                           id_prefix: str = "v_fixture") -> dict[str, str]:
     """Generated videos with dense-caption annotations, marked SYNTHETIC: ActivityNet Captions
-    JSON (``layout="activitynet"``) or the YoukuDC release layout (``"youku"``: ``meta_files``
-    CSV + ``data_files/<Category>/test/``). ``language="zh"`` writes made-up Chinese captions;
-    returns {Chinese caption: made-up English translation} for a loopback translator."""
+    JSON (``layout="activitynet"``: ``<annotations_dir>/val_1.json`` + ``<videos_dir>/``) or the
+    YoukuDC release layout (``"youku"``: ``meta_files`` CSV + ``data_files/<Category>/test/``).
+    ``language="zh"`` writes made-up Chinese captions; returns {Chinese caption: made-up English
+    translation} for a loopback translator. Video ids are ``<id_prefix>NNN``."""
     import csv
 
     rng = random.Random(seed)
@@ -267,7 +269,7 @@ def write_temporal_sources(root: Path, n_videos: int = 12, language: str = "en",
     translations: dict[str, str] = {}
     annotations: dict[str, dict] = {}
     for v in range(n_videos):
-        video_id = f"v_fixture{v:03d}"
+        video_id = f"{id_prefix}{v:03d}"
         n_events = rng.randint(5, 8)
         duration = round(n_events * 2.6 + 1.0, 2)
         spans = _fixture_events(rng, n_events, duration, with_overview=v % 4 == 0)
@@ -283,12 +285,12 @@ def write_temporal_sources(root: Path, n_videos: int = 12, language: str = "en",
                 sentences.append(" " + english if rng.random() < 0.5 else english)
         annotations[video_id] = {"duration": duration, "timestamps": spans, "sentences": sentences}
         category = ("Agriculture", "Children")[v % 2]
-        folder = root / ("videos" if layout == "activitynet" else Path("data_files") / category / "test")
+        folder = root / (videos_dir if layout == "activitynet" else Path("data_files") / category / "test")
         write_test_video(folder / f"{video_id.removeprefix('v_') if v % 3 == 0 else video_id}.mp4",
                          duration, seed=seed * 1000 + v, audio=v % 5 != 4)
     if layout == "activitynet":
-        (root / "annotations").mkdir(exist_ok=True)
-        (root / "annotations" / "val_1.json").write_text(json.dumps(annotations, ensure_ascii=False), encoding="utf-8")
+        (root / annotations_dir).mkdir(exist_ok=True)
+        (root / annotations_dir / "val_1.json").write_text(json.dumps(annotations, ensure_ascii=False), encoding="utf-8")
     else:
         (root / "meta_files").mkdir(exist_ok=True)
         by_category: dict[str, list] = {}
