@@ -17,12 +17,14 @@ from pathlib import Path
 import pytest
 
 from builders.govreport import HUB_SOURCE as GOVREPORT
+from builders.mmdocrag import HUB_SOURCE as MMDOCRAG
 from builders.hotpotqa import HUB_PADDING as WIKITEXT
 from builders.hotpotqa import HUB_SOURCE as HOTPOTQA
 from builders.hotpotqa import parse_instance
 from builders.visual_grounding import NEEDLEBENCH, OBELICS
 from mmlongembed.rng import derive_rng
-from mmlongembed.testing import NAMES, NEEDLE_RECORDS, needle_prose, write_govreport_jsonl, write_hotpotqa_sources
+from mmlongembed.testing import (
+    NAMES, NEEDLE_RECORDS, needle_prose, write_govreport_jsonl, write_hotpotqa_sources, write_mmdocrag_jsonl)
 from mmlongembed.validate import format_report, validate_dir
 from tests._publish_support import TOKEN, client_env
 from tests._subprocess import python_env
@@ -314,10 +316,42 @@ def test_needle_builds_from_needlebench_and_obelics_on_the_hub(hub, tmp_path):
     assert pinned_requests(hub, NEEDLEBENCH) and pinned_requests(hub, OBELICS)
 
 
+# -- MMDocRAG: MMDocIR/MMDocRAG, one question set + images.zip ---------------------------------------
+
+def test_mmdocrag_builds_from_the_hub_release_files(hub, tmp_path):
+    """The repo's files as published (question sets, train.jsonl, images.zip); the build downloads
+    the chosen set and the image archive at the revision it is given, and reads nothing else."""
+    pytest.importorskip("pypdfium2")
+    base = write_mmdocrag_jsonl(tmp_path / "release", release=True)
+    files = {path.name: path.read_bytes() for path in sorted(base.iterdir())}
+    revision = "0b" * 20  # MMDOCRAG pins a short sha; the test pins a full one, as a user can
+    publish(hub, type("Pinned", (), {"repo": MMDOCRAG.repo, "revision": revision})(),
+            {"README.md": b"---\nlicense: cc-by-nc-4.0\n---\n", **files})
+    out = tmp_path / "out"
+    proc = mmle_build(["mmdocrag", "--output", str(out), "--hub-revision", revision, "--question-set", "evaluation_15",
+                       "--lengths", "1024", "2048", "--max-queries-per-pool", "4", "--dpi", "36",
+                       "--max-image-pixels", str(96 * 96)], client_env(hub, tmp_path, token=None))
+    manifest = built_ok(proc, out / "mmdocrag")
+    sources = manifest["sources"]
+    assert (sources["kind"], sources["revision"], sources["question_set"]) == ("hub", revision, "evaluation_15")
+    assert [f["file"] for f in sources["files"]] == ["evaluation_15.jsonl", "images.zip"]
+    assert "missing_quote_image" not in manifest["report"]["skipped"]
+    asked = {path.rsplit("/", 1)[-1] for _, path in hub.requests if revision in path}
+    assert {"evaluation_15.jsonl", "images.zip"} <= asked and not asked & {"dev_15.jsonl", "dev_20.jsonl",
+                                                                            "evaluation_20.jsonl", "train.jsonl"}
+    with open(base / "evaluation_15.jsonl", encoding="utf-8") as handle:
+        questions = {json.loads(line)["question"] for line in handle}
+    from mmlongembed.layout import pool_rows, read_built_pool
+
+    queries = {text for pool in pool_rows(out / "mmdocrag")
+               for text in read_built_pool(out / "mmdocrag", pool["pool"]).queries["text"]}
+    assert queries and queries <= questions
+
+
 # -- the Hub unreachable: one line that names --sources ----------------------------------------------
 
 @pytest.mark.parametrize("builder, repo", [("govreport", GOVREPORT.repo), ("hotpotqa", HOTPOTQA.repo),
-                                           ("needle", NEEDLEBENCH.repo)])
+                                           ("needle", NEEDLEBENCH.repo), ("mmdocrag", MMDOCRAG.repo)])
 def test_unreachable_hub_is_one_line_naming_sources(builder, repo, tmp_path):
     env = client_env(type("Nowhere", (), {"endpoint": f"http://127.0.0.1:{closed_port()}"})(), tmp_path, token=None)
     proc = mmle_build([builder, "--output", str(tmp_path / "out")], env, timeout=60)
