@@ -38,8 +38,13 @@ FORM_JSONL, FORM_SIDECAR, FORM_DOC = "mmlongbench_jsonl", "pdf_with_summary", "m
 FORM_NAMES = {
     FORM_JSONL: "MMLongBench summarization JSONL (`image_list` + `summary`; gov-report, multi-lexsum)",
     FORM_SIDECAR: "local PDF with a summary sidecar",
-    FORM_DOC: "MMLongBench-Doc layout (`samples.json(l)` + PDFs; summaries from the document-summary step)",
+    FORM_DOC: "MMLongBench-Doc layout (`samples.json(l)` or the Hub's samples parquet + PDFs; summaries from the "
+              "document-summary step)",
 }
+# MMLongBench's release (HF ZhaoweiWang/MMLongBench, read by EdinburghNLP/MMLongBench's data.py): the JSONL under
+# mmlb_data/ (summ/gov_K8.jsonl, ...) name their pages relative to the separate image root mmlb_image/.
+MMLB_DATA, MMLB_IMAGE = "mmlb_data", "mmlb_image"
+SAMPLE_COLUMNS = ("doc_id", "question")  # an MMLongBench-Doc samples file (GitHub JSON or the Hub's parquet)
 
 
 @dataclass
@@ -100,8 +105,23 @@ def source_roots(path: str | Path) -> list[Path]:
     root = require_dir(path, "MMLongBench JSONL + page images, or PDFs with summaries, or MMLongBench-Doc")
     if root.is_file():
         return [root.parent]
+    if root.name == MMLB_DATA and (root.parent / MMLB_IMAGE).is_dir():
+        return [root.parent]  # mmlb_data/ given alone: read it with its sibling image root
     inside = [root / sub for sub in SUBDIRS if (root / sub).is_dir()]
     return inside or [root]
+
+
+def image_bases(path: Path, root: Path) -> list[Path]:
+    """Where the pages named by a JSONL's ``image_list`` may be: beside it, at the sources root,
+    in ``images/``, and in the ``mmlb_image/`` image root of MMLongBench's release (a sibling of
+    ``mmlb_data/`` or of any folder between the JSONL and the root)."""
+    bases = [path.parent, root, root / "images"]
+    for folder in [path.parent, *path.parent.parents]:
+        if (folder / MMLB_IMAGE).is_dir():
+            bases.append(folder / MMLB_IMAGE)
+        if folder == root or root not in folder.parents:
+            break
+    return bases
 
 
 def _resolve_image(entry: str, bases: list[Path]) -> Path | None:
@@ -113,6 +133,19 @@ def _resolve_image(entry: str, bases: list[Path]) -> Path | None:
 
 
 def _records(path: Path, report: BuildReport) -> Iterable[tuple[dict, str]]:
+    if path.suffix == ".parquet":  # only a samples table (the Hub's MMLongBench-Doc data/train-*.parquet)
+        import pyarrow.parquet as pq
+
+        try:
+            if not set(SAMPLE_COLUMNS) <= set(pq.read_schema(path).names):
+                return
+            rows = pq.read_table(path, columns=list(SAMPLE_COLUMNS)).to_pylist()
+        except (OSError, ValueError) as error:
+            report.skip("unreadable_parquet", f"{path.name}: {type(error).__name__}")
+            return
+        for number, record in enumerate(rows, 1):
+            yield record, f"{path.name}:{number}"
+        return
     if path.suffix == ".jsonl":
         for number, record in enumerate(iter_jsonl(path, report), 1):
             yield record, f"{path.name}:{number}"
@@ -134,12 +167,12 @@ def read_paged_sources(roots: list[Path], report: BuildReport) -> Sources:
     sidecar: dict[str, str] = {}
     listed: set[str] = set()
     for root in roots:
-        for path in sorted([*root.rglob("*.jsonl"), *root.rglob("*.json")]):
+        for path in sorted([*root.rglob("*.jsonl"), *root.rglob("*.json"), *root.rglob("*.parquet")]):
             used = False
             for record, origin in _records(path, report):
                 if "image_list" in record:
                     used = True
-                    document = _jsonl_document(record, origin, [path.parent, root, root / "images"], report)
+                    document = _jsonl_document(record, origin, image_bases(path, root), report)
                     if document is None:
                         continue
                     known = by_id.get(document.id)
@@ -231,7 +264,7 @@ class MMLongBenchBuilder(Builder):
     pages of the same document."""
 
     name = "mmlongbench"
-    version = "1.0.0"
+    version = "1.1.0"  # 1.1.0: MMLongBench's release layout (mmlb_data/ + mmlb_image/), the Hub's samples parquet
     task = "logical_summarization"
     title = "MMLongEmbed Logical Summarization: MMLongBench (document images)"
     config_class = MMLongBenchConfig
