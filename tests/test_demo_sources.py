@@ -82,3 +82,19 @@ def test_refuses_to_write_over_existing_source_folders(demo, capsys):
     assert cli_main(["demo-sources", str(demo)]) == 2
     err = capsys.readouterr().err
     assert len(err.strip().splitlines()) == 1 and "already has activitynet_captions, videos, youkudc/" in err
+
+
+def test_activitynet_reads_videos_as_the_official_crawler_names_them(demo, tmp_path):
+    """The crawler saves `$VIDEO_PATH/v_<youtube id>.mp4`; an unfinished download (`.mp4.part`)
+    is not a video: that clip is a counted skip."""
+    tree = tmp_path / "anet"
+    shutil.copytree(demo / "activitynet_captions", tree / "captions")
+    ids = sorted(json.loads((demo / "activitynet_captions" / "val_1.json").read_text(encoding="utf-8")))
+    (tree / "crawled").mkdir()
+    for clip in (demo / "videos").glob("*.mp4"):
+        video_id = clip.stem if clip.stem.startswith("v_") else f"v_{clip.stem}"
+        shutil.copy(clip, tree / "crawled" / (f"{video_id}.mp4.part" if video_id == ids[0] else f"{video_id}.mp4"))
+    built = _build("activitynet", tree, tmp_path / "out", tmp_path / "store")
+    assert built["manifest"]["report"]["skipped"]["video_file_missing"] == 1
+    read = [v["file"] for v in built["manifest"]["sources"]["videos"]]
+    assert read and all(f.startswith("crawled/v_") and f.endswith(".mp4") for f in read)
