@@ -28,7 +28,7 @@ from mmlongembed.media.pdf import (
 from mmlongembed.ops.pages import HARD_VARIANTS, PagePlan, apply_plan, head_window
 from mmlongembed.pools import EASY_NEGATIVE, HARD_NEGATIVE, POSITIVE, Candidate, LengthBand, Pool, Query, pool_name
 from mmlongembed.rng import derive_rng
-from mmlongembed.sources import iter_jsonl, read_json, require_dir
+from mmlongembed.sources import HubSource, hub_file, iter_jsonl, read_json, require_dir
 from mmlongembed.tokens import default_counter, fit_image_size, image_tokens
 
 INSTRUCTION = "Given this summary, retrieve the original corresponding long document."  # paper Table 6
@@ -45,6 +45,29 @@ FORM_NAMES = {
 # mmlb_data/ (summ/gov_K8.jsonl, ...) name their pages relative to the separate image root mmlb_image/.
 MMLB_DATA, MMLB_IMAGE = "mmlb_data", "mmlb_image"
 SAMPLE_COLUMNS = ("doc_id", "question")  # an MMLongBench-Doc samples file (GitHub JSON or the Hub's parquet)
+# Without --sources: MMLongBench-Doc from the Hub (the samples table and the PDFs it names). MMLongBench's own
+# summarization data is on the Hub only inside multi-GB tarballs (ZhaoweiWang/MMLongBench): download and extract
+# it, then pass --sources.
+DOC_HUB = HubSource(repo="yubo2333/MMLongBench-Doc", revision="0a9311ec5ccb42e63b844f4263f98dc44f7232fd",
+                    licence="CC BY-NC 4.0")
+DOC_HUB_SAMPLES = "data/train-00000-of-00001.parquet"
+
+
+def hub_doc_root(builder_name: str, report: BuildReport) -> Path:
+    """The Hub's MMLongBench-Doc at the pinned revision: its samples table and every PDF it names,
+    downloaded (and cached) by the Hub client; returns the snapshot folder that holds them in the
+    repo's layout (``data/``, ``documents/``). A PDF the repo lacks is a counted skip."""
+    import pyarrow.parquet as pq
+
+    samples = hub_file(DOC_HUB, DOC_HUB_SAMPLES, builder_name)
+    names = sorted({Path(str(r["doc_id"])).name for r in pq.read_table(samples, columns=["doc_id"]).to_pylist()
+                    if r["doc_id"]})
+    for name in report.bar(names, "downloading PDFs", "document"):
+        try:
+            hub_file(DOC_HUB, f"documents/{name}", builder_name)
+        except UserError:
+            report.skip("pdf_not_on_hub", name)
+    return samples.parent.parent
 
 
 @dataclass
@@ -281,25 +304,30 @@ class MMLongBenchBuilder(Builder):
         return self._pdfs[path]
 
     # -- sources ---------------------------------------------------------------------------
+    def _roots(self, config: MMLongBenchConfig, report: BuildReport | None = None) -> list[Path]:
+        if config.sources:
+            return source_roots(config.sources)
+        if getattr(self, "_hub_root", None) is None:
+            self._hub_root = hub_doc_root(self.name, report or BuildReport(progress=False))
+        return [self._hub_root]
+
     def load_sources(self, config: MMLongBenchConfig, report: BuildReport) -> Sources:
-        if not config.sources:
-            raise UserError("mmlongbench reads local files: pass --sources with MMLongBench JSONL + page images, "
-                            "PDFs with summary sidecars, or the MMLongBench-Doc layout (samples.json + PDFs)")
         config.render_settings()  # fail fast on bad render options
-        sources = read_paged_sources(source_roots(config.sources), report)
+        sources = read_paged_sources(self._roots(config, report), report)
         if not sources.documents:
             raise UserError(f"no paged document with a summary (or in an MMLongBench-Doc samples file) under "
-                            f"{config.sources}")
+                            f"{config.sources or DOC_HUB.repo}")
         return sources
 
     def source_identity(self, config: MMLongBenchConfig) -> dict:
-        roots = source_roots(config.sources)
+        roots = self._roots(config)
         sources = read_paged_sources(roots, BuildReport(progress=False))
         forms = Counter(d.form for d in sources.documents)
         files = sorted(set(sources.files) | {p.path for d in sources.documents if d.form == FORM_JSONL
                                               for p in d.pages})
         base = roots[0].parent if len(roots) > 1 else roots[0]
-        return {"kind": "local", "name": "MMLongBench / MMLongBench-Doc", "licence": "CC BY-NC 4.0",
+        hub = {} if config.sources else {"kind": "hub", **DOC_HUB.identity}
+        return {"kind": "local", "name": "MMLongBench / MMLongBench-Doc", "licence": "CC BY-NC 4.0", **hub,
                 "forms": dict(sorted(forms.items())), "files": files_identity(files, base),
                 "render": config.render_settings().identity(),
                 "rendering": self._renderer.stats() if self._renderer else None}
@@ -473,7 +501,7 @@ class MMLongBenchBuilder(Builder):
     # -- card ------------------------------------------------------------------------------
     def card_context(self, config: MMLongBenchConfig, pools: list[Pool], report: BuildReport) -> dict:
         settings = config.render_settings()
-        sources = read_paged_sources(source_roots(config.sources), BuildReport(progress=False))
+        sources = read_paged_sources(self._roots(config), BuildReport(progress=False))
         forms = Counter(d.form for d in sources.documents)
         return {
             "instruction": INSTRUCTION,
@@ -486,7 +514,9 @@ class MMLongBenchBuilder(Builder):
             "sources": [{
                 "name": "MMLongBench (Wang et al., 2025b) / MMLongBench-Doc (Ma et al., 2024)",
                 "licence": "CC BY-NC 4.0 (documents keep their own terms)",
-                "identity": f"local files under `{Path(config.sources).name}` (sha256 in manifest.json)"}],
+                "identity": (f"local files under `{Path(config.sources).name}` (sha256 in manifest.json)"
+                             if config.sources else f"`{DOC_HUB.repo}` @ `{DOC_HUB.revision}` (`{DOC_HUB_SAMPLES}` "
+                             "and the PDFs under `documents/` it names)")}],
         }
 
 
