@@ -152,9 +152,9 @@ def _columns(meta: Path, header: list[str], caption_column: str, video_column: s
     if not captions and {"timestamps", "sentences"} <= set(header):
         captions = "timestamps+sentences"
     if not video or not captions:
-        missing = [f"a video column (accepted: {', '.join(PATH_COLUMNS)}; or --video-column NAME)"] * (not video) + [
-            f"a caption column (accepted: {', '.join(CAPTION_COLUMNS)}, or timestamps + sentences; or "
-            "--caption-column NAME)"] * (not captions)
+        missing = [f"video column (accepted: {', '.join(PATH_COLUMNS)}; or name it: --video-column NAME)"] * (
+            not video) + [f"caption column (accepted: {', '.join(CAPTION_COLUMNS)}, or timestamps + sentences; or "
+                          "name it: --caption-column NAME)"] * (not captions)
         raise UserError(f"{meta.name} has columns {', '.join(header) or '(none)'}, but no {' and no '.join(missing)}")
     return video, captions
 
