@@ -8,7 +8,8 @@ dense captions in the real formats, one subfolder per source, in the layout of `
   timestamps, sentences}}``), with the clips in ``DIR/videos/`` (``v_<id>.mp4``, some without
   the ``v_`` prefix as some mirrors name them); build with ``--sources DIR``;
 - ``DIR/youkudc/``: the YoukuDC release layout (``meta_files/<Category>.csv`` +
-  ``data_files/<Category>/test/``) with made-up Chinese captions, and ``translations.json`` for
+  ``data_files/<Category>/{train.zip,test/}``: one category's clips zipped as the release ships its
+  train split) with made-up Chinese captions, and ``translations.json`` for
   the loopback translator (``python -m mmlongembed.llm.fake_captions``); build with
   ``--sources DIR/youkudc``.
 
@@ -49,6 +50,35 @@ def demo_commands(root: Path) -> list[str]:
     ]
 
 
+def zip_split(root: Path, category: str, split: str = "train") -> int:
+    """Move a YoukuDC release category's ``test/`` clips into ``data_files/<Category>/<split>.zip``
+    (members ``<split>/<name>``) and point its CSV rows there, as the release ships ``train`` and
+    ``val``. Returns the number of clips moved."""
+    import csv
+    import zipfile
+
+    folder = root / "data_files" / category
+    clips = sorted((folder / "test").glob("*.mp4"))
+    with zipfile.ZipFile(folder / f"{split}.zip", "w") as archive:
+        for clip in clips:
+            archive.write(clip, f"{split}/{clip.name}")
+            clip.unlink()
+    (folder / "test").rmdir()
+    meta = root / "meta_files" / f"{category}.csv"
+    with open(meta, encoding="utf-8", newline="") as handle:
+        reader = csv.DictReader(handle)
+        fields, rows = list(reader.fieldnames or []), list(reader)
+    for row in rows:
+        for column in fields:
+            if row[column].startswith(f"{category}/test/"):
+                row[column] = row[column].replace(f"{category}/test/", f"{category}/{split}/", 1)
+    with open(meta, "w", encoding="utf-8", newline="") as handle:
+        writer = csv.DictWriter(handle, fieldnames=fields)
+        writer.writeheader()
+        writer.writerows(rows)
+    return len(clips)
+
+
 def write_demo_sources(root: Path, n_videos: int = 16, seed: int = 5) -> dict[str, Path]:
     """Write both demo sources under ``root`` (refusing to write into an existing subfolder);
     returns {source: folder to pass as --sources}."""
@@ -69,6 +99,7 @@ def write_demo_sources(root: Path, n_videos: int = 16, seed: int = 5) -> dict[st
     # Different ids and clips from the ActivityNet demo: the activitynet build reads every video under DIR.
     translations = write_temporal_sources(root / YOUKUDC_DIR, n_videos=n_videos, seed=seed + 1, language="zh",
                                           layout="youku", id_prefix="youku_demo")
+    zip_split(root / YOUKUDC_DIR, "Agriculture")
     (root / YOUKUDC_DIR / TRANSLATIONS_FILE).write_text(json.dumps(translations, ensure_ascii=False, indent=1),
                                                         encoding="utf-8")
     for folder in (".", ACTIVITYNET_DIR, VIDEOS_DIR, YOUKUDC_DIR):  # each subfolder stays marked when copied

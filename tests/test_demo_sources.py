@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import shutil
+import zipfile
 
 import pytest
 
@@ -42,7 +43,9 @@ def test_writes_one_subfolder_per_source_in_the_real_formats(demo):
     assert set(first) == {"duration", "timestamps", "sentences"} and len(first["timestamps"]) == len(first["sentences"])
     assert len(list((demo / "videos").glob("*.mp4"))) == 12
     assert sorted(p.name for p in (demo / "youkudc" / "meta_files").glob("*.csv")) == ["Agriculture.csv", "Children.csv"]
-    assert len(list((demo / "youkudc" / "data_files").glob("*/test/*.mp4"))) == 12
+    assert len(list((demo / "youkudc" / "data_files").glob("Children/test/*.mp4"))) == 6
+    with zipfile.ZipFile(demo / "youkudc" / "data_files" / "Agriculture" / "train.zip") as archive:
+        assert len([m for m in archive.namelist() if m.startswith("train/") and m.endswith(".mp4")]) == 6
     for folder in (demo, demo / "activitynet_captions", demo / "videos", demo / "youkudc"):
         assert (folder / "SYNTHETIC").read_text(encoding="utf-8").strip() == DEMO_NOTE
     readme = (demo / "README.md").read_text(encoding="utf-8")
@@ -71,11 +74,14 @@ def test_youkudc_builds_from_the_demo_through_the_loopback_translator(demo, tmp_
     translations = json.loads((demo / "youkudc" / "translations.json").read_text(encoding="utf-8"))
     server = start_caption_server(translations)
     try:
-        built = _build("youkudc", demo / "youkudc", tmp_path / "out", tmp_path / "store", "--llm", "openai",
+        built = _build("youkudc", demo / "youkudc", tmp_path / "out", tmp_path / "store", "--video-cache",
+                       str(tmp_path / "videos"), "--llm", "openai",
                        "--llm-base-url", server.url, "--llm-model", "fake-model", "--llm-cache", str(tmp_path / "c"))
     finally:
         server.stop()
     assert DEMO_NOTE in built["card"] and built["manifest"]["sources"]["synthetic"] is True
+    assert "video_file_missing" not in built["manifest"]["report"]["skipped"]  # train.zip's clips are read
+    assert any("videos extracted from zipped train/val folders" in n for n in built["manifest"]["report"]["notes"])
 
 
 def test_refuses_to_write_over_existing_source_folders(demo, capsys):

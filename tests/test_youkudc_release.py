@@ -13,6 +13,7 @@ import pytest
 pytest.importorskip("av", reason="the optional extra [video] is not installed")
 
 from mmlongembed.cli import main as cli_main  # noqa: E402
+from mmlongembed.demo_sources import zip_split  # noqa: E402
 from mmlongembed.llm.fake_captions import start_caption_server  # noqa: E402
 from mmlongembed.testing import write_temporal_sources  # noqa: E402
 from mmlongembed.validate import validate_dir  # noqa: E402
@@ -25,19 +26,12 @@ def write_release(root):
     `train.zip` (members `train/<name>`, plus a macOS entry), its rows pointing into `train/`, and
     the CSV columns renamed."""
     translations = write_temporal_sources(root, n_videos=12, language="zh", layout="youku")
-    folder = root / "data_files" / "Agriculture"
-    with zipfile.ZipFile(folder / "train.zip", "w") as archive:
-        for clip in sorted((folder / "test").glob("*.mp4")):
-            archive.write(clip, f"train/{clip.name}")
-            archive.writestr(f"__MACOSX/train/._{clip.name}", b"not a video")
-            clip.unlink()
-    (folder / "test").rmdir()
+    assert zip_split(root, "Agriculture") == 6
+    with zipfile.ZipFile(root / "data_files" / "Agriculture" / "train.zip", "a") as archive:
+        archive.writestr("__MACOSX/train/._x.mp4", b"not a video")
     for meta in (root / "meta_files").glob("*.csv"):
         with open(meta, encoding="utf-8", newline="") as handle:
-            rows = list(csv.DictReader(handle))
-        for row in rows:
-            row["video_path"] = row["video_path"].replace("Agriculture/test/", "Agriculture/train/")
-        rows = [{RENAMED.get(k, k): v for k, v in row.items()} for row in rows]
+            rows = [{RENAMED.get(k, k): v for k, v in row.items()} for row in csv.DictReader(handle)]
         with open(meta, "w", encoding="utf-8", newline="") as handle:
             writer = csv.DictWriter(handle, fieldnames=list(rows[0]))
             writer.writeheader()
