@@ -271,6 +271,10 @@ class TemporalBuilder(Builder):
         videos = used if used is not None else [str(p) for p in find_videos(root).values()]
         return self.annotation_files(root) + [Path(p) for p in videos]
 
+    def video_label(self, path: Path, root: Path) -> str:
+        """How the manifest names a video read: its path under the sources root."""
+        return _relative(path, root)
+
     def source_identity(self, config: TemporalConfig) -> dict:
         """Annotation files by sha256, and the videos the build read (hashed once already, for
         the frame store's keys; a folder's other videos are not read at all)."""
@@ -279,7 +283,7 @@ class TemporalBuilder(Builder):
         videos = self._read_files(root)[len(annotations):]
         return {"kind": "local", "name": self.source_name, "licence": self.source_licence,
                 "annotations": files_identity(annotations, root),
-                "videos": [{"file": _relative(p, root), "sha256": file_sha256(p),
+                "videos": [{"file": self.video_label(p, root), "sha256": file_sha256(p),
                             "bytes": p.stat().st_size} for p in sorted(videos, key=str)],
                 "synthetic": bool(synthetic_note(root, annotations + videos)),
                 "decoder": decoder_identity(),

@@ -101,10 +101,11 @@ class ZippedVideos:
     ships ``train`` and ``val`` zipped), found by member path or file name and extracted on first
     use into ``cache/<Category>/<archive stem>/<member>`` (kept: a rebuild extracts nothing)."""
 
-    def __init__(self, folder: Path, cache: Path):
-        self.cache = cache
+    def __init__(self, folder: Path, cache: Path, root: Path):
+        self.cache, self.root = cache, root
         self.index: dict[str, tuple[Path, str]] = {}
         self.extracted = 0
+        self.names: dict[str, str] = {}  # extracted file -> "<archive under the root>:<member>"
         for archive in sorted(folder.glob("*.zip")) if folder.is_dir() else []:
             try:
                 with zipfile.ZipFile(archive) as opened:
@@ -130,6 +131,7 @@ class ZippedVideos:
                 shutil.copyfileobj(source, out, 1 << 20)
             partial.replace(target)  # complete or absent: an interrupted extraction is redone
             self.extracted += 1
+        self.names[str(target)] = f"{archive.relative_to(self.root).as_posix()}:{member}"
         return target
 
 
@@ -160,13 +162,16 @@ def _columns(meta: Path, header: list[str], caption_column: str, video_column: s
 
 
 def read_youku_release(root: Path, report: BuildReport, caption_column: str = "", video_column: str = "",
-                       cache: Path = Path(".cache/mmle/youkudc-videos")) -> tuple[list[VideoRecord], dict]:
+                       cache: Path = Path(".cache/mmle/youkudc-videos"),
+                       names: dict[str, str] | None = None) -> tuple[list[VideoRecord], dict]:
+    """The release's rows as records (see the module docstring); ``names`` receives, for each video
+    extracted from a zip archive, the archive member it came from."""
     records, used, extracted = [], {}, 0
     for meta in sorted((root / "meta_files").glob("*.csv")):
         category = meta.stem
         folder = root / "data_files" / category
         by_name = {p.name: p for p in find_videos(folder).values()} if folder.is_dir() else {}
-        zipped = ZippedVideos(folder, Path(cache) / category)
+        zipped = ZippedVideos(folder, Path(cache) / category, root)
         with open(meta, encoding="utf-8-sig", newline="") as handle:
             reader = csv.DictReader(handle)
             video, captions = _columns(meta, list(reader.fieldnames or []), caption_column, video_column)
@@ -194,6 +199,8 @@ def read_youku_release(root: Path, report: BuildReport, caption_column: str = ""
                 records.append(VideoRecord(str(video_id), duration, tuple(events[0]), tuple(events[1]), origin,
                                            str(path) if path else None))
         extracted += zipped.extracted
+        if names is not None:
+            names.update(zipped.names)
     if extracted:
         report.notes.append(f"YoukuDC release: {extracted} videos extracted from zipped train/val folders into "
                             f"{cache}")
@@ -229,14 +236,20 @@ class YoukuDCBuilder(TemporalBuilder):
     def read_records(self, root: Path, report: BuildReport) -> tuple[list[VideoRecord], str]:
         if (root / "meta_files").is_dir():
             options = getattr(self, "_release_options", None) or YoukuDCConfig()
+            self._zip_members: dict[str, str] = {}
             records, used = read_youku_release(root, report, options.caption_column, options.video_column,
-                                               Path(options.video_cache))
+                                               Path(options.video_cache), self._zip_members)
             report.notes.append(f"YoukuDC release layout: columns used {json.dumps(used, sort_keys=True)}")
             return records, "YoukuDC release (meta_files/*.csv + data_files/)"
         records = []
         for path in self.annotation_files(root):
             records += read_activitynet_json(path, report)
         return records, "plain local layout (ActivityNet-shaped JSON + video files named by id)"
+
+    def video_label(self, path: Path, root: Path) -> str:
+        """A video extracted from the release's zips is named by its archive member, not by where
+        the cache put it."""
+        return getattr(self, "_zip_members", {}).get(str(path)) or super().video_label(path, root)
 
     def example_config(self, directory) -> YoukuDCConfig:
         """Generated Chinese captions in the release layout; translation has no offline
