@@ -290,7 +290,8 @@ def write_temporal_sources(root: Path, n_videos: int = 12, language: str = "en",
                          duration, seed=seed * 1000 + v, audio=v % 5 != 4)
     if layout == "activitynet":
         (root / annotations_dir).mkdir(exist_ok=True)
-        (root / annotations_dir / "val_1.json").write_text(json.dumps(annotations, ensure_ascii=False), encoding="utf-8")
+        (root / annotations_dir / "val_1.json").write_text(json.dumps(annotations, ensure_ascii=False),
+                                                           encoding="utf-8")
     else:
         (root / "meta_files").mkdir(exist_ok=True)
         by_category: dict[str, list] = {}

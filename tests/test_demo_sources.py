@@ -42,7 +42,8 @@ def test_writes_one_subfolder_per_source_in_the_real_formats(demo):
     first = next(iter(annotations.values()))
     assert set(first) == {"duration", "timestamps", "sentences"} and len(first["timestamps"]) == len(first["sentences"])
     assert len(list((demo / "videos").glob("*.mp4"))) == 12
-    assert sorted(p.name for p in (demo / "youkudc" / "meta_files").glob("*.csv")) == ["Agriculture.csv", "Children.csv"]
+    metas = sorted(p.name for p in (demo / "youkudc" / "meta_files").glob("*.csv"))
+    assert metas == ["Agriculture.csv", "Children.csv"]
     assert len(list((demo / "youkudc" / "data_files").glob("Children/test/*.mp4"))) == 6
     with zipfile.ZipFile(demo / "youkudc" / "data_files" / "Agriculture" / "train.zip") as archive:
         assert len([m for m in archive.namelist() if m.startswith("train/") and m.endswith(".mp4")]) == 6
