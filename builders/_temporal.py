@@ -38,7 +38,7 @@ from mmlongembed.tokens import default_counter, fit_image_size, image_tokens
 INSTRUCTION = ("Given a description of a sequence of events, retrieve the video whose frames show exactly "
                "these events in this order.")
 VIDEO_EXTENSIONS = (".mp4", ".webm", ".mkv", ".mov", ".avi", ".m4v", ".flv", ".mpg", ".mpeg", ".ts")
-SYNTHETIC_MARKER = "SYNTHETIC"  # a file of this name in the sources root marks test-written annotations
+SYNTHETIC_MARKER = "SYNTHETIC"  # a file of this name marks test-written annotations (see synthetic_note)
 CANDIDATE_FORM = "frames"  # pool fact: candidates are ordered frame images (harness: needs "image" only)
 
 
@@ -150,6 +150,24 @@ def is_activitynet_json(path: Path) -> bool:
         isinstance(v, dict) and "timestamps" in v and "sentences" in v for v in list(data.values())[:20])
 
 
+def synthetic_note(root: Path, files: Iterable[Path]) -> str:
+    """The text of the first ``SYNTHETIC`` marker in the sources root or in any folder between it
+    and a file the build reads (annotations, videos), so demo folders copied into a larger tree
+    stay marked; "" when there is none."""
+    root = Path(root).resolve()
+    folders = [root]
+    for file in files:
+        for folder in Path(file).resolve().parents:
+            if folder == root or root not in folder.parents:
+                break
+            folders.append(folder)
+    for folder in dict.fromkeys(folders):
+        marker = folder / SYNTHETIC_MARKER
+        if marker.is_file():
+            return marker.read_text(encoding="utf-8").strip() or "synthetic annotations"
+    return ""
+
+
 def _relative(path: Path, root: Path) -> str:
     try:
         return path.relative_to(root).as_posix()
@@ -243,21 +261,31 @@ class TemporalBuilder(Builder):
             keys[record.video_id], meta[record.video_id] = job.key, facts
             kept.append(record)
         report.notes.append(f"decoding: {json.dumps(outcome.as_dict(), sort_keys=True)}")
-        marker = root / SYNTHETIC_MARKER
-        synthetic = (marker.read_text(encoding="utf-8").strip() or "synthetic annotations") if marker.is_file() else ""
+        synthetic = synthetic_note(root, self._read_files(root))
         return TemporalSources(kept, store, keys, meta, outcome, synthetic, layout)
+
+    def _read_files(self, root: Path) -> list[Path]:
+        """The annotation files and the videos this build reads (all videos under the root before
+        the sources were loaded)."""
+        used = getattr(self, "_videos_read", None)
+        videos = used if used is not None else [str(p) for p in find_videos(root).values()]
+        return self.annotation_files(root) + [Path(p) for p in videos]
+
+    def video_label(self, path: Path, root: Path) -> str:
+        """How the manifest names a video read: its path under the sources root."""
+        return _relative(path, root)
 
     def source_identity(self, config: TemporalConfig) -> dict:
         """Annotation files by sha256, and the videos the build read (hashed once already, for
         the frame store's keys; a folder's other videos are not read at all)."""
         root = Path(config.sources)
-        used = getattr(self, "_videos_read", None)
-        videos = used if used is not None else [str(p) for p in find_videos(root).values()]
+        annotations = self.annotation_files(root)
+        videos = self._read_files(root)[len(annotations):]
         return {"kind": "local", "name": self.source_name, "licence": self.source_licence,
-                "annotations": files_identity(self.annotation_files(root), root),
-                "videos": [{"file": _relative(Path(p), root), "sha256": file_sha256(Path(p)),
-                            "bytes": Path(p).stat().st_size} for p in sorted(videos)],
-                "synthetic": (root / SYNTHETIC_MARKER).is_file(),
+                "annotations": files_identity(annotations, root),
+                "videos": [{"file": self.video_label(p, root), "sha256": file_sha256(p),
+                            "bytes": p.stat().st_size} for p in sorted(videos, key=str)],
+                "synthetic": bool(synthetic_note(root, annotations + videos)),
                 "decoder": decoder_identity(),
                 "frames": frame_settings(config).identity()}
 

@@ -13,8 +13,10 @@ other questions' positives of the same length.
 from __future__ import annotations
 
 import ast
+import dataclasses
 import json
 import re
+import zipfile
 from collections import Counter, defaultdict
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -35,7 +37,7 @@ from mmlongembed.ops.quotes import (
 from mmlongembed.pools import (
     EASY_NEGATIVE, HARD_NEGATIVE, POSITIVE, Candidate, LengthBand, Pool, Query, hard_negative_tolerance, pool_name)
 from mmlongembed.rng import derive_rng
-from mmlongembed.sources import iter_jsonl, require_dir
+from mmlongembed.sources import HubSource, hub_file, iter_jsonl, require_dir
 from mmlongembed.text import split_sentences
 from mmlongembed.tokens import TokenCounter, default_counter
 
@@ -50,6 +52,14 @@ TEXT_TYPES = frozenset({"Pure-text (Plain-text)", "Generalized-text (Layout)", "
 VISUAL_TYPES = frozenset({"Table", "Chart", "Figure", "Image"})
 SUBSTITUTE = "MMDocIR layout annotations over the MMLongBench-Doc PDFs (substitute for MMDocRAG)"
 ORIGINAL = "MMDocRAG JSONL (text_quotes, img_quotes, gold_quotes) with its images"
+# The Hub release: {dev,evaluation}_{15,20}.jsonl (dev and evaluation are disjoint question sets; _15 and _20
+# hold the same questions with 15 or 20 quotes), train.jsonl (chat-format fine-tuning data, no quotes),
+# images.zip (members images/<name>.jpg, as the records' img_path) and doc_pdfs.zip (not read).
+# The pin is the repo's main commit as its file listing shows it (the README update "04b58db"); only
+# that short form could be read from here, so --hub-revision takes the full sha (TODO: pin it here).
+HUB_SOURCE = HubSource(repo="MMDocIR/MMDocRAG", revision="04b58db", licence="CC BY-NC 4.0")
+QUESTION_SETS = ("dev_15", "dev_20", "evaluation_15", "evaluation_20")
+IMAGE_ARCHIVE = "images.zip"
 
 
 @dataclass
@@ -65,6 +75,12 @@ class MMDocRAGConfig(CommonConfig, LLMConfig, RenderOptions):
         "help": "substitute: tokens of a text quote cut from a page's text layer (non-evidence quotes, padding)"})
     min_figure_points: float = field(default=72.0, metadata={
         "help": "substitute: smallest side (PDF points) of an embedded picture used as a padding image"})
+    question_set: str = field(default="evaluation_20", metadata={
+        "help": "the MMDocRAG question set read, by file stem: evaluation_20 (default), evaluation_15, dev_20 or "
+                "dev_15 (dev and evaluation are disjoint; _15/_20 are the same questions with 15 or 20 quotes), "
+                "or the stem of your own JSONL in that format"})
+    hub_revision: str = field(default=HUB_SOURCE.revision, metadata={
+        "help": f"without --sources: the commit of {HUB_SOURCE.repo} to read (a full sha pins it exactly)"})
 
 
 @dataclass(frozen=True)
@@ -304,14 +320,89 @@ class SubstituteReader:
                         rid)
 
 
-def read_original(paths: list[Path], renderer: PageRenderer, report: BuildReport) -> Sources:
+def hub_source(config: MMDocRAGConfig) -> HubSource:
+    return dataclasses.replace(HUB_SOURCE, revision=config.hub_revision)
+
+
+class QuoteImages:
+    """Where image quotes' files are found: ``img_path`` relative to the JSONL's folder, to its
+    ``images/`` folder or to its parent's, else inside an ``images.zip`` in one of those folders
+    (the Hub's archive, read in place: members ``images/<name>.jpg`` as ``img_path`` says, or the
+    bare file name; macOS ``__MACOSX/`` entries are not images)."""
+
+    def __init__(self):
+        self._archives: dict[Path, tuple[zipfile.ZipFile, dict[str, str]]] = {}
+
+    @staticmethod
+    def folders(jsonl: Path) -> list[Path]:
+        return [jsonl.parent, jsonl.parent / "images", jsonl.parent.parent / "images"]
+
+    @staticmethod
+    def archive_paths(jsonl: Path) -> list[Path]:
+        return [p for p in dict.fromkeys([jsonl.parent / IMAGE_ARCHIVE, jsonl.parent / "images" / IMAGE_ARCHIVE,
+                                          jsonl.parent.parent / IMAGE_ARCHIVE]) if p.is_file()]
+
+    def _archive(self, path: Path) -> tuple[zipfile.ZipFile, dict[str, str]]:
+        if path not in self._archives:
+            try:
+                archive = zipfile.ZipFile(path)
+            except (OSError, zipfile.BadZipFile) as error:
+                raise UserError(f"{path}: not a readable zip archive ({error})") from None
+            index: dict[str, str] = {}
+            for member in archive.namelist():
+                if member.endswith("/") or member.startswith("__MACOSX/") or "/._" in f"/{member}":
+                    continue
+                index.setdefault(member, member)
+                index.setdefault(member.rsplit("/", 1)[-1], member)
+            self._archives[path] = (archive, index)
+        return self._archives[path]
+
+    def find(self, img_path: str, jsonl: Path, extra_archives: Iterable[Path] = ()) -> tuple[str, bytes] | None:
+        """(a name for messages, the image's bytes), or None when it is nowhere."""
+        if not img_path:
+            return None
+        for folder in self.folders(jsonl):
+            if (folder / img_path).is_file():
+                return str(folder / img_path), (folder / img_path).read_bytes()
+        for path in [*self.archive_paths(jsonl), *extra_archives]:
+            archive, index = self._archive(path)
+            member = index.get(img_path) or index.get(img_path.rsplit("/", 1)[-1])
+            if member is not None:
+                return f"{path.name}:{member}", archive.read(member)
+        return None
+
+    def close(self) -> None:
+        for archive, _ in self._archives.values():
+            archive.close()
+        self._archives.clear()
+
+
+def read_original(paths: list[Path], renderer: PageRenderer, report: BuildReport,
+                  archives: Iterable[Path] = ()) -> Sources:
     """MMDocRAG's JSONL: each line a question with its 15 or 20 quotes (``text_quotes``,
-    ``img_quotes``) and ``gold_quotes``; images under ``images/`` next to the file (or its parent).
-    ``img_description`` is never read: it is model-written and would leak the evidence."""
-    records = []
+    ``img_quotes``) and ``gold_quotes``; images as ``QuoteImages`` finds them (``archives``: more
+    zip archives to look in, e.g. the Hub's ``images.zip``). A ``q_id`` seen before (the same set
+    downloaded twice) is a counted skip. ``img_description`` is never read: it is model-written
+    and would leak the evidence."""
+    records, seen = [], {}
     for path in paths:
         for number, record in enumerate(iter_jsonl(path, report), 1):
-            records.append((record, path, f"{path.name}:{number}"))
+            origin = f"{path.name}:{number}"
+            q_id = str(record.get("q_id", ""))
+            if q_id and q_id in seen:
+                report.skip("duplicate_q_id", f"{origin} (kept {seen[q_id]})")
+                continue
+            seen.setdefault(q_id, origin)
+            records.append((record, path, origin))
+    images = QuoteImages()
+    try:
+        return _original_sources(records, renderer, report, images, list(archives), paths)
+    finally:
+        images.close()
+
+
+def _original_sources(records, renderer: PageRenderer, report: BuildReport, images: QuoteImages,
+                      archives: list[Path], paths: list[Path]) -> Sources:
     instances, gold_keys, pages_of = [], set(), defaultdict(lambda: defaultdict(dict))
     for record, path, origin in records:
         try:
@@ -324,7 +415,7 @@ def read_original(paths: list[Path], renderer: PageRenderer, report: BuildReport
             continue
         quotes = []
         for item in raw:
-            quote = _original_quote(item, path, renderer, report, origin)
+            quote = _original_quote(item, path, renderer, report, origin, images, archives)
             if quote is None:
                 break
             quotes.append(quote)
@@ -357,7 +448,8 @@ def read_original(paths: list[Path], renderer: PageRenderer, report: BuildReport
     return Sources(sorted(instances, key=lambda i: i.id), blocks, dict(refill), substitute=False, files=paths)
 
 
-def _original_quote(item, path: Path, renderer: PageRenderer, report: BuildReport, origin: str) -> Quote | None:
+def _original_quote(item, path: Path, renderer: PageRenderer, report: BuildReport, origin: str,
+                    images: QuoteImages, archives: list[Path]) -> Quote | None:
     try:
         qid, kind = str(item["quote_id"]), str(item.get("type", ""))
         page, order = int(item.get("page_id", 0)), float(item.get("layout_id", 0))
@@ -370,13 +462,11 @@ def _original_quote(item, path: Path, renderer: PageRenderer, report: BuildRepor
             report.skip("empty_text_quote", origin)
             return None
         return Quote(qid, "text", page, order, text=text)
-    image_path = next((base / str(item.get("img_path", "")) for base in (path.parent, path.parent / "images",
-                                                                         path.parent.parent / "images")
-                       if (base / str(item.get("img_path", ""))).is_file()), None)
-    if image_path is None or not item.get("img_path"):
+    found = images.find(str(item.get("img_path") or ""), path, archives)
+    if found is None:
         report.skip("missing_quote_image", origin)
         return None
-    return Quote(qid, "image", page, order, image=renderer.image_file(image_path))
+    return Quote(qid, "image", page, order, image=renderer.image_data(found[1], found[0]))
 
 
 # -- units -----------------------------------------------------------------------------------
@@ -485,7 +575,7 @@ class MMDocRAGBuilder(Builder):
     document that holds every text and image quote a question needs, against copies that lack one."""
 
     name = "mmdocrag"
-    version = "1.0.0"
+    version = "1.1.0"  # 1.1.0: one question set (--question-set), q_id deduplicated, images.zip, the Hub
     task = "multi_source_reasoning"
     title = "MMLongEmbed Multi-Source Reasoning: MMDocRAG (interleaved text and images)"
     config_class = MMDocRAGConfig
@@ -497,10 +587,9 @@ class MMDocRAGBuilder(Builder):
         self._substitute: bool | None = None
 
     def _layout(self, config: MMDocRAGConfig) -> tuple[list[Path], list[Path], list[Path]]:
-        """(MMDocRAG JSONL files, MMDocIR annotation files, PDF directories) under --sources."""
-        if not config.sources:
-            raise UserError("mmdocrag reads local files: pass --sources with MMDocRAG's JSONL and images, or "
-                            "MMDocIR annotations with the PDFs (the shared-data layout: mmdocir/ + mmlongbench_doc/)")
+        """(the chosen question set's MMDocRAG JSONL files, MMDocIR annotation files, PDF
+        directories) under --sources. Other MMDocRAG question sets there are not read: they
+        repeat the chosen one's questions (_15 vs _20) or are another split."""
         root = require_dir(config.sources, "MMDocRAG JSONL + images, or mmdocir/ + mmlongbench_doc/")
         original, annotations = [], []
         for path in sorted(root.rglob("*.jsonl")):
@@ -510,13 +599,35 @@ class MMDocRAGBuilder(Builder):
                 original.append(path)
             elif '"layout_mapping"' in first:
                 annotations.append(path)
+        chosen = [p for p in original if p.stem == config.question_set]
+        if original and not chosen:
+            raise UserError(f"no {config.question_set}.jsonl under {root} (MMDocRAG question sets there: "
+                            f"{', '.join(sorted({p.stem for p in original}))}): choose one with --question-set NAME")
         pdf_dirs = sorted({p.parent for p in root.rglob("*.pdf")})
-        return original, annotations, pdf_dirs
+        return chosen, annotations, pdf_dirs
+
+    def _hub_files(self, config: MMDocRAGConfig) -> tuple[Path, Path]:
+        """The question set's JSONL and images.zip from the Hub at the pinned revision."""
+        if config.question_set not in QUESTION_SETS:
+            raise UserError(f"--question-set {config.question_set}: the Hub release has "
+                            f"{', '.join(QUESTION_SETS)}; pass --sources DIR for a file of your own")
+        source = hub_source(config)
+        self._hub_paths = [hub_file(source, f"{config.question_set}.jsonl", self.name),
+                           hub_file(source, IMAGE_ARCHIVE, self.name)]
+        return self._hub_paths[0], self._hub_paths[1]
 
     # -- sources ---------------------------------------------------------------------------
     def load_sources(self, config: MMDocRAGConfig, report: BuildReport) -> Sources:
-        original, annotations, pdf_dirs = self._layout(config)
         self._renderer = PageRenderer(config.render_settings())
+        if not config.sources:
+            jsonl, archive = self._hub_files(config)
+            sources = read_original([jsonl], self._renderer, report, archives=[archive])
+            self._substitute = False
+            if not sources.instances:
+                raise UserError(f"no usable instance (2 to 5 evidence quotes) in {HUB_SOURCE.repo} "
+                                f"{config.question_set}.jsonl")
+            return sources
+        original, annotations, pdf_dirs = self._layout(config)
         if original:
             sources = read_original(original, self._renderer, report)
         elif annotations and pdf_dirs:
@@ -532,16 +643,24 @@ class MMDocRAGBuilder(Builder):
         return sources
 
     def source_identity(self, config: MMDocRAGConfig) -> dict:
+        if not config.sources:
+            paths = getattr(self, "_hub_paths", None)
+            return {"kind": "hub", "name": "MMDocRAG", "licence": HUB_SOURCE.licence, **hub_source(config).identity,
+                    "files": files_identity(paths) if paths else [f"{config.question_set}.jsonl", IMAGE_ARCHIVE],
+                    "question_set": config.question_set,
+                    "substitute": False, "format": ORIGINAL, "render": config.render_settings().identity(),
+                    "rendering": self._renderer.stats() if self._renderer else None}
         original, annotations, pdf_dirs = self._layout(config)
         root = Path(config.sources)
-        files = original or [*annotations, *(p for d in pdf_dirs for p in d.rglob("*.pdf"))]
-        if original:
-            for path in original:
-                images = path.parent / "images"
-                files += sorted(images.rglob("*")) if images.is_dir() else []
+        files = list(original) or [*annotations, *(p for d in pdf_dirs for p in d.rglob("*.pdf"))]
+        for path in original:
+            for folder in QuoteImages.folders(path)[1:]:
+                files += sorted(folder.rglob("*")) if folder.is_dir() else []
+            files += QuoteImages.archive_paths(path)
         return {"kind": "local", "name": "MMDocRAG", "licence": "CC BY-NC 4.0",
+                "question_set": config.question_set if original else None,
                 "substitute": not original, "format": ORIGINAL if original else SUBSTITUTE,
-                "files": files_identity([f for f in files if f.is_file()], root),
+                "files": files_identity(sorted({f for f in files if f.is_file()}), root),
                 "render": config.render_settings().identity(),
                 "rendering": self._renderer.stats() if self._renderer else None}
 
@@ -773,13 +892,16 @@ class MMDocRAGBuilder(Builder):
             "instruction": INSTRUCTION,
             "substitute": bool(self._substitute),
             "source_format": SUBSTITUTE if self._substitute else ORIGINAL,
+            "question_set": None if self._substitute else config.question_set,
             "render": config.render_settings().identity(),
             "evidence_stats": evidence_statistics(pools),
             "sources": [{
                 "name": ("MMDocIR (Dong et al.) annotations over MMLongBench-Doc PDFs — **substitute for MMDocRAG**"
                          if self._substitute else "MMDocRAG (Dong et al., 2026)"),
                 "licence": "CC BY-NC 4.0 (documents keep their own terms)",
-                "identity": f"local files under `{Path(config.sources).name}` (sha256 in manifest.json)"}],
+                "identity": (f"local files under `{Path(config.sources).name}` (sha256 in manifest.json)"
+                             if config.sources else f"`{HUB_SOURCE.repo}` @ `{config.hub_revision}` "
+                             f"(`{config.question_set}.jsonl`, `{IMAGE_ARCHIVE}`)")}],
         }
 
 

@@ -28,7 +28,7 @@ from mmlongembed.media.pdf import (
 from mmlongembed.ops.pages import HARD_VARIANTS, PagePlan, apply_plan, head_window
 from mmlongembed.pools import EASY_NEGATIVE, HARD_NEGATIVE, POSITIVE, Candidate, LengthBand, Pool, Query, pool_name
 from mmlongembed.rng import derive_rng
-from mmlongembed.sources import iter_jsonl, read_json, require_dir
+from mmlongembed.sources import HubSource, hub_file, iter_jsonl, read_json, require_dir
 from mmlongembed.tokens import default_counter, fit_image_size, image_tokens
 
 INSTRUCTION = "Given this summary, retrieve the original corresponding long document."  # paper Table 6
@@ -38,8 +38,36 @@ FORM_JSONL, FORM_SIDECAR, FORM_DOC = "mmlongbench_jsonl", "pdf_with_summary", "m
 FORM_NAMES = {
     FORM_JSONL: "MMLongBench summarization JSONL (`image_list` + `summary`; gov-report, multi-lexsum)",
     FORM_SIDECAR: "local PDF with a summary sidecar",
-    FORM_DOC: "MMLongBench-Doc layout (`samples.json(l)` + PDFs; summaries from the document-summary step)",
+    FORM_DOC: "MMLongBench-Doc layout (`samples.json(l)` or the Hub's samples parquet + PDFs; summaries from the "
+              "document-summary step)",
 }
+# MMLongBench's release (HF ZhaoweiWang/MMLongBench, read by EdinburghNLP/MMLongBench's data.py): the JSONL under
+# mmlb_data/ (summ/gov_K8.jsonl, ...) name their pages relative to the separate image root mmlb_image/.
+MMLB_DATA, MMLB_IMAGE = "mmlb_data", "mmlb_image"
+SAMPLE_COLUMNS = ("doc_id", "question")  # an MMLongBench-Doc samples file (GitHub JSON or the Hub's parquet)
+# Without --sources: MMLongBench-Doc from the Hub (the samples table and the PDFs it names). MMLongBench's own
+# summarization data is on the Hub only inside multi-GB tarballs (ZhaoweiWang/MMLongBench): download and extract
+# it, then pass --sources.
+DOC_HUB = HubSource(repo="yubo2333/MMLongBench-Doc", revision="0a9311ec5ccb42e63b844f4263f98dc44f7232fd",
+                    licence="CC BY-NC 4.0")
+DOC_HUB_SAMPLES = "data/train-00000-of-00001.parquet"
+
+
+def hub_doc_root(builder_name: str, report: BuildReport) -> Path:
+    """The Hub's MMLongBench-Doc at the pinned revision: its samples table and every PDF it names,
+    downloaded (and cached) by the Hub client; returns the snapshot folder that holds them in the
+    repo's layout (``data/``, ``documents/``). A PDF the repo lacks is a counted skip."""
+    import pyarrow.parquet as pq
+
+    samples = hub_file(DOC_HUB, DOC_HUB_SAMPLES, builder_name)
+    names = sorted({Path(str(r["doc_id"])).name for r in pq.read_table(samples, columns=["doc_id"]).to_pylist()
+                    if r["doc_id"]})
+    for name in report.bar(names, "downloading PDFs", "document"):
+        try:
+            hub_file(DOC_HUB, f"documents/{name}", builder_name)
+        except UserError:
+            report.skip("pdf_not_on_hub", name)
+    return samples.parent.parent
 
 
 @dataclass
@@ -100,8 +128,23 @@ def source_roots(path: str | Path) -> list[Path]:
     root = require_dir(path, "MMLongBench JSONL + page images, or PDFs with summaries, or MMLongBench-Doc")
     if root.is_file():
         return [root.parent]
+    if root.name == MMLB_DATA and (root.parent / MMLB_IMAGE).is_dir():
+        return [root.parent]  # mmlb_data/ given alone: read it with its sibling image root
     inside = [root / sub for sub in SUBDIRS if (root / sub).is_dir()]
     return inside or [root]
+
+
+def image_bases(path: Path, root: Path) -> list[Path]:
+    """Where the pages named by a JSONL's ``image_list`` may be: beside it, at the sources root,
+    in ``images/``, and in the ``mmlb_image/`` image root of MMLongBench's release (a sibling of
+    ``mmlb_data/`` or of any folder between the JSONL and the root)."""
+    bases = [path.parent, root, root / "images"]
+    for folder in [path.parent, *path.parent.parents]:
+        if (folder / MMLB_IMAGE).is_dir():
+            bases.append(folder / MMLB_IMAGE)
+        if folder == root or root not in folder.parents:
+            break
+    return bases
 
 
 def _resolve_image(entry: str, bases: list[Path]) -> Path | None:
@@ -113,6 +156,19 @@ def _resolve_image(entry: str, bases: list[Path]) -> Path | None:
 
 
 def _records(path: Path, report: BuildReport) -> Iterable[tuple[dict, str]]:
+    if path.suffix == ".parquet":  # only a samples table (the Hub's MMLongBench-Doc data/train-*.parquet)
+        import pyarrow.parquet as pq
+
+        try:
+            if not set(SAMPLE_COLUMNS) <= set(pq.read_schema(path).names):
+                return
+            rows = pq.read_table(path, columns=list(SAMPLE_COLUMNS)).to_pylist()
+        except (OSError, ValueError) as error:
+            report.skip("unreadable_parquet", f"{path.name}: {type(error).__name__}")
+            return
+        for number, record in enumerate(rows, 1):
+            yield record, f"{path.name}:{number}"
+        return
     if path.suffix == ".jsonl":
         for number, record in enumerate(iter_jsonl(path, report), 1):
             yield record, f"{path.name}:{number}"
@@ -134,12 +190,12 @@ def read_paged_sources(roots: list[Path], report: BuildReport) -> Sources:
     sidecar: dict[str, str] = {}
     listed: set[str] = set()
     for root in roots:
-        for path in sorted([*root.rglob("*.jsonl"), *root.rglob("*.json")]):
+        for path in sorted([*root.rglob("*.jsonl"), *root.rglob("*.json"), *root.rglob("*.parquet")]):
             used = False
             for record, origin in _records(path, report):
                 if "image_list" in record:
                     used = True
-                    document = _jsonl_document(record, origin, [path.parent, root, root / "images"], report)
+                    document = _jsonl_document(record, origin, image_bases(path, root), report)
                     if document is None:
                         continue
                     known = by_id.get(document.id)
@@ -231,7 +287,7 @@ class MMLongBenchBuilder(Builder):
     pages of the same document."""
 
     name = "mmlongbench"
-    version = "1.0.0"
+    version = "1.1.0"  # 1.1.0: MMLongBench's release layout (mmlb_data/ + mmlb_image/), the Hub's samples parquet
     task = "logical_summarization"
     title = "MMLongEmbed Logical Summarization: MMLongBench (document images)"
     config_class = MMLongBenchConfig
@@ -248,25 +304,30 @@ class MMLongBenchBuilder(Builder):
         return self._pdfs[path]
 
     # -- sources ---------------------------------------------------------------------------
+    def _roots(self, config: MMLongBenchConfig, report: BuildReport | None = None) -> list[Path]:
+        if config.sources:
+            return source_roots(config.sources)
+        if getattr(self, "_hub_root", None) is None:
+            self._hub_root = hub_doc_root(self.name, report or BuildReport(progress=False))
+        return [self._hub_root]
+
     def load_sources(self, config: MMLongBenchConfig, report: BuildReport) -> Sources:
-        if not config.sources:
-            raise UserError("mmlongbench reads local files: pass --sources with MMLongBench JSONL + page images, "
-                            "PDFs with summary sidecars, or the MMLongBench-Doc layout (samples.json + PDFs)")
         config.render_settings()  # fail fast on bad render options
-        sources = read_paged_sources(source_roots(config.sources), report)
+        sources = read_paged_sources(self._roots(config, report), report)
         if not sources.documents:
             raise UserError(f"no paged document with a summary (or in an MMLongBench-Doc samples file) under "
-                            f"{config.sources}")
+                            f"{config.sources or DOC_HUB.repo}")
         return sources
 
     def source_identity(self, config: MMLongBenchConfig) -> dict:
-        roots = source_roots(config.sources)
+        roots = self._roots(config)
         sources = read_paged_sources(roots, BuildReport(progress=False))
         forms = Counter(d.form for d in sources.documents)
         files = sorted(set(sources.files) | {p.path for d in sources.documents if d.form == FORM_JSONL
                                               for p in d.pages})
         base = roots[0].parent if len(roots) > 1 else roots[0]
-        return {"kind": "local", "name": "MMLongBench / MMLongBench-Doc", "licence": "CC BY-NC 4.0",
+        hub = {} if config.sources else {"kind": "hub", **DOC_HUB.identity}
+        return {"kind": "local", "name": "MMLongBench / MMLongBench-Doc", "licence": "CC BY-NC 4.0", **hub,
                 "forms": dict(sorted(forms.items())), "files": files_identity(files, base),
                 "render": config.render_settings().identity(),
                 "rendering": self._renderer.stats() if self._renderer else None}
@@ -440,7 +501,7 @@ class MMLongBenchBuilder(Builder):
     # -- card ------------------------------------------------------------------------------
     def card_context(self, config: MMLongBenchConfig, pools: list[Pool], report: BuildReport) -> dict:
         settings = config.render_settings()
-        sources = read_paged_sources(source_roots(config.sources), BuildReport(progress=False))
+        sources = read_paged_sources(self._roots(config), BuildReport(progress=False))
         forms = Counter(d.form for d in sources.documents)
         return {
             "instruction": INSTRUCTION,
@@ -453,7 +514,9 @@ class MMLongBenchBuilder(Builder):
             "sources": [{
                 "name": "MMLongBench (Wang et al., 2025b) / MMLongBench-Doc (Ma et al., 2024)",
                 "licence": "CC BY-NC 4.0 (documents keep their own terms)",
-                "identity": f"local files under `{Path(config.sources).name}` (sha256 in manifest.json)"}],
+                "identity": (f"local files under `{Path(config.sources).name}` (sha256 in manifest.json)"
+                             if config.sources else f"`{DOC_HUB.repo}` @ `{DOC_HUB.revision}` (`{DOC_HUB_SAMPLES}` "
+                             "and the PDFs under `documents/` it names)")}],
         }
 
 

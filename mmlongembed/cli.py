@@ -111,6 +111,8 @@ EXTERNAL_SUBCOMMANDS: tuple[tuple[str, str, str], ...] = (
     ("push", "mmlongembed.publish", "publish a validated build to a Hub dataset repo as a tagged release"),
     ("mveb", "mmlongembed.video_tasks.cli", "MTEB video tasks (MVEB): build from a video collection, export, "
                                              "evaluate with mteb, rank and prune"),
+    ("demo-sources", "mmlongembed.demo_sources", "write small SYNTHETIC demo sources for the video builders "
+                                                 "(generated clips, ActivityNet and YoukuDC formats) into DIR"),
 )
 
 

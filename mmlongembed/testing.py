@@ -253,11 +253,13 @@ def _made_up_chinese(rng: random.Random) -> str:
 
 
 def write_temporal_sources(root: Path, n_videos: int = 12, language: str = "en", layout: str = "activitynet",
-                           seed: int = 5) -> dict[str, str]:
+                           seed: int = 5, annotations_dir: str = "annotations", videos_dir: str = "videos",
+                           id_prefix: str = "v_fixture") -> dict[str, str]:
     """Generated videos with dense-caption annotations, marked SYNTHETIC: ActivityNet Captions
-    JSON (``layout="activitynet"``) or the YoukuDC release layout (``"youku"``: ``meta_files``
-    CSV + ``data_files/<Category>/test/``). ``language="zh"`` writes made-up Chinese captions;
-    returns {Chinese caption: made-up English translation} for a loopback translator."""
+    JSON (``layout="activitynet"``: ``<annotations_dir>/val_1.json`` + ``<videos_dir>/``) or the
+    YoukuDC release layout (``"youku"``: ``meta_files`` CSV + ``data_files/<Category>/test/``).
+    ``language="zh"`` writes made-up Chinese captions; returns {Chinese caption: made-up English
+    translation} for a loopback translator. Video ids are ``<id_prefix>NNN``."""
     import csv
 
     rng = random.Random(seed)
@@ -267,7 +269,7 @@ def write_temporal_sources(root: Path, n_videos: int = 12, language: str = "en",
     translations: dict[str, str] = {}
     annotations: dict[str, dict] = {}
     for v in range(n_videos):
-        video_id = f"v_fixture{v:03d}"
+        video_id = f"{id_prefix}{v:03d}"
         n_events = rng.randint(5, 8)
         duration = round(n_events * 2.6 + 1.0, 2)
         spans = _fixture_events(rng, n_events, duration, with_overview=v % 4 == 0)
@@ -283,12 +285,13 @@ def write_temporal_sources(root: Path, n_videos: int = 12, language: str = "en",
                 sentences.append(" " + english if rng.random() < 0.5 else english)
         annotations[video_id] = {"duration": duration, "timestamps": spans, "sentences": sentences}
         category = ("Agriculture", "Children")[v % 2]
-        folder = root / ("videos" if layout == "activitynet" else Path("data_files") / category / "test")
+        folder = root / (videos_dir if layout == "activitynet" else Path("data_files") / category / "test")
         write_test_video(folder / f"{video_id.removeprefix('v_') if v % 3 == 0 else video_id}.mp4",
                          duration, seed=seed * 1000 + v, audio=v % 5 != 4)
     if layout == "activitynet":
-        (root / "annotations").mkdir(exist_ok=True)
-        (root / "annotations" / "val_1.json").write_text(json.dumps(annotations, ensure_ascii=False), encoding="utf-8")
+        (root / annotations_dir).mkdir(exist_ok=True)
+        (root / annotations_dir / "val_1.json").write_text(json.dumps(annotations, ensure_ascii=False),
+                                                           encoding="utf-8")
     else:
         (root / "meta_files").mkdir(exist_ok=True)
         by_category: dict[str, list] = {}
@@ -500,19 +503,29 @@ def write_mmdocir_sources(root: Path, n_documents: int = 8, n_pages: int = 12, q
 
 
 def write_mmdocrag_jsonl(root: Path, n_documents: int = 6, records_per_document: int = 2, seed: int = 13,
-                         leak: str = "") -> Path:
-    """Generated sources in MMDocRAG's own format: ``mmdocrag/evaluation_15.jsonl`` (``q_id``,
+                         leak: str = "", release: bool = False) -> Path:
+    """Generated sources in MMDocRAG's own format: ``mmdocrag/evaluation_20.jsonl`` (``q_id``,
     ``doc_name``, ``question``, ``text_quotes``, ``img_quotes``, ``gold_quotes``, answers) and
     ``mmdocrag/images/*.jpg``. Every ``img_description`` contains ``leak`` (a test can check that
-    it never reaches a candidate)."""
+    it never reaches a candidate). ``release=True`` lays the folder out as the Hub repo
+    ``MMDocIR/MMDocRAG`` ships it: ``evaluation_15``/``evaluation_20`` (the same questions with
+    fewer or more quotes), ``dev_15``/``dev_20`` (other questions), ``train.jsonl`` (chat-format
+    fine-tuning lines), and the images only in ``images.zip`` (members ``images/<name>.jpg`` as
+    ``img_path`` says, plus macOS ``__MACOSX/`` entries)."""
+    import shutil
+    import zipfile
+
     from PIL import Image
 
     rng = derive_rng(seed, "mmdocrag-fixture")
     pyrng = random.Random(seed)
     base = Path(root) / "mmdocrag"
     (base / "images").mkdir(parents=True, exist_ok=True)
-    with open(base / "evaluation_15.jsonl", "w", encoding="utf-8") as handle:
-        for d in range(n_documents):
+    prefix = "images/" if release else ""
+
+    def records(first_document: int, count: int, first_id: int) -> list[dict]:
+        out = []
+        for d in range(first_document, first_document + count):
             doc = f"{_word(pyrng).title()}_Report_{d}.pdf"
             for r in range(records_per_document):
                 text_quotes, img_quotes = [], []
@@ -526,16 +539,44 @@ def write_mmdocrag_jsonl(root: Path, n_documents: int = 6, records_per_document:
                     w, h = int(rng.integers(60, 140)), int(rng.integers(50, 120))
                     colour = tuple(int(c) for c in rng.integers(0, 256, 3))
                     Image.new("RGB", (w, h), colour).save(base / "images" / name, quality=85)
-                    img_quotes.append({"quote_id": f"image{m + 1}", "type": "image", "img_path": name,
+                    img_quotes.append({"quote_id": f"image{m + 1}", "type": "image", "img_path": prefix + name,
                                        "img_description": f"{leak} a chart of {_word(pyrng)}",
                                        "page_id": 2 * r + m // 2, "layout_id": 10 * m + 5})
                 gold = ["text1", "image2"] + (["text5"] if (d + r) % 2 else [])
-                record = {"q_id": f"{d}-{r}", "doc_name": doc, "domain": "Research report",
-                          "question": f"Which {_word(pyrng)} does the {_word(pyrng).title()} table in Report {d} show?",
-                          "evidence_modality_type": ["text", "image"], "question_type": "multi",
-                          "text_quotes": text_quotes, "img_quotes": img_quotes, "gold_quotes": gold,
-                          "answer_short": f"Zz{_word(pyrng)}", "answer_interleaved": "see ![](image2)"}
-                handle.write(json.dumps(record) + "\n")
+                out.append({"q_id": first_id + len(out) if release else f"{d}-{r}", "doc_name": doc,
+                            "domain": "Research report",
+                            "question": f"Which {_word(pyrng)} does the {_word(pyrng).title()} table in Report {d} "
+                                        "show?",
+                            "evidence_modality_type": ["text", "image"], "question_type": "multi",
+                            "text_quotes": text_quotes, "img_quotes": img_quotes, "gold_quotes": gold,
+                            "answer_short": f"Zz{_word(pyrng)}", "answer_interleaved": "see ![](image2)"})
+        return out
+
+    def write(name: str, lines: list[dict]) -> None:
+        with open(base / f"{name}.jsonl", "w", encoding="utf-8") as handle:
+            for line in lines:
+                handle.write(json.dumps(line) + "\n")
+
+    def fewer_quotes(record: dict) -> dict:  # the _15 file: the same question, two non-gold text quotes fewer
+        dropped = [q["quote_id"] for q in record["text_quotes"] if q["quote_id"] not in record["gold_quotes"]][-2:]
+        return {**record, "text_quotes": [q for q in record["text_quotes"] if q["quote_id"] not in dropped]}
+
+    evaluation = records(0, n_documents, 0)
+    write("evaluation_20", evaluation)
+    if release:
+        dev = records(n_documents, max(2, n_documents // 2), 5000)
+        write("evaluation_15", [fewer_quotes(r) for r in evaluation])
+        write("dev_20", dev)
+        write("dev_15", [fewer_quotes(r) for r in dev])
+        write("train", [{"messages": [{"role": "system", "content": "Answer from the quotes."},
+                                      {"role": "user", "content": f"The user question is: {r['question']}"},
+                                      {"role": "assistant", "content": r["answer_interleaved"]}]}
+                        for r in evaluation + dev])
+        with zipfile.ZipFile(base / "images.zip", "w") as archive:
+            for image in sorted((base / "images").iterdir()):
+                archive.write(image, f"images/{image.name}")
+                archive.writestr(f"__MACOSX/images/._{image.name}", b"\x00\x05\x16\x07 not an image")
+        shutil.rmtree(base / "images")
     return base
 
 def write_mmeb_fixture(root: Path, n_rows: int = 4, seed: int = 5) -> Path:

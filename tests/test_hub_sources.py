@@ -17,12 +17,17 @@ from pathlib import Path
 import pytest
 
 from builders.govreport import HUB_SOURCE as GOVREPORT
+from builders.mmdocrag import HUB_SOURCE as MMDOCRAG
+from builders.mmlongbench import DOC_HUB as MMLONGBENCH_DOC
+from builders.mmlongbench import DOC_HUB_SAMPLES
 from builders.hotpotqa import HUB_PADDING as WIKITEXT
 from builders.hotpotqa import HUB_SOURCE as HOTPOTQA
 from builders.hotpotqa import parse_instance
 from builders.visual_grounding import NEEDLEBENCH, OBELICS
 from mmlongembed.rng import derive_rng
-from mmlongembed.testing import NAMES, NEEDLE_RECORDS, needle_prose, write_govreport_jsonl, write_hotpotqa_sources
+from mmlongembed.testing import (
+    NAMES, NEEDLE_RECORDS, needle_prose, write_govreport_jsonl, write_hotpotqa_sources, write_mmdocrag_jsonl,
+    write_paged_sources)
 from mmlongembed.validate import format_report, validate_dir
 from tests._publish_support import TOKEN, client_env
 from tests._subprocess import python_env
@@ -314,10 +319,77 @@ def test_needle_builds_from_needlebench_and_obelics_on_the_hub(hub, tmp_path):
     assert pinned_requests(hub, NEEDLEBENCH) and pinned_requests(hub, OBELICS)
 
 
+# -- MMDocRAG: MMDocIR/MMDocRAG, one question set + images.zip ---------------------------------------
+
+def test_mmdocrag_builds_from_the_hub_release_files(hub, tmp_path):
+    """The repo's files as published (question sets, train.jsonl, images.zip); the build downloads
+    the chosen set and the image archive at the revision it is given, and reads nothing else."""
+    pytest.importorskip("pypdfium2")
+    base = write_mmdocrag_jsonl(tmp_path / "release", release=True)
+    files = {path.name: path.read_bytes() for path in sorted(base.iterdir())}
+    revision = "0b" * 20  # MMDOCRAG pins a short sha; the test pins a full one, as a user can
+    publish(hub, type("Pinned", (), {"repo": MMDOCRAG.repo, "revision": revision})(),
+            {"README.md": b"---\nlicense: cc-by-nc-4.0\n---\n", **files})
+    out = tmp_path / "out"
+    proc = mmle_build(["mmdocrag", "--output", str(out), "--hub-revision", revision, "--question-set", "evaluation_15",
+                       "--lengths", "1024", "2048", "--max-queries-per-pool", "4", "--dpi", "36",
+                       "--max-image-pixels", str(96 * 96)], client_env(hub, tmp_path, token=None))
+    manifest = built_ok(proc, out / "mmdocrag")
+    sources = manifest["sources"]
+    assert (sources["kind"], sources["revision"], sources["question_set"]) == ("hub", revision, "evaluation_15")
+    assert [f["file"] for f in sources["files"]] == ["evaluation_15.jsonl", "images.zip"]
+    assert "missing_quote_image" not in manifest["report"]["skipped"]
+    asked = {path.rsplit("/", 1)[-1] for _, path in hub.requests if revision in path}
+    assert {"evaluation_15.jsonl", "images.zip"} <= asked and not asked & {"dev_15.jsonl", "dev_20.jsonl",
+                                                                            "evaluation_20.jsonl", "train.jsonl"}
+    with open(base / "evaluation_15.jsonl", encoding="utf-8") as handle:
+        questions = {json.loads(line)["question"] for line in handle}
+    from mmlongembed.layout import pool_rows, read_built_pool
+
+    queries = {text for pool in pool_rows(out / "mmdocrag")
+               for text in read_built_pool(out / "mmdocrag", pool["pool"]).queries["text"]}
+    assert queries and queries <= questions
+
+
+# -- MMLongBench-Doc: yubo2333/MMLongBench-Doc, data/train-*.parquet + documents/*.pdf ------------------
+
+def test_mmlongbench_builds_mmlongbench_doc_from_the_hub(hub, tmp_path):
+    """Without --sources: the samples table and the PDFs it names, at the pinned revision; a PDF
+    the table names but the repo lacks is a counted skip, a PDF it does not name is not fetched."""
+    pytest.importorskip("pypdfium2")
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    write_paged_sources(tmp_path / "generated", n_documents=6, pages=(14, 22), sidecar=0)
+    generated = tmp_path / "generated" / "mmlongbench_doc"
+    with open(generated / "samples.jsonl", encoding="utf-8") as handle:
+        samples = [json.loads(line) for line in handle]
+    samples.append({**samples[0], "doc_id": "gone.pdf"})
+    table = io.BytesIO()
+    pq.write_table(pa.Table.from_pylist(samples), table)
+    pdfs = {f"documents/{p.name}": p.read_bytes() for p in sorted((generated / "documents").glob("*.pdf"))}
+    publish(hub, MMLONGBENCH_DOC, {"README.md": card({"default": {"train": "data/train-*"}}),
+                                   DOC_HUB_SAMPLES: table.getvalue(), **pdfs,
+                                   "documents/unlisted.pdf": next(iter(pdfs.values()))})
+    out = tmp_path / "out"
+    proc = mmle_build(["mmlongbench", "--output", str(out), "--lengths", "512", "1024", "--max-queries-per-pool",
+                       "4", "--dpi", "36", "--max-image-pixels", str(160 * 230)], client_env(hub, tmp_path, token=None))
+    manifest = built_ok(proc, out / "mmlongbench")
+    sources = manifest["sources"]
+    assert (sources["kind"], sources["hub_repo"], sources["revision"]) == ("hub", MMLONGBENCH_DOC.repo,
+                                                                          MMLONGBENCH_DOC.revision)
+    assert sources["forms"] == {"mmlongbench_doc": len(pdfs)}
+    assert {f["file"] for f in sources["files"]} == {DOC_HUB_SAMPLES, *pdfs}
+    assert manifest["report"]["skipped"]["pdf_not_on_hub"] == 1
+    assert not any("unlisted.pdf" in path for _, path in hub.requests)
+    assert pinned_requests(hub, MMLONGBENCH_DOC)
+
+
 # -- the Hub unreachable: one line that names --sources ----------------------------------------------
 
 @pytest.mark.parametrize("builder, repo", [("govreport", GOVREPORT.repo), ("hotpotqa", HOTPOTQA.repo),
-                                           ("needle", NEEDLEBENCH.repo)])
+                                           ("needle", NEEDLEBENCH.repo), ("mmdocrag", MMDOCRAG.repo),
+                                           ("mmlongbench", MMLONGBENCH_DOC.repo)])
 def test_unreachable_hub_is_one_line_naming_sources(builder, repo, tmp_path):
     env = client_env(type("Nowhere", (), {"endpoint": f"http://127.0.0.1:{closed_port()}"})(), tmp_path, token=None)
     proc = mmle_build([builder, "--output", str(tmp_path / "out")], env, timeout=60)

@@ -10,6 +10,7 @@ import pytest
 from builders.mmdocrag import MMDocRAGBuilder, MMDocRAGConfig, check_quote_pool, quote_kind, reads_as_prose
 from mmlongembed.build import run_build
 from mmlongembed.documents import IMAGE_PLACEHOLDER
+from mmlongembed.errors import UserError
 from mmlongembed.layout import pool_rows, read_built_pool
 from mmlongembed.pools import hard_negative_tolerance
 from mmlongembed.testing import write_mmdocir_sources, write_mmdocrag_jsonl
@@ -181,3 +182,47 @@ def test_shared_sample_data_substitute(tmp_path):
     assert stats["mmdocrag-hard-2k"]["queries"] >= 5 and stats["mmdocrag-easy-2k"]["queries"] >= 2
     assert all(manifest["label_free_audit"][p]["passed"] for p in stats)
     assert manifest["storage"]["ratio_to_distinct_payload"] <= 1.3
+
+
+def _questions(path) -> dict[str, str]:
+    with open(path, encoding="utf-8") as handle:
+        return {str(r["q_id"]): r["question"] for r in map(json.loads, handle)}
+
+
+def test_release_layout_reads_one_question_set_once_with_images_from_the_zip(tmp_path):
+    """The Hub repo's files as downloaded (four question files, train.jsonl, images.zip), plus a
+    second copy of the chosen set: each question once, from the chosen set only."""
+    base = write_mmdocrag_jsonl(tmp_path / "src", release=True)
+    (base / "copy").mkdir()
+    (base / "copy" / "evaluation_20.jsonl").write_bytes((base / "evaluation_20.jsonl").read_bytes())
+    assert not (base / "images").exists()
+    evaluation, dev = _questions(base / "evaluation_20.jsonl"), _questions(base / "dev_20.jsonl")
+    _, out = build(tmp_path / "src", tmp_path / "out")
+    problems, checked = validate_dir(out)
+    assert not problems, format_report(problems, checked)
+    manifest = json.loads((out / "manifest.json").read_text())
+    skipped = manifest["report"]["skipped"]
+    assert skipped["duplicate_q_id"] == len(evaluation)  # the copy's lines: every q_id already read
+    assert "missing_quote_image" not in skipped  # images read from images.zip, __MACOSX entries ignored
+    assert manifest["sources"]["question_set"] == "evaluation_20"
+    read = {f["file"] for f in manifest["sources"]["files"]}
+    assert {"mmdocrag/evaluation_20.jsonl", "mmdocrag/copy/evaluation_20.jsonl", "mmdocrag/images.zip"} <= read
+    assert not any(name.startswith(("mmdocrag/dev_", "mmdocrag/evaluation_15", "mmdocrag/train")) for name in read)
+    queries = [q for tables in pools_of(out).values() for q in tables.queries["text"]]
+    assert queries and set(queries) <= set(evaluation.values()) and not set(queries) & set(dev.values())
+    for pool in {row["pool"] for row in pool_rows(out)}:
+        texts = pools_of(out)[pool].queries["text"]
+        assert len(texts) == len(set(texts))  # no question twice in a pool
+    assert "`evaluation_20`" in (out / "README.md").read_text()
+
+
+def test_question_set_is_chosen_by_flag_and_a_missing_one_is_one_line(tmp_path):
+    base = write_mmdocrag_jsonl(tmp_path / "src", release=True)
+    dev = _questions(base / "dev_20.jsonl")
+    _, out = build(tmp_path / "src", tmp_path / "out", question_set="dev_20", max_queries_per_pool=2)
+    queries = {q for tables in pools_of(out).values() for q in tables.queries["text"]}
+    assert queries and queries <= set(dev.values())
+    with pytest.raises(UserError, match=r"no evaluation_16\.jsonl under .* \(MMDocRAG question sets there: "
+                                         r"dev_15, dev_20, evaluation_15, evaluation_20\): choose one with "
+                                         r"--question-set NAME"):
+        build(tmp_path / "src", tmp_path / "out2", question_set="evaluation_16")

@@ -273,3 +273,78 @@ def test_summary_step_through_an_openai_compatible_server(tmp_path):
     assert set(hard.queries["query_source"]) == {"llm_summary"}
     card = (built / "README.md").read_text()
     assert "document_summary" in card and "synthetic queries, for tests only" not in card
+
+
+def _mmlb_release(root, n_documents=6, n_pages=16):
+    """MMLongBench's release as extracted: `mmlb_data/summ/gov_K8.jsonl` naming pages relative to
+    the separate image root `mmlb_image/`, plus a JSONL of another task under `mmlb_data/`."""
+    rows = []
+    for d in range(n_documents):
+        pages = []
+        for p in range(n_pages):
+            relative = f"summ/gov-report/GAO-{d}/GAO-{d}_page{p + 1}.png"
+            (root / "mmlb_image" / relative).parent.mkdir(parents=True, exist_ok=True)
+            Image.new("RGB", (120, 160), ((37 * d) % 256, (11 * p) % 256, 90)).save(root / "mmlb_image" / relative)
+            pages.append(relative)
+        rows.append({"image_list": pages, "summary": [{"section_title": "What GAO Found",
+                                                        "paragraphs": [f"Report {d} finds this.", "And that."]}]})
+    (root / "mmlb_data" / "summ").mkdir(parents=True)
+    (root / "mmlb_data" / "summ" / "gov_K8.jsonl").write_text("\n".join(json.dumps(r) for r in rows) + "\n")
+    (root / "mmlb_data" / "documentQA").mkdir()
+    (root / "mmlb_data" / "documentQA" / "mmlongdoc_K8.jsonl").write_text(json.dumps(
+        {"doc_name": "x.pdf", "question": "Why?", "answer": "No.", "page_list": ["mmlongdoc/x/x_page1.png"]}) + "\n")
+    return rows
+
+
+@pytest.mark.parametrize("given", ["release root", "mmlb_data"])
+def test_mmlongbench_release_reads_pages_from_the_separate_image_root(tmp_path, given):
+    rows = _mmlb_release(tmp_path / "MMLongBench")
+    sources = tmp_path / "MMLongBench" / ("mmlb_data" if given == "mmlb_data" else "")
+    _, out = build(sources, tmp_path / "out", lengths=(128,), max_image_pixels=1_000_000)
+    problems, checked = validate_dir(out)
+    assert not problems, format_report(problems, checked)
+    manifest = json.loads((out / "manifest.json").read_text())
+    assert manifest["sources"]["forms"] == {"mmlongbench_jsonl": len(rows)}
+    assert "missing_page_image" not in manifest["report"]["skipped"]
+    files = {f["file"] for f in manifest["sources"]["files"]}
+    assert "mmlb_data/summ/gov_K8.jsonl" in files and "mmlb_image/summ/gov-report/GAO-0/GAO-0_page1.png" in files
+    hard = read_built_pool(out, "mmlongbench-hard-128")
+    assert hard.queries["text"] and all(q.startswith("What GAO Found:\nReport ") for q in hard.queries["text"])
+
+
+def _samples_and_pdfs(tmp_path):
+    write_paged_sources(tmp_path / "generated", n_documents=6, pages=(14, 22), sidecar=0)
+    generated = tmp_path / "generated" / "mmlongbench_doc"
+    with open(generated / "samples.jsonl", encoding="utf-8") as handle:
+        samples = [json.loads(line) for line in handle]
+    return samples, sorted((generated / "documents").glob("*.pdf"))
+
+
+@pytest.mark.parametrize("layout", ["hub", "github"])
+def test_mmlongbench_doc_as_published_on_the_hub_and_on_github(tmp_path, layout):
+    """The Hub repo (yubo2333/MMLongBench-Doc: `data/train-00000-of-00001.parquet` + `documents/`)
+    and the GitHub release (`data/samples.json` + `data/documents/`)."""
+    import shutil
+
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    samples, pdfs = _samples_and_pdfs(tmp_path)
+    root = tmp_path / "MMLongBench-Doc"
+    (root / "data").mkdir(parents=True)
+    documents = root / ("documents" if layout == "hub" else "data/documents")
+    documents.mkdir()
+    for pdf in pdfs:
+        shutil.copy(pdf, documents / pdf.name)
+    if layout == "hub":
+        pq.write_table(pa.Table.from_pylist(samples), root / "data" / "train-00000-of-00001.parquet")
+    else:
+        (root / "data" / "samples.json").write_text(json.dumps(samples, indent=4))
+    _, out = build(root, tmp_path / "out")
+    problems, checked = validate_dir(out)
+    assert not problems, format_report(problems, checked)
+    manifest = json.loads((out / "manifest.json").read_text())
+    assert manifest["sources"]["forms"] == {"mmlongbench_doc": len(pdfs)}
+    assert "pdf_without_summary" not in manifest["report"]["skipped"]
+    samples_file = "data/train-00000-of-00001.parquet" if layout == "hub" else "data/samples.json"
+    assert samples_file in {f["file"] for f in manifest["sources"]["files"]}

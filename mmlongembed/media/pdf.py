@@ -328,16 +328,21 @@ class PageRenderer:
     def image_file(self, path: Path) -> StoredImage:
         """An image file (a pre-rendered page), fitted and re-encoded with the settings."""
         path = Path(path)
-        key = ("file", file_sha256(path), self.settings)
+        return self.image_data(path.read_bytes(), str(path))
+
+    def image_data(self, data: bytes, name: str) -> StoredImage:
+        """An image's bytes (a file, or a member of an archive named ``name``), fitted and
+        re-encoded with the settings; cached by the bytes' sha256 like ``image_file``."""
+        key = ("file", hashlib.sha256(data).hexdigest(), self.settings)
 
         def make() -> StoredImage:
             from PIL import Image, UnidentifiedImageError
 
             try:
-                with Image.open(path) as im:
+                with Image.open(io.BytesIO(data)) as im:
                     image = im.convert("RGB")
             except (OSError, UnidentifiedImageError) as error:
-                raise UserError(f"{path}: not a readable image ({error})") from None
+                raise UserError(f"{name}: not a readable image ({error})") from None
             self.rendered_pages += 1
             return encode(image, self.settings)
 
