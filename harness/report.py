@@ -47,7 +47,7 @@ def _value(row, metric=MAIN_METRIC) -> float:
     return row["metrics"][metric]["value"]
 
 
-def _fmt(x) -> str:
+def fmt(x) -> str:
     return "–" if x is None or (isinstance(x, float) and math.isnan(x)) else f"{100 * x:.1f}"
 
 
@@ -107,6 +107,16 @@ def table3_columns(rows, skipped=()) -> list[Column]:
     return [c for c in candidates if any(c.keep(f) for f in facts)]
 
 
+def column_order(name: str, task: str | None) -> tuple:
+    """Where a column sits among Table 3's: the paper's columns in its order, then other datasets'
+    after their task's, Avg last."""
+    if name == AVG:
+        return (99, 99, name)
+    paper = [n for _, n in VG_COLUMNS] + [f"{title} {d.capitalize()}" for pairs in PAPER_DATASETS.values()
+                                          for _, title in pairs for d in DIFFICULTIES]
+    return (_task_order(task or ""), paper.index(name) if name in paper else len(paper), name)
+
+
 def _models(rows, skipped) -> list[str]:
     return list(dict.fromkeys([r["model"] for r in rows] + [s["model"] for s in skipped if s["model"] != "*"]))
 
@@ -120,7 +130,7 @@ def column_cell(model: str, column: Column, rows, skipped=(), n_resamples: int =
     scored = {r["pool"] for r in mine}
     missing = sorted(expected - scored)
     queries = sum(int(r.get("n_queries") or 0) for r in mine)
-    cell = {"model": model, "column": column.name, "p_at_1": None, "queries": queries, "ci95": None,
+    cell = {"model": model, "column": column.name, "task": column.task, "p_at_1": None, "queries": queries, "ci95": None,
             "pools": len(scored), "expected_pools": len(expected)}
     if missing:
         why = {s["pool"]: s["reason"] for s in skipped if s["model"] in (model, "*") and s["pool"] in expected}
@@ -147,8 +157,8 @@ def cell_text(cell: dict) -> str:
         return f"– (skipped {n_missing}/{cell['expected_pools']} pools: {'; '.join(cell['skipped']['reasons'])})"
     if cell["p_at_1"] is None:
         return "–"
-    interval = f" [{_fmt(cell['ci95'][0])}, {_fmt(cell['ci95'][1])}]" if cell.get("ci95") else ""
-    return f"{_fmt(cell['p_at_1'])}{interval} n={cell['queries']}"
+    interval = f" [{fmt(cell['ci95'][0])}, {fmt(cell['ci95'][1])}]" if cell.get("ci95") else ""
+    return f"{fmt(cell['p_at_1'])}{interval} n={cell['queries']}"
 
 
 def average_cell(model: str, cells: list[dict]) -> dict:
@@ -165,7 +175,7 @@ def average_cell(model: str, cells: list[dict]) -> dict:
 
 def average_text(cell: dict) -> str:
     if cell["p_at_1"] is not None:
-        return _fmt(cell["p_at_1"])
+        return fmt(cell["p_at_1"])
     return f"– (lacks {len(cell['leaves_out'])}/{cell['columns']} columns)" if cell.get("leaves_out") else "–"
 
 
@@ -184,7 +194,7 @@ def table3_records(data: list[dict]) -> list[dict]:
     return [cell for entry in data for cell in [*entry["cells"].values(), entry["average"]]]
 
 
-def _groups_line(columns: list[str], task_of: dict[str, str]) -> str:
+def groups_line(columns: list[str], task_of: dict[str, str]) -> str:
     groups = defaultdict(list)
     for name in columns:
         groups[task_of[name]].append(name)
@@ -195,7 +205,7 @@ def table3_markdown(entries: list[dict], columns: list[str], task_of: dict[str, 
                     label: Callable[[dict], str] | None = None) -> str:
     """Rows as given (`entries` from table3_data or a leaderboard), columns in the order given."""
     lead = ["Model"] + (["Source"] if label else [])
-    lines = [f"Columns by task: {_groups_line(columns, task_of)}.", "",
+    lines = [f"Columns by task: {groups_line(columns, task_of)}.", "",
              "| " + " | ".join(lead + columns + [AVG]) + " |", "|" + "---|" * len(lead) + "---:|" * (len(columns) + 1)]
     for entry in entries:
         cells = [cell_text(entry["cells"][c]) if c in entry["cells"] else "– (not run)" for c in columns]
@@ -252,7 +262,7 @@ def grid_table(rows) -> str:
             for depth in sorted({r["depth"] for r in grid if r["model"] == model and grid_group(r) == group}):
                 cells = [_mean([_value(r) for r in grid if r["model"] == model and grid_group(r) == group
                                 and r["depth"] == depth and r["length"] == n]) for n in lengths]
-                lines.append(f"| {model} | {group} | {depth:g} | " + " | ".join(_fmt(c) for c in cells) + " |")
+                lines.append(f"| {model} | {group} | {depth:g} | " + " | ".join(fmt(c) for c in cells) + " |")
     return "\n".join(lines)
 
 
@@ -330,7 +340,7 @@ def table4(rows, skipped=(), n_resamples: int = 1000, seed: int = 0) -> str:
              "|---|---|" + "---:|" * (len(BACKGROUNDS) + 1)]
     for entry in data:
         cells = [cell_text(entry["backgrounds"][b]["cell"]) for b in BACKGROUNDS]
-        spread = "–" if entry["mean"] is None else f"{_fmt(entry['mean'])} ± {_fmt(entry['std'])}"
+        spread = "–" if entry["mean"] is None else f"{fmt(entry['mean'])} ± {fmt(entry['std'])}"
         lines.append(f"| {entry['model']} | {entry['needle_modality'].capitalize()} | " + " | ".join(cells)
                      + f" | {spread} |")
     return "\n".join(lines)
@@ -343,7 +353,7 @@ def variant_table(rows) -> str:
     for r in rows:
         for variant, entry in sorted((r.get("breakdown") or {}).get("by_variant", {}).items()):
             lines.append(f"| {r['model']} | {r['pool']} | {variant} | {entry['role']} | {entry['pairs']} | "
-                         f"{_fmt(entry['positive_beats'])} |")
+                         f"{fmt(entry['positive_beats'])} |")
     return "\n".join(lines) if len(lines) > 2 else ""
 
 
@@ -351,14 +361,14 @@ def _pool_p1(r) -> str:
     """A pool's P@1 with its bootstrap interval, or `n=` alone below MIN_QUERIES_FOR_INTERVAL queries."""
     p1 = r["metrics"]["p@1"]
     if r["n_queries"] < MIN_QUERIES_FOR_INTERVAL:
-        return f"{_fmt(p1['value'])} n={r['n_queries']}"
+        return f"{fmt(p1['value'])} n={r['n_queries']}"
     lo, hi = p1["ci95"]
-    return f"{_fmt(p1['value'])} [{_fmt(lo)}, {_fmt(hi)}]"
+    return f"{fmt(p1['value'])} [{fmt(lo)}, {fmt(hi)}]"
 
 
 def _hit_k(r) -> str:
     hit = r["metrics"].get("hit@k")
-    return "–" if hit is None else f"{_fmt(hit['value'])} (k={hit['k']})"
+    return "–" if hit is None else f"{fmt(hit['value'])} (k={hit['k']})"
 
 
 HIT_K_NOTE = ("hit@k: the positive in the top k, k = 5, or the pool size - 1 where the pool has five candidates or "
@@ -372,7 +382,7 @@ def pool_table(rows) -> str:
         m = r["metrics"]
         lines.append(
             f"| {r['model']} | {r['pool']} | {r['n_queries']} | {r['n_candidates']} | {_pool_p1(r)} | {_hit_k(r)} | "
-            f"{_fmt(m['ndcg@10']['value'])} | {_fmt(m['mrr']['value'])} | "
+            f"{fmt(m['ndcg@10']['value'])} | {fmt(m['mrr']['value'])} | "
             f"{r['truncated']['queries']}/{r['truncated']['candidates']} | {r.get('tied_positives', 0)} |")
     return "\n".join(lines)
 
@@ -518,7 +528,7 @@ def depth_heatmap_figures(rows, metric: str = MAIN_METRIC):
             ax.set_yticks(range(len(depths)), [f"{d:g}%" for d in depths])
             for i, row in enumerate(values):
                 for j, v in enumerate(row):
-                    ax.text(j, i, _fmt(v), ha="center", va="center", fontsize=8)
+                    ax.text(j, i, fmt(v), ha="center", va="center", fontsize=8)
             ax.set_xlabel("context length (tokens)")
             ax.set_ylabel("needle depth (% of the document)")
             cell = grid_cell(mine[0])
