@@ -117,3 +117,26 @@ def test_leaderboard_is_an_mmle_subcommand(tmp_path, builds, capsys):
     _, _, run = score(tmp_path, [builds["govreport"]], "--model", "bm25")
     assert mmle_main(["leaderboard", str(run)]) == 0
     assert "| bm25 | ours |" in capsys.readouterr().out
+
+
+@pytest.mark.realdata
+def test_govreport_sample_cells_weigh_every_query(tmp_path):
+    """The shared GovReport sample: 7, 4 and 1 queries at 8K, 16K and 32K. Each Table 3 cell is the
+    hits over all its queries, whatever the pools' sizes, and says how many there are."""
+    from builders.govreport import GovReportConfig
+    from mmlongembed.build import run_build
+    from mmlongembed.builder import get_builder
+    from tests._realdata import shared_data_dir
+
+    built = run_build(get_builder("govreport"), GovReportConfig(sources=str(shared_data_dir("govreport"))),
+                      tmp_path / "out", progress=False)
+    code, result, output = score(tmp_path, [built], "--model", "bm25")
+    assert code == 0
+    for difficulty in ("easy", "hard"):
+        pools = [r for r in result["results"] if r["difficulty"] == difficulty]
+        sizes = [r["n_queries"] for r in pools]
+        assert len(pools) == 3 and len(set(sizes)) > 1  # pools of unequal size: where a mean of pools misleads
+        hits = sum(r["metrics"]["p@1"]["value"] * r["n_queries"] for r in pools)
+        (cell,) = [c for c in result["table3"] if c["column"] == f"GovReport {difficulty.capitalize()}"]
+        assert cell["queries"] == sum(sizes) and cell["p_at_1"] == pytest.approx(hits / sum(sizes))
+        assert f"n={sum(sizes)}" in (output / "table.md").read_text()
