@@ -13,6 +13,7 @@ import sys
 import time
 from pathlib import Path
 
+from harness.report import HEATMAP_METRICS
 from mmlongembed.errors import UserError
 
 DEFAULT_MODELS = "bm25,minilm"
@@ -20,9 +21,11 @@ KNOWN_MODALITIES = ("text", "image", "video")
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--dataset", required=True,
-                        help="the benchmark: a local directory (e.g. out/govreport) or a Hub repo at a revision "
-                             "or tag, repo@revision (read only through datasets.load_dataset)")
+    parser.add_argument("--dataset", required=True, nargs="+",
+                        help="the benchmark: a local directory (e.g. out/mmlongembed, out/govreport) or a Hub repo "
+                             "at a revision or tag, repo@revision (read only through datasets.load_dataset); "
+                             "several (space or comma separated) are scored into one report, their pool names "
+                             "distinct")
     parser.add_argument("--model", default=None,
                         help="comma list of models: bm25 | minilm | st:<path> | hf:<path-or-name> | "
                              "hfgen:<path-or-name> | vllm:<name> | "
@@ -70,6 +73,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="bootstrap resamples for the 95%% confidence intervals (default 1000)")
     parser.add_argument("--seed", type=int, default=0, help="seed of the bootstrap (default 0)")
     parser.add_argument("--no-plots", action="store_true", help="write no PNG plots")
+    parser.add_argument("--heatmap-metric", choices=sorted(HEATMAP_METRICS), default="p@1",
+                        help="what the needle grid's depth x length heatmaps (Figure 3) show (default p@1, "
+                             "as the paper)")
     parser.add_argument("--quiet", action="store_true", help="no progress bars or per-pool lines")
 
 
@@ -107,7 +113,7 @@ def _run(args) -> int:
     from harness.cache import EmbeddingCache
     from harness.data import Benchmark
     from harness.models import RunSettings, load_model
-    from harness.runner import score
+    from harness.runner import Outcome, score
 
     if args.batch_size < 1:
         raise UserError("--batch-size must be at least 1")
@@ -123,8 +129,8 @@ def _run(args) -> int:
     log = (lambda *a, **k: None) if args.quiet else print
 
     started = time.perf_counter()
-    benchmark = Benchmark(args.dataset)
-    pools = benchmark.select(_split(args.pools))
+    benchmarks = [Benchmark(ref) for ref in dict.fromkeys(_split(args.dataset))]
+    selections = _select(benchmarks, _split(args.pools))
     if args.max_new_tokens is not None and args.max_new_tokens < 1:
         raise UserError("--max-new-tokens must be at least 1")
     settings = RunSettings(batch_size=args.batch_size, max_length=args.max_length, pooling=args.pooling,
@@ -136,20 +142,28 @@ def _run(args) -> int:
         args.cache_dir or os.environ.get("MMLE_CACHE") or Path.home() / ".cache" / "mmlongembed" / "embeddings")
     cache = EmbeddingCache(cache_dir)
     try:
-        outcome = score(benchmark, pools, models, settings, cache, modalities, lenient, args.bootstrap, args.seed, log)
+        outcome = Outcome()
+        for benchmark, pools in selections:
+            part = score(benchmark, pools, models, settings, cache, modalities, lenient, args.bootstrap, args.seed, log)
+            outcome.results += part.results
+            outcome.skipped += part.skipped
     finally:
         cache.close()
         for model in models:
             model.close()
 
-    name = Path(benchmark.path.rstrip("/")).name or "benchmark"
+    name = "+".join(Path(b.path.rstrip("/")).name or "benchmark" for b in benchmarks)
     output = Path(args.output or Path("results") / name)
     output.mkdir(parents=True, exist_ok=True)
+    datasets = [{"ref": b.ref, "path": b.path, "revision": b.revision} for b in benchmarks]
+    stats = {"n_resamples": args.bootstrap, "seed": args.seed}
     embedded = sum(r["embedded"] for r in outcome.results if r["model"] != "bm25")
     embed_seconds = sum(r["timings"]["embed_s"] for r in outcome.results if r["model"] != "bm25")
     result = {
         "created": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
-        "dataset": {"ref": args.dataset, "path": benchmark.path, "revision": benchmark.revision},
+        "dataset": datasets[0] if len(datasets) == 1 else {"ref": " + ".join(d["ref"] for d in datasets),
+                                                            "path": None, "revision": None},
+        "datasets": datasets,
         "models": [{"spec": m.spec, "identity": m.identity()} for m in models],
         "settings": {"batch_size": args.batch_size, "max_length": args.max_length, "pooling": args.pooling,
                      "readout_tokens": args.readout_tokens, "readout_units": args.readout_units,
@@ -159,7 +173,8 @@ def _run(args) -> int:
                      "seed": args.seed, "pools": _split(args.pools)},
         "results": outcome.results,
         "skipped": outcome.skipped,
-        "table4": reports.table4_data(outcome.results),
+        "table3": reports.table3_records(reports.table3_data(outcome.results, outcome.skipped, **stats)),
+        "table4": reports.table4_data(outcome.results, outcome.skipped, **stats),
         "timings": {"total_s": round(time.perf_counter() - started, 3),
                     "dense_embed_items_per_s": round(embedded / embed_seconds, 2) if embed_seconds else None},
     }
@@ -170,13 +185,36 @@ def _run(args) -> int:
     if not args.no_plots and outcome.results:
         if reports.plot_by_length(outcome.results, output / "p1_by_length.png"):
             plots.append(output / "p1_by_length.png")
-        plots += reports.plot_depth_heatmaps(outcome.results, output)
+        plots += reports.plot_depth_heatmaps(outcome.results, output, args.heatmap_metric)
     print(table)
     print(f"wrote {output / 'results.json'}, {output / 'table.md'}" + "".join(f", {p}" for p in plots))
     if outcome.failed:
         print(f"{len(outcome.failed)} pool(s) skipped: see 'Skipped' above", file=sys.stderr)
         return 1
     return 0
+
+
+def _select(benchmarks, patterns: list[str]):
+    """Each benchmark with its pools that match; a pattern must match in one of them, and no pool
+    name may be in two (a Table 3 cell would count its queries twice)."""
+    if len(benchmarks) == 1:
+        return [(benchmarks[0], benchmarks[0].select(patterns))]
+    selections, seen = [], {}
+    for benchmark in benchmarks:
+        benchmark.pools  # a benchmark that cannot be read stops the run, whatever the patterns
+        try:
+            pools = benchmark.select(patterns)
+        except UserError:
+            continue  # matches nothing here; it may elsewhere
+        for info in pools:
+            if info.name in seen:
+                raise UserError(f"--dataset: pool {info.name!r} is in both {seen[info.name]} and {benchmark.ref}; "
+                                "score them apart, or leave one out")
+            seen[info.name] = benchmark.ref
+        selections.append((benchmark, pools))
+    if not selections:
+        raise UserError(f"--pools {' '.join(patterns)!r} matches no pool of {', '.join(b.ref for b in benchmarks)}")
+    return selections
 
 
 def main(argv: list[str] | None = None) -> int:

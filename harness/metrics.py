@@ -3,7 +3,9 @@
 Definitions follow trec_eval / pytrec_eval (what MTEB reports), so the numbers can be checked
 against MTEB's evaluator: P@k = (positives in the top k) / k, which with one positive is at most
 1/k; nDCG@10 = 1/log2(rank+1) for rank <= 10; MRR = 1/rank over the full ranking. `hit@5`
-(the positive is in the top 5) is the readable form of P@5 and what the depth heatmaps show.
+(the positive is in the top 5) is the readable form of P@5. `hit@k` is the positive in the top k
+with k = min(5, candidates - 1): where a pool has five candidates or fewer, P@5 and hit@5 cannot
+vary (the positive is always in the top 5), and hit@k with k below the pool size can.
 
 Ties: a candidate scoring exactly as much as the positive may land above or below it, and every
 metric is its expected value over a uniformly random order of the tied candidates (tie-aware
@@ -47,12 +49,27 @@ _VALUE_AT_RANK = {
 }
 
 
+def hit_k(n_candidates: int) -> int:
+    """The k of `hit@k`: 5, or one less than the pool size where five would always hit."""
+    return max(1, min(5, int(n_candidates) - 1))
+
+
+def _as_ranges(ranks) -> np.ndarray:
+    ranks = np.asarray(ranks, dtype=np.int64)
+    return np.stack([ranks, ranks], axis=1) if ranks.ndim == 1 else ranks
+
+
+def hit_at(ranks: np.ndarray, k: int) -> np.ndarray:
+    """Per query: the chance that the positive is in the top k (over the ranks ties let it take)."""
+    ranks = _as_ranges(ranks)
+    first, last = ranks[:, 0], ranks[:, 1]
+    return np.clip(np.minimum(last, k) - first + 1, 0, None) / (last - first + 1)
+
+
 def per_query(ranks: np.ndarray) -> dict[str, np.ndarray]:
     """Each metric per query: its mean over the ranks the positive can take (a 1-D array of exact
     ranks, or the [n, 2] best/worst ranks from ``positive_ranks``)."""
-    ranks = np.asarray(ranks, dtype=np.int64)
-    if ranks.ndim == 1:
-        ranks = np.stack([ranks, ranks], axis=1)
+    ranks = _as_ranges(ranks)
     first, last = ranks[:, 0], ranks[:, 1]
     every_rank = np.arange(1, int(last.max(initial=1)) + 1, dtype=np.float64)
     out = {}
@@ -77,12 +94,19 @@ def bootstrap_ci(values: np.ndarray, n_resamples: int = 1000, seed: int = 0, alp
     return float(np.quantile(means, alpha / 2)), float(np.quantile(means, 1 - alpha / 2))
 
 
-def summarise(ranks: np.ndarray, n_resamples: int = 1000, seed: int = 0) -> dict[str, dict]:
-    """{metric: {"value": mean, "ci95": [lo, hi]}} for one pool."""
+def summarise(ranks: np.ndarray, n_resamples: int = 1000, seed: int = 0,
+              n_candidates: int | None = None) -> dict[str, dict]:
+    """{metric: {"value": mean, "ci95": [lo, hi]}} for one pool; with `n_candidates`, also
+    `hit@k` (its k beside the value)."""
+    values_of = per_query(ranks)
+    if n_candidates is not None:
+        values_of["hit@k"] = hit_at(ranks, hit_k(n_candidates))
     out = {}
-    for name, values in per_query(ranks).items():
+    for name, values in values_of.items():
         lo, hi = bootstrap_ci(values, n_resamples, seed)
         out[name] = {"value": float(values.mean()), "ci95": [lo, hi]}
+    if n_candidates is not None:
+        out["hit@k"]["k"] = hit_k(n_candidates)
     return out
 
 

@@ -1,4 +1,11 @@
-"""Reports: results JSON, markdown tables in the layout of the paper's Table 3 and Table 12, PNG plots."""
+"""Reports: results JSON, markdown tables in the layout of the paper's Tables 3, 4 and 12, PNG plots.
+
+Every table cell is P@1 over all the queries of its subset (query-weighted: a pool of seven queries
+weighs seven times a pool of one), says how many queries it rests on, and carries a bootstrap
+interval over those queries from `MIN_QUERIES_FOR_INTERVAL` queries on. A model that was not run on
+every pool of a cell's subset gets no number there, but a mark saying what it skipped; averages
+over cells (Table 3's Avg, Table 4's mean) exist only where all their cells do.
+"""
 
 from __future__ import annotations
 
@@ -6,25 +13,41 @@ import json
 import math
 import re
 from collections import defaultdict
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Callable
 
-from harness.metrics import MAIN_METRIC
+import numpy as np
+
+from harness.metrics import MAIN_METRIC, bootstrap_ci
 
 TASK_SHORT = {"visual_grounding": "VG", "multi_source_reasoning": "MSR", "logical_summarization": "LS",
               "temporal_summarization": "TS"}
+TASK_TITLES = {"visual_grounding": "Visual Grounding", "multi_source_reasoning": "Multi-Source Reasoning",
+               "logical_summarization": "Logical Summarization", "temporal_summarization": "Temporal Summarization"}
 TASK_ORDER = list(TASK_SHORT)
 DIFFICULTIES = ("easy", "hard")
-HEATMAP_METRIC = "hit@5"  # P@5 with one positive caps at 0.2; its hit form reads on a 0..1 scale
-# The heatmaps sit beside tables of P@1: their title and colour bar say they show another metric.
-HEATMAP_LABEL = f"{HEATMAP_METRIC} (positive in the top 5)"
-HEATMAP_TITLE = f"{HEATMAP_LABEL}, not the tables' P@1; x100 in cells"
+# Table 3's datasets per task, in the paper's column order, under the names the paper prints.
+PAPER_DATASETS = {
+    "multi_source_reasoning": (("mmdocrag", "MMDocRAG"), ("hotpotqa", "HotpotQA")),
+    "logical_summarization": (("govreport", "GovReport"), ("mmlongbench", "MMLB")),
+    "temporal_summarization": (("youkudc", "YoukuDC"), ("activitynet", "ActNet")),
+}
+# Visual Grounding's two columns: the needle grid by needle modality. MM-NIAH is not public; the
+# image-needle grid stands in for it, and its header says so.
+VG_COLUMNS = (("text", "NeedleBench"), ("image", "MM-NIAH*"))
+VG_NOTE = ("NeedleBench: the text-needle grid; MM-NIAH*: the image-needle grid, a substitute for MM-NIAH (not "
+           "public); each over all its backgrounds, lengths and depths")
+AVG = "Avg"
+MIN_QUERIES_FOR_INTERVAL = 10  # below it a bootstrap over queries says little; the cell prints n= alone
+HEATMAP_METRICS = {"p@1": "P@1", "hit@5": "hit@5 (positive in the top 5)"}
 
 
 def _value(row, metric=MAIN_METRIC) -> float:
     return row["metrics"][metric]["value"]
 
 
-def _fmt(x) -> str:
+def fmt(x) -> str:
     return "–" if x is None or (isinstance(x, float) and math.isnan(x)) else f"{100 * x:.1f}"
 
 
@@ -37,84 +60,187 @@ def _length_name(n: int) -> str:
     return f"{n // 1024}k" if n >= 1024 and n % 1024 == 0 else str(n)
 
 
-def _columns(rows):
-    """(task, dataset) pairs in the paper's task order, each with the difficulties present."""
-    seen = sorted({(r["task"], r["dataset"]) for r in rows if r["difficulty"] in DIFFICULTIES},
-                  key=lambda td: (TASK_ORDER.index(td[0]) if td[0] in TASK_ORDER else 99, td[1]))
-    return seen
-
-
 def _task_order(task: str) -> int:
     return TASK_ORDER.index(task) if task in TASK_ORDER else 99
 
 
-def table3_columns(rows) -> list[tuple[str, callable]]:
-    """Paper Table 3's columns: (header, row filter). Visual Grounding first, one column per needle
-    modality (every grid pool of that needle modality: all backgrounds, lengths and depths), then
-    every real task's dataset, Easy and Hard (each averaged over its lengths)."""
-    columns = []
-    grid = [r for r in rows if grid_cell(r) is not None]
-    for needle in NEEDLE_MODALITIES:
-        if any(grid_cell(r)[0] == needle for r in grid):
-            columns.append((f"VG: {needle} needle",
-                            lambda r, needle=needle: grid_cell(r) is not None and grid_cell(r)[0] == needle))
-    for task, dataset in _columns(rows):
-        for difficulty in DIFFICULTIES:
-            if any(r["task"] == task and r["dataset"] == dataset and r["difficulty"] == difficulty for r in rows):
-                columns.append((f"{TASK_SHORT.get(task, task)}: {dataset} {difficulty.capitalize()}",
-                                lambda r, key=(task, dataset, difficulty): (r["task"], r["dataset"], r["difficulty"])
-                                == key))
-    return columns
+def _facts(entry: dict) -> dict:
+    """A result row is its pool's facts; a skip carries them under `facts` (older results: none)."""
+    return entry.get("facts") or entry
 
 
-def table3_data(rows) -> list[dict]:
-    """Per model: P@1 of every Table 3 column and their average over **every** column, Visual
-    Grounding included, as in the paper (None where the model scored no pool of a column; then the
-    average is None too: it is over all columns or not at all)."""
-    columns = table3_columns(rows)
-    out = []
-    for model in dict.fromkeys(r["model"] for r in rows):
-        cells = {header: _mean([_value(r) for r in rows if r["model"] == model and keep(r)])
-                 for header, keep in columns}
-        values = list(cells.values())
-        out.append({"model": model, "columns": cells,
-                    "average": _mean(values) if values and all(v is not None for v in values) else None})
+@dataclass(frozen=True)
+class Column:
+    """One table column: what it prints, the task it sits under, and which pools it holds."""
+
+    name: str
+    task: str
+    keep: Callable[[dict], bool]
+
+
+def _entries(rows, skipped) -> list[dict]:
+    """The facts of every pool a run met: scored, or skipped with its facts."""
+    return [_facts(e) for e in [*rows, *skipped]]
+
+
+def _pool_column(task, dataset, difficulty, name) -> Column:
+    return Column(name, task, lambda f, key=(task, dataset, difficulty):
+                  (f.get("task"), f.get("dataset"), f.get("difficulty")) == key)
+
+
+def table3_columns(rows, skipped=()) -> list[Column]:
+    """Paper Table 3's columns, in its order, those any pool of the run falls in: Visual Grounding
+    (NeedleBench, MM-NIAH*), then per task its two datasets, Easy and Hard each. Datasets the
+    paper does not have follow their task's, under their own names."""
+    facts = _entries(rows, skipped)
+    candidates = [Column(name, "visual_grounding",
+                         lambda f, needle=needle: grid_cell(f) is not None and grid_cell(f)[0] == needle)
+                  for needle, name in VG_COLUMNS]
+    known = {(task, d) for task, pairs in PAPER_DATASETS.items() for d, _ in pairs}
+    others = sorted({(f.get("task"), f.get("dataset")) for f in facts if f.get("difficulty") in DIFFICULTIES}
+                    - known, key=lambda td: (_task_order(td[0]), td[1]))
+    for task in sorted(set(PAPER_DATASETS) | {t for t, _ in others}, key=_task_order):
+        datasets = list(PAPER_DATASETS.get(task, ())) + [(d, d) for t, d in others if t == task]
+        for dataset, title in datasets:
+            for difficulty in DIFFICULTIES:
+                candidates.append(_pool_column(task, dataset, difficulty, f"{title} {difficulty.capitalize()}"))
+    return [c for c in candidates if any(c.keep(f) for f in facts)]
+
+
+def column_order(name: str, task: str | None) -> tuple:
+    """Where a column sits among Table 3's: the paper's columns in its order, then other datasets'
+    after their task's, Avg last."""
+    if name == AVG:
+        return (99, 99, name)
+    paper = [n for _, n in VG_COLUMNS] + [f"{title} {d.capitalize()}" for pairs in PAPER_DATASETS.values()
+                                          for _, title in pairs for d in DIFFICULTIES]
+    return (_task_order(task or ""), paper.index(name) if name in paper else len(paper), name)
+
+
+def _models(rows, skipped) -> list[str]:
+    return list(dict.fromkeys([r["model"] for r in rows] + [s["model"] for s in skipped if s["model"] != "*"]))
+
+
+def column_cell(model: str, column: Column, rows, skipped=(), n_resamples: int = 1000, seed: int = 0) -> dict:
+    """P@1 of `model` over every query of the column's pools, with how many queries it rests on.
+    The column's pools are every pool of the run that falls in it (scored by some model, or
+    skipped); where `model` lacks any, `p_at_1` is None and `skipped` says which and why."""
+    mine = [r for r in rows if r["model"] == model and column.keep(r)]
+    expected = {f["pool"] for f in _entries(rows, skipped) if column.keep(f)}
+    scored = {r["pool"] for r in mine}
+    missing = sorted(expected - scored)
+    queries = sum(int(r.get("n_queries") or 0) for r in mine)
+    cell = {"model": model, "column": column.name, "task": column.task, "p_at_1": None, "queries": queries, "ci95": None,
+            "pools": len(scored), "expected_pools": len(expected)}
+    if missing:
+        why = {s["pool"]: s["reason"] for s in skipped if s["model"] in (model, "*") and s["pool"] in expected}
+        cell["skipped"] = {"pools": missing, "reasons": sorted({why.get(p, "not run") for p in missing})}
+        return cell
+    if not queries:
+        return cell
+    per_query = [r.get("per_query", {}).get(MAIN_METRIC) for r in mine]
+    if all(v is not None for v in per_query):
+        values = np.concatenate([np.asarray(v, dtype=np.float64) for v in per_query])
+        cell["p_at_1"] = float(values.mean())
+        if len(values) >= MIN_QUERIES_FOR_INTERVAL:
+            cell["ci95"] = list(bootstrap_ci(values, n_resamples, seed))
+    else:  # rows without per-query values (hand-made, or older results): the query-weighted mean
+        cell["p_at_1"] = sum(_value(r) * r["n_queries"] for r in mine) / queries
+    return cell
+
+
+def cell_text(cell: dict) -> str:
+    """`60.0 [45.2, 74.1] n=30`; `0.0 n=1` below MIN_QUERIES_FOR_INTERVAL queries (no interval);
+    `– (skipped 2/6 pools: ...)` for a model that missed some of the column's pools."""
+    if cell.get("skipped"):
+        n_missing = len(cell["skipped"]["pools"])
+        return f"– (skipped {n_missing}/{cell['expected_pools']} pools: {'; '.join(cell['skipped']['reasons'])})"
+    if cell["p_at_1"] is None:
+        return "–"
+    interval = f" [{fmt(cell['ci95'][0])}, {fmt(cell['ci95'][1])}]" if cell.get("ci95") else ""
+    return f"{fmt(cell['p_at_1'])}{interval} n={cell['queries']}"
+
+
+def average_cell(model: str, cells: list[dict]) -> dict:
+    """Table 3's Avg: the mean of the row's columns (each weighs the same, as in the paper), only
+    where every column has a number; else None, and `leaves_out` names the columns it lacks."""
+    lacking = [c["column"] for c in cells if c["p_at_1"] is None]
+    value = None if lacking or not cells else sum(c["p_at_1"] for c in cells) / len(cells)
+    out = {"model": model, "column": AVG, "p_at_1": value, "queries": sum(c["queries"] for c in cells),
+           "columns": len(cells)}
+    if lacking:
+        out["leaves_out"] = lacking
     return out
 
 
-def table3(rows) -> str:
-    """Rows: models. Columns: VG by needle modality, then task / dataset / Easy|Hard (P@1 x100,
-    averaged over lengths), Avg over every column."""
-    data = table3_data(rows)
-    if not data or not data[0]["columns"]:
-        return ""
-    headers = list(data[0]["columns"])
-    lines = ["| Model | " + " | ".join(headers) + " | Avg |", "|---|" + "---:|" * (len(headers) + 1)]
-    for entry in data:
-        lines.append(f"| {entry['model']} | " + " | ".join(_fmt(entry["columns"][h]) for h in headers)
-                     + f" | {_fmt(entry['average'])} |")
+def average_text(cell: dict) -> str:
+    if cell["p_at_1"] is not None:
+        return fmt(cell["p_at_1"])
+    return f"– (lacks {len(cell['leaves_out'])}/{cell['columns']} columns)" if cell.get("leaves_out") else "–"
+
+
+def table3_data(rows, skipped=(), n_resamples: int = 1000, seed: int = 0) -> list[dict]:
+    """Per model: its Table 3 cells (`column_cell`), by column name, and their Avg (`average_cell`)."""
+    columns = table3_columns(rows, skipped)
+    out = []
+    for model in _models(rows, skipped):
+        cells = [column_cell(model, c, rows, skipped, n_resamples, seed) for c in columns]
+        out.append({"model": model, "cells": {c["column"]: c for c in cells}, "average": average_cell(model, cells)})
+    return out
+
+
+def table3_records(data: list[dict]) -> list[dict]:
+    """results.json's `table3`: one record per model and column, Avg last, p_at_1 on 0..1."""
+    return [cell for entry in data for cell in [*entry["cells"].values(), entry["average"]]]
+
+
+def groups_line(columns: list[str], task_of: dict[str, str]) -> str:
+    groups = defaultdict(list)
+    for name in columns:
+        groups[task_of[name]].append(name)
+    return " · ".join(f"{TASK_TITLES.get(t, t)}: {', '.join(names)}" for t, names in groups.items())
+
+
+def table3_markdown(entries: list[dict], columns: list[str], task_of: dict[str, str],
+                    label: Callable[[dict], str] | None = None) -> str:
+    """Rows as given (`entries` from table3_data or a leaderboard), columns in the order given."""
+    lead = ["Model"] + (["Source"] if label else [])
+    lines = [f"Columns by task: {groups_line(columns, task_of)}.", "",
+             "| " + " | ".join(lead + columns + [AVG]) + " |", "|" + "---|" * len(lead) + "---:|" * (len(columns) + 1)]
+    for entry in entries:
+        cells = [cell_text(entry["cells"][c]) if c in entry["cells"] else "– (not run)" for c in columns]
+        first = [entry["model"]] + ([label(entry)] if label else [])
+        lines.append("| " + " | ".join(first + cells + [average_text(entry["average"])]) + " |")
     return "\n".join(lines)
 
 
-def table12(rows) -> str:
-    """Paper Table 12: rows model per task (the task's datasets averaged), columns Easy at each
-    length, then Hard at each length (P@1 x100)."""
-    real = [r for r in rows if r["difficulty"] in DIFFICULTIES]
-    if not real:
+def table3(rows, skipped=(), n_resamples: int = 1000, seed: int = 0) -> str:
+    """Rows: models. Columns: paper Table 3's (see table3_columns), then Avg."""
+    data = table3_data(rows, skipped, n_resamples, seed)
+    columns = table3_columns(rows, skipped)
+    if not data or not columns:
         return ""
-    lengths = sorted({r["length"] for r in real})
+    return table3_markdown(data, [c.name for c in columns], {c.name: c.task for c in columns})
+
+
+def table12(rows, skipped=(), n_resamples: int = 1000, seed: int = 0) -> str:
+    """Paper Table 12: rows task x model, columns Easy at each length, then Hard at each length
+    (P@1 over all the task's queries at that difficulty and length, its datasets together)."""
+    facts = [f for f in _entries(rows, skipped) if f.get("difficulty") in DIFFICULTIES]
+    if not facts:
+        return ""
+    lengths = sorted({int(f["length"]) for f in facts})
     headers = [f"{difficulty.capitalize()} {_length_name(n).upper()}" for difficulty in DIFFICULTIES for n in lengths]
     lines = ["| Task | Model | " + " | ".join(headers) + " |", "|---|---|" + "---:|" * len(headers)]
-    for task in sorted({r["task"] for r in real}, key=_task_order):
-        for model in dict.fromkeys(r["model"] for r in real if r["task"] == task):
-            cells = []
-            for difficulty in DIFFICULTIES:
-                for n in lengths:
-                    per_dataset = [_mean([_value(r) for r in real if r["model"] == model and r["task"] == task
-                                          and r["dataset"] == d and r["difficulty"] == difficulty and r["length"] == n])
-                                   for d in sorted({r["dataset"] for r in real if r["task"] == task})]
-                    cells.append(_mean(per_dataset))
-            lines.append(f"| {TASK_SHORT.get(task, task)} | {model} | " + " | ".join(_fmt(c) for c in cells) + " |")
+    for task in sorted({f["task"] for f in facts}, key=_task_order):
+        columns = [Column(f"{d} {n}", task, lambda f, key=(task, d, n):
+                          (f.get("task"), f.get("difficulty"), f.get("length")) == key)
+                   for d in DIFFICULTIES for n in lengths]
+        task_rows = [r for r in rows if r["task"] == task]
+        task_skips = [s for s in skipped if _facts(s).get("task") == task]
+        for model in _models(task_rows, task_skips):
+            cells = [column_cell(model, c, rows, skipped, n_resamples, seed) for c in columns]
+            lines.append(f"| {TASK_SHORT.get(task, task)} | {model} | " + " | ".join(cell_text(c) for c in cells) + " |")
     return "\n".join(lines)
 
 
@@ -136,7 +262,7 @@ def grid_table(rows) -> str:
             for depth in sorted({r["depth"] for r in grid if r["model"] == model and grid_group(r) == group}):
                 cells = [_mean([_value(r) for r in grid if r["model"] == model and grid_group(r) == group
                                 and r["depth"] == depth and r["length"] == n]) for n in lengths]
-                lines.append(f"| {model} | {group} | {depth:g} | " + " | ".join(_fmt(c) for c in cells) + " |")
+                lines.append(f"| {model} | {group} | {depth:g} | " + " | ".join(fmt(c) for c in cells) + " |")
     return "\n".join(lines)
 
 
@@ -174,29 +300,28 @@ def _std(values):
     return math.sqrt(sum((v - mean) ** 2 for v in values) / (len(values) - 1))
 
 
-def table4_data(rows) -> list[dict]:
-    """Paper Table 4: per model and needle modality, P@1 per background averaged over the grid's
-    lengths and depths (every pool weighs the same), and the mean and sample std (ddof=1) across the
-    three backgrounds. A background none of whose pools the model scored is None, and then so are
-    mean and std (they are over all three backgrounds or not at all). `n_pools` says how many pools
-    each cell averages, `expected_pools` how many pools of that cell any model scored."""
-    cells = [(grid_cell(r), r) for r in rows]
-    cells = [(c, r) for c, r in cells if c is not None]
-    if not cells:
+def table4_data(rows, skipped=(), n_resamples: int = 1000, seed: int = 0) -> list[dict]:
+    """Paper Table 4: per model and needle modality, P@1 per background over all the queries of its
+    grid pools (every length and depth), and the mean and sample std (ddof=1) across the three
+    backgrounds. A background where the model missed a pool has p@1 None (its `cell` says what it
+    skipped), and then so are mean and std (they are over all three backgrounds or not at all).
+    `n_pools` says how many pools each cell holds, `expected_pools` how many the run met."""
+    facts = [f for f in _entries(rows, skipped) if grid_cell(f) is not None]
+    if not facts:
         return []
-    expected = defaultdict(set)
-    for cell, r in cells:
-        expected[cell].add(r["pool"])
     out = []
-    for model in dict.fromkeys(r["model"] for _, r in cells):
+    for model in _models([r for r in rows if grid_cell(r)], [s for s in skipped if grid_cell(_facts(s))]):
         for needle in NEEDLE_MODALITIES:
-            if not any(cell[0] == needle for cell, _ in cells):
+            if not any(grid_cell(f)[0] == needle for f in facts):
                 continue
             backgrounds = {}
             for background in BACKGROUNDS:
-                values = [_value(r) for cell, r in cells if r["model"] == model and cell == (needle, background)]
-                backgrounds[background] = {"p@1": _mean(values), "n_pools": len(values),
-                                           "expected_pools": len(expected[(needle, background)])}
+                column = Column(f"{needle} {background}", "visual_grounding",
+                                lambda f, key=(needle, background): grid_cell(f) == key)
+                cell = column_cell(model, column, rows, skipped, n_resamples, seed)
+                backgrounds[background] = {"p@1": cell["p_at_1"], "n_pools": cell["pools"],
+                                           "expected_pools": cell["expected_pools"], "queries": cell["queries"],
+                                           "cell": cell}
             per_background = [b["p@1"] for b in backgrounds.values()]
             complete = all(v is not None for v in per_background)
             out.append({"model": model, "needle_modality": needle, "metric": MAIN_METRIC, "backgrounds": backgrounds,
@@ -205,21 +330,17 @@ def table4_data(rows) -> list[dict]:
     return out
 
 
-def table4(rows) -> str:
-    """Rows: model x needle modality. Columns: Text / Mix / Image background (P@1 x100 averaged over the
-    grid's lengths and depths), Mean ± std across the three backgrounds."""
-    data = table4_data(rows)
+def table4(rows, skipped=(), n_resamples: int = 1000, seed: int = 0) -> str:
+    """Rows: model x needle modality. Columns: Text / Mix / Image background (P@1 over the cell's
+    queries), Mean ± std across the three backgrounds."""
+    data = table4_data(rows, skipped, n_resamples, seed)
     if not data:
         return ""
     lines = ["| Model | Needle | " + " | ".join(BACKGROUND_HEADERS[b] for b in BACKGROUNDS) + " | Mean ± std |",
              "|---|---|" + "---:|" * (len(BACKGROUNDS) + 1)]
     for entry in data:
-        cells = []
-        for background in BACKGROUNDS:
-            cell = entry["backgrounds"][background]
-            partial = cell["p@1"] is not None and cell["n_pools"] < cell["expected_pools"]
-            cells.append(_fmt(cell["p@1"]) + (f" ({cell['n_pools']}/{cell['expected_pools']} pools)" if partial else ""))
-        spread = "–" if entry["mean"] is None else f"{_fmt(entry['mean'])} ± {_fmt(entry['std'])}"
+        cells = [cell_text(entry["backgrounds"][b]["cell"]) for b in BACKGROUNDS]
+        spread = "–" if entry["mean"] is None else f"{fmt(entry['mean'])} ± {fmt(entry['std'])}"
         lines.append(f"| {entry['model']} | {entry['needle_modality'].capitalize()} | " + " | ".join(cells)
                      + f" | {spread} |")
     return "\n".join(lines)
@@ -232,20 +353,37 @@ def variant_table(rows) -> str:
     for r in rows:
         for variant, entry in sorted((r.get("breakdown") or {}).get("by_variant", {}).items()):
             lines.append(f"| {r['model']} | {r['pool']} | {variant} | {entry['role']} | {entry['pairs']} | "
-                         f"{_fmt(entry['positive_beats'])} |")
+                         f"{fmt(entry['positive_beats'])} |")
     return "\n".join(lines) if len(lines) > 2 else ""
 
 
+def _pool_p1(r) -> str:
+    """A pool's P@1 with its bootstrap interval, or `n=` alone below MIN_QUERIES_FOR_INTERVAL queries."""
+    p1 = r["metrics"]["p@1"]
+    if r["n_queries"] < MIN_QUERIES_FOR_INTERVAL:
+        return f"{fmt(p1['value'])} n={r['n_queries']}"
+    lo, hi = p1["ci95"]
+    return f"{fmt(p1['value'])} [{fmt(lo)}, {fmt(hi)}]"
+
+
+def _hit_k(r) -> str:
+    hit = r["metrics"].get("hit@k")
+    return "–" if hit is None else f"{fmt(hit['value'])} (k={hit['k']})"
+
+
+HIT_K_NOTE = ("hit@k: the positive in the top k, k = 5, or the pool size - 1 where the pool has five candidates or "
+              "fewer (there P@5 is 1/5 whatever the model does, so the table shows no P@5; results.json keeps it)")
+
+
 def pool_table(rows) -> str:
-    lines = ["| Model | Pool | Queries | Candidates | P@1 [95% CI] | P@5 | nDCG@10 | MRR | Truncated q/c | Tied positives |",
+    lines = ["| Model | Pool | Queries | Candidates | P@1 [95% CI] | hit@k | nDCG@10 | MRR | Truncated q/c | Tied positives |",
              "|---|---|---:|---:|---|---:|---:|---:|---:|---:|"]
     for r in rows:
         m = r["metrics"]
-        lo, hi = m["p@1"]["ci95"]
         lines.append(
-            f"| {r['model']} | {r['pool']} | {r['n_queries']} | {r['n_candidates']} | {_fmt(m['p@1']['value'])} "
-            f"[{_fmt(lo)}, {_fmt(hi)}] | {_fmt(m['p@5']['value'])} | {_fmt(m['ndcg@10']['value'])} | "
-            f"{_fmt(m['mrr']['value'])} | {r['truncated']['queries']}/{r['truncated']['candidates']} | {r.get('tied_positives', 0)} |")
+            f"| {r['model']} | {r['pool']} | {r['n_queries']} | {r['n_candidates']} | {_pool_p1(r)} | {_hit_k(r)} | "
+            f"{fmt(m['ndcg@10']['value'])} | {fmt(m['mrr']['value'])} | "
+            f"{r['truncated']['queries']}/{r['truncated']['candidates']} | {r.get('tied_positives', 0)} |")
     return "\n".join(lines)
 
 
@@ -264,30 +402,35 @@ def readout_table(rows) -> str:
 
 
 def markdown(report: dict) -> str:
-    rows = report["results"]
+    rows, skipped = report["results"], report["skipped"]
+    settings = report.get("settings") or {}
+    stats = {"n_resamples": settings.get("bootstrap", 1000), "seed": settings.get("seed", 0)}
     parts = [f"# Scores on {report['dataset']['ref']}", "",
-             "P@1 x 100. Easy/Hard columns average the pool's lengths; a Visual Grounding column averages "
-             "every grid pool of its needle modality (backgrounds, lengths, depths). Candidates that score "
-             "exactly as much as the positive (e.g. inputs identical after middle truncation) count by "
-             "expectation over their possible orders: a model that cannot tell them apart gets chance.", ""]
-    for title, body in (("Table 3 layout: by task and dataset (Visual Grounding by needle modality; "
-                         "Avg over every column)", table3(rows)),
-                        ("Table 12 layout: by task and length", table12(rows)),
+             "P@1 x 100 over all the queries of each cell's pools (query-weighted), `n=` the queries it rests on, "
+             f"in brackets a 95% bootstrap interval over those queries (none below {MIN_QUERIES_FOR_INTERVAL} "
+             "queries). A model that was not run on every pool of a cell gets no number there but says what it "
+             "skipped; Avg is over every column or not at all. Candidates that score exactly as much as the "
+             "positive (e.g. inputs identical after middle truncation) count by expectation over their possible "
+             "orders: a model that cannot tell them apart gets chance.", ""]
+    for title, body in ((f"Table 3 layout: by task and dataset ({VG_NOTE}; Avg over every column)",
+                         table3(rows, skipped, **stats)),
+                        ("Table 12 layout: by task and length (the task's datasets together)",
+                         table12(rows, skipped, **stats)),
                         ("Table 4 layout: Visual Grounding by needle modality and background "
-                         "(P@1 averaged over lengths and depths; mean ± sample standard deviation (n-1) "
+                         "(P@1 over every length and depth; mean ± sample standard deviation (n-1) "
                          "across the three backgrounds, as the paper prints it)",
-                         table4(rows)),
+                         table4(rows, skipped, **stats)),
                         ("Per variant: how often the positive beats each kind of negative", variant_table(rows)),
                         ("Needle grid (P@1 by depth and length)", grid_table(rows)),
-                        ("Per pool", pool_table(rows) if rows else ""),
+                        (f"Per pool ({HIT_K_NOTE})", pool_table(rows) if rows else ""),
                         ("Generative readout (format validity, fallbacks to the last generated token, mean "
                          "generated length)", readout_table(rows))):
         if body:
             parts += [f"## {title}", "", body, ""]
-    if report["skipped"]:
+    if skipped:
         parts += ["## Skipped", "", "| Model | Pool | Reason | Failure |", "|---|---|---|---|"]
         parts += [f"| {s['model']} | {s['pool']} | {s['reason']} | {'yes' if s['counts_as_failure'] else 'no'} |"
-                  for s in report["skipped"]]
+                  for s in skipped]
         parts.append("")
     return "\n".join(parts)
 
@@ -296,81 +439,113 @@ def write_json(report: dict, path: Path) -> None:
     path.write_text(json.dumps(report, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
 
 
-def plot_by_length(rows, path: Path) -> bool:
-    """Paper Figure 4: P@1 against context length, one panel per task, Easy solid and Hard dashed."""
-    rows = [r for r in rows if r["difficulty"] in DIFFICULTIES]
-    if not rows:
-        return False
+def _pyplot():
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    tasks = [t for t in TASK_ORDER if any(r["task"] == t for r in rows)]
-    fig, axes = plt.subplots(1, len(tasks), figsize=(4.5 * len(tasks), 3.6), squeeze=False)
+    return plt
+
+
+DIFFICULTY_STYLES = {"easy": "-", "hard": "--"}
+DATASET_MARKERS = "osD^vP*X"
+
+
+def by_length_figure(rows):
+    """Paper Figure 4: P@1 (x100) against context length, one panel per task; colour: model, marker:
+    dataset, line: Easy solid, Hard dashed. One legend for all panels, outside them (never over a
+    line), with an entry for each colour, marker and line style. None where no pool has a difficulty."""
+    rows = [r for r in rows if r["difficulty"] in DIFFICULTIES]
+    if not rows:
+        return None
+    plt = _pyplot()
+    from matplotlib.lines import Line2D
+    from matplotlib.ticker import NullLocator
+
+    tasks = sorted({r["task"] for r in rows}, key=_task_order)
+    fig, axes = plt.subplots(1, len(tasks), figsize=(4.2 * len(tasks) + 2.2, 3.6), squeeze=False)
     models = list(dict.fromkeys(r["model"] for r in rows))
+    datasets = sorted({r["dataset"] for r in rows})
     colours = plt.rcParams["axes.prop_cycle"].by_key()["color"]
+    colour = {m: colours[i % len(colours)] for i, m in enumerate(models)}
+    marker = {d: DATASET_MARKERS[i % len(DATASET_MARKERS)] for i, d in enumerate(datasets)}
     for ax, task in zip(axes[0], tasks):
-        for m, model in enumerate(models):
+        for model in models:
             for dataset in sorted({r["dataset"] for r in rows if r["task"] == task}):
-                for difficulty, style in (("easy", "-"), ("hard", "--")):
-                    points = sorted((r["length"], _value(r)) for r in rows if r["model"] == model
+                for difficulty, style in DIFFICULTY_STYLES.items():
+                    points = sorted((r["length"], 100 * _value(r)) for r in rows if r["model"] == model
                                     and r["task"] == task and r["dataset"] == dataset and r["difficulty"] == difficulty)
                     if points:
-                        ax.plot([p[0] for p in points], [p[1] for p in points], style, marker="o",
-                                color=colours[m % len(colours)], label=f"{model} {dataset} {difficulty}")
+                        ax.plot([p[0] for p in points], [p[1] for p in points], style, marker=marker[dataset],
+                                color=colour[model])
         ax.set_xscale("log", base=2)
         lengths = sorted({r["length"] for r in rows if r["task"] == task})
         ax.set_xticks(lengths, [_length_name(n) for n in lengths])
-        ax.set_ylim(0, 1.02)
-        ax.set_title(task.replace("_", " "))
+        ax.xaxis.set_minor_locator(NullLocator())  # the log axis's minor ticks would add labels between ours
+        ax.set_xlim(lengths[0] / 1.4, lengths[-1] * 1.4)
+        ax.set_ylim(0, 102)
+        ax.set_title(TASK_TITLES.get(task, task))
         ax.set_xlabel("context length (tokens)")
-        ax.set_ylabel("P@1")
+        ax.set_ylabel("P@1 (x100)")
         ax.grid(alpha=0.3)
-        ax.legend(fontsize=7)
-    fig.tight_layout()
+    handles = ([Line2D([], [], color=colour[m], lw=2, label=m) for m in models]
+               + [Line2D([], [], color="grey", marker=marker[d], ls="none", label=d) for d in datasets]
+               + [Line2D([], [], color="black", ls=style, label=difficulty.capitalize())
+                  for difficulty, style in DIFFICULTY_STYLES.items()])
+    fig.tight_layout(rect=(0, 0, 1 - 2.0 / fig.get_figwidth(), 1))
+    fig.legend(handles=handles, loc="center left", bbox_to_anchor=(1 - 1.95 / fig.get_figwidth(), 0.5),
+               fontsize=8, frameon=False)
+    return fig
+
+
+def plot_by_length(rows, path: Path) -> bool:
+    fig = by_length_figure(rows)
+    if fig is None:
+        return False
     fig.savefig(path, dpi=120)
-    plt.close(fig)
+    _pyplot().close(fig)
     return True
 
 
-def plot_depth_heatmaps(rows, directory: Path) -> list[Path]:
-    """Paper Figure 3: for pools with needle depths, a depth x length heatmap per model and grid family."""
+def depth_heatmap_figures(rows, metric: str = MAIN_METRIC):
+    """Paper Figure 3: per model and grid family, a depth x length heatmap of `metric` (P@1 as in
+    the paper; hit@5 on request), cells and colour bar both x100. Yields (model, group, figure)."""
     grid = [r for r in rows if r.get("depth") is not None]
-    if not grid:
-        return []
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    written = []
+    plt = _pyplot()
+    label = HEATMAP_METRICS[metric]
     for model in dict.fromkeys(r["model"] for r in grid):
         for group in sorted({grid_group(r) for r in grid if r["model"] == model}):
             mine = [r for r in grid if r["model"] == model and grid_group(r) == group]
             lengths = sorted({r["length"] for r in mine})
             depths = sorted({r["depth"] for r in mine})
-            values = [[_mean([_value(r, HEATMAP_METRIC) for r in mine if r["depth"] == d and r["length"] == n])
+            values = [[_mean([_value(r, metric) for r in mine if r["depth"] == d and r["length"] == n])
                        for n in lengths] for d in depths]
-            matrix = [[float("nan") if v is None else v for v in row] for row in values]
+            matrix = [[float("nan") if v is None else 100 * v for v in row] for row in values]
             fig, ax = plt.subplots(figsize=(1.2 * len(lengths) + 2.5, 0.6 * len(depths) + 1.8))
-            image = ax.imshow(matrix, vmin=0, vmax=1, cmap="RdYlGn", aspect="auto")
+            image = ax.imshow(matrix, vmin=0, vmax=100, cmap="RdYlGn", aspect="auto")
             ax.set_xticks(range(len(lengths)), [_length_name(n) for n in lengths])
             ax.set_yticks(range(len(depths)), [f"{d:g}%" for d in depths])
             for i, row in enumerate(values):
                 for j, v in enumerate(row):
-                    ax.text(j, i, _fmt(v), ha="center", va="center", fontsize=8)
+                    ax.text(j, i, fmt(v), ha="center", va="center", fontsize=8)
             ax.set_xlabel("context length (tokens)")
             ax.set_ylabel("needle depth (% of the document)")
             cell = grid_cell(mine[0])
             what = f"{cell[0]} needle, {BACKGROUND_HEADERS[cell[1]].lower()} background" if cell else group
-            ax.set_title(f"{model}: {what}\n{HEATMAP_TITLE}", fontsize=9)
-            fig.colorbar(image, ax=ax, label=HEATMAP_LABEL)
+            ax.set_title(f"{model}: {what}\n{label}, x100", fontsize=9)
+            fig.colorbar(image, ax=ax, label=f"{label} (x100)")
             fig.tight_layout()
-            path = directory / f"heatmap_{_slug(model)}_{_slug(group)}.png"
-            fig.savefig(path, dpi=120)
-            plt.close(fig)
-            written.append(path)
+            yield model, group, fig
+
+
+def plot_depth_heatmaps(rows, directory: Path, metric: str = MAIN_METRIC) -> list[Path]:
+    written = []
+    for model, group, fig in depth_heatmap_figures(rows, metric):
+        path = directory / f"heatmap_{_slug(model)}_{_slug(group)}.png"
+        fig.savefig(path, dpi=120)
+        _pyplot().close(fig)
+        written.append(path)
     return written
 
 

@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 
 from harness.cache import EmbeddingCache
 from harness.data import Benchmark, PoolError, PoolInfo
-from harness.metrics import positive_ranks, summarise, tied_positives, variant_breakdown
+from harness.metrics import MAIN_METRIC, per_query, positive_ranks, summarise, tied_positives, variant_breakdown
 from harness.models import Model, ModelError, RunSettings
 
 
@@ -21,9 +21,12 @@ class Outcome:
         return [s for s in self.skipped if s["counts_as_failure"]]
 
 
-def _skip(outcome: Outcome, model: Model | None, info: PoolInfo, reason: str, failure: bool = True):
+def _skip(outcome: Outcome, benchmark: str, model: Model | None, info: PoolInfo, reason: str,
+          failure: bool = True):
+    # the pool's facts travel with the skip, so the tables can say which of a column's pools a model missed
     outcome.skipped.append({"model": model.spec if model else "*", "pool": info.name, "reason": reason,
-                            "counts_as_failure": failure})
+                            "counts_as_failure": failure,
+                            "facts": {**info.as_dict(), "n_queries": info.n_queries, "benchmark": benchmark}})
 
 
 def score(benchmark: Benchmark, pools: list[PoolInfo], models: list[Model], settings: RunSettings,
@@ -32,16 +35,18 @@ def score(benchmark: Benchmark, pools: list[PoolInfo], models: list[Model], sett
     """`modalities`: what the user selected; pools needing more are deselected (not failures).
     `lenient_models`: models whose modality mismatches are expected (the default run's MiniLM)."""
     outcome = Outcome()
+    ref = benchmark.ref
+
     for info in pools:
         deselected = info.selection - modalities
         if deselected:
-            _skip(outcome, None, info, f"modality {','.join(sorted(deselected))} deselected", failure=False)
+            _skip(outcome, ref, None, info, f"modality {','.join(sorted(deselected))} deselected", failure=False)
             continue
         runnable = []
         for model in models:
             missing = info.modalities - model.modalities
             if missing and not model.ignores_images:
-                _skip(outcome, model, info, f"{model.spec} cannot take {','.join(sorted(missing))} "
+                _skip(outcome, ref, model, info, f"{model.spec} cannot take {','.join(sorted(missing))} "
                       f"(takes {','.join(sorted(model.modalities))})", failure=model.spec not in lenient_models)
             else:
                 runnable.append(model)
@@ -52,7 +57,7 @@ def score(benchmark: Benchmark, pools: list[PoolInfo], models: list[Model], sett
             pool = benchmark.open_pool(info)
         except PoolError as exc:
             for model in runnable:
-                _skip(outcome, model, info, str(exc))
+                _skip(outcome, ref, model, info, str(exc))
             log(f"skipped {info.name}: {exc}")
             continue
         load_seconds = time.perf_counter() - start
@@ -62,15 +67,17 @@ def score(benchmark: Benchmark, pools: list[PoolInfo], models: list[Model], sett
             try:
                 scored = model.score_pool(pool, cache, settings)
             except (PoolError, ModelError) as exc:
-                _skip(outcome, model, info, str(exc))
+                _skip(outcome, ref, model, info, str(exc))
                 log(f"skipped {info.name} with {model.spec}: {exc}")
                 continue
             ranks = positive_ranks(scored.scores, pool.positive_index)
             elapsed = time.perf_counter() - start
             row = {
-                "model": model.spec, **info.as_dict(),
+                "model": model.spec, "benchmark": ref, **info.as_dict(),
                 "n_queries": len(pool.query_ids), "n_candidates": len(pool.corpus_ids),
-                "metrics": summarise(ranks, bootstrap, seed),
+                "metrics": summarise(ranks, bootstrap, seed, n_candidates=len(pool.corpus_ids)),
+                # per query, so a table column can pool the queries of all its pools (and bootstrap them)
+                "per_query": {MAIN_METRIC: [round(float(v), 6) for v in per_query(ranks)[MAIN_METRIC]]},
                 "truncated": {"queries": scored.truncated_queries, "candidates": scored.truncated_candidates},
                 "tied_positives": tied_positives(scored.scores, pool.positive_index),
                 "embedded": scored.embedded, "cached": scored.cached,

@@ -108,6 +108,8 @@ def _run_list(args) -> int:
 # Subcommands that live in their own modules: (name, module, help).
 EXTERNAL_SUBCOMMANDS: tuple[tuple[str, str, str], ...] = (
     ("score", "harness.cli", "score embedding models on a built benchmark (reads it through load_dataset only)"),
+    ("leaderboard", "harness.leaderboard", "merge `mmle score` runs into one Table 3 and Table 4, models as rows "
+                                           "sorted by Avg (--reference paper: beside the paper's published rows)"),
     ("push", "mmlongembed.publish", "publish a validated build to a Hub dataset repo as a tagged release"),
     ("mveb", "mmlongembed.video_tasks.cli", "MTEB video tasks (MVEB): build from a video collection, export, "
                                              "evaluate with mteb, rank and prune"),

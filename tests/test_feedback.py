@@ -57,7 +57,8 @@ def test_a_short_build_keeps_one_row_per_pool():
     assert names == [pools[i].name for i in keep]
 
 
-def test_the_depth_heatmap_says_it_shows_hit_at_5_not_p_at_1(tmp_path, monkeypatch):
+def test_the_depth_heatmap_says_which_metric_it_shows(tmp_path, monkeypatch):
+    """P@1 as the paper's Figure 3 by default, hit@5 on request; title and colour bar say which."""
     import matplotlib.figure
 
     from harness.report import plot_depth_heatmaps
@@ -75,11 +76,13 @@ def test_the_depth_heatmap_says_it_shows_hit_at_5_not_p_at_1(tmp_path, monkeypat
              "metrics": {"hit@5": {"value": 0.5}, "p@1": {"value": 0.25}}}
             for n in (256, 512) for d in (0.0, 100.0)]
     assert len(plot_depth_heatmaps(rows, tmp_path)) == 1
-    (titles, labels), = seen
-    title = " ".join(titles)
-    assert "hit@5" in title and "top 5" in title and "not" in title and "P@1" in title
-    assert any("hit@5" in label and "top 5" in label for label in labels)  # the colour bar
-    assert Counter(titles)[""] == 1  # the colour bar's axes has no title of its own
+    assert len(plot_depth_heatmaps(rows, tmp_path, "hit@5")) == 1
+    (p1_titles, p1_labels), (hit_titles, hit_labels) = seen
+    assert "P@1" in " ".join(p1_titles) and "hit@5" not in " ".join(p1_titles)
+    assert any("P@1" in label and "x100" in label for label in p1_labels)  # the colour bar
+    assert "hit@5" in " ".join(hit_titles) and "top 5" in " ".join(hit_titles)
+    assert any("hit@5" in label and "top 5" in label for label in hit_labels)
+    assert Counter(p1_titles)[""] == 1  # the colour bar's axes has no title of its own
 
 
 def test_a_grid_build_shows_progress_for_each_long_step(tmp_path, capsys):

@@ -2,6 +2,7 @@
 std across backgrounds) and the Figure 3 depth x length heatmaps, on a fixture grid with a known score pattern."""
 
 import json
+import re
 
 import pytest
 
@@ -72,14 +73,17 @@ def test_table4_bm25_on_a_known_score_pattern(tmp_path, grid, capsys):
         mean = sum(cells) / 3
         std = (sum((c - mean) ** 2 for c in cells) / 2) ** 0.5
         assert entry["mean"] == pytest.approx(mean) and entry["std"] == pytest.approx(std)
-        line = (f"| bm25 | {needle.title()} | " + " | ".join(f"{100 * c:.1f}" for c in cells)
-                + f" | {100 * mean:.1f} ± {100 * std:.1f} |")
+        # each background cell rests on its 16 queries (4 pools of 4): interval and count printed
+        assert all(c["queries"] == 16 for c in entry["backgrounds"].values())
+        line = (rf"\| bm25 \| {needle.title()} \| "
+                + r" \| ".join(rf"{100 * c:.1f} \[\d+\.\d, \d+\.\d\] n=16" for c in cells)
+                + rf" \| {100 * mean:.1f} ± {100 * std:.1f} \|")
         expected[needle] = line
     table = (output / "table.md").read_text()
     assert "| Model | Needle | Text | Mix | Image | Mean ± std |" in table
     assert "sample standard deviation (n-1)" in table
-    assert expected["text"] in table and expected["image"] in table
-    assert expected["image"] in capsys.readouterr().out  # printed too
+    assert re.search(expected["text"], table) and re.search(expected["image"], table)
+    assert re.search(expected["image"], capsys.readouterr().out)  # printed too
     # Figure 3: one depth x length heatmap per (model, needle modality, background)
     for needle, background in MISSES:
         assert (output / f"heatmap_bm25_needle-{needle}-{background}.png").read_bytes()[:4] == b"\x89PNG"
@@ -105,10 +109,11 @@ def test_default_pair_skips_image_pools_for_minilm_without_failing(tmp_path, gri
     assert code == 1
 
 
-def _row(model, pool, value, extra=None):
+def _row(model, pool, value, extra=None, n_queries=4):
     parts = pool.split("-")
     return {"model": model, "pool": pool, "length": int(parts[3]), "depth": float(parts[4][1:]),
-            "extra": extra if extra is not None else {}, "metrics": {"p@1": {"value": value}}}
+            "extra": extra if extra is not None else {}, "metrics": {"p@1": {"value": value}},
+            "n_queries": n_queries}
 
 
 def test_table4_marks_partial_cells_and_reads_names_without_facts():
@@ -119,13 +124,17 @@ def test_table4_marks_partial_cells_and_reads_names_without_facts():
             {**_row("a", "needle-text-text-256-d0", 1.0), "pool": "govreport-easy-256", "depth": None}]
     data = report.table4_data(rows)
     assert [(e["model"], e["needle_modality"]) for e in data] == [("a", "text"), ("b", "text")]
-    assert data[0]["backgrounds"]["text"] == {"p@1": 0.75, "n_pools": 2, "expected_pools": 2}
+    text = data[0]["backgrounds"]["text"]
+    assert (text["p@1"], text["n_pools"], text["expected_pools"], text["queries"]) == (0.75, 2, 2, 8)
     assert data[0]["mean"] == pytest.approx(1 / 3)
-    assert data[1]["backgrounds"]["text"] == {"p@1": 0.5, "n_pools": 1, "expected_pools": 2}
+    # b missed a pool of its text cell: no number there (a mark says what it missed), no mean
+    text = data[1]["backgrounds"]["text"]
+    assert (text["p@1"], text["n_pools"], text["expected_pools"]) == (None, 1, 2)
+    assert text["cell"]["skipped"] == {"pools": ["needle-text-text-256-d100"], "reasons": ["not run"]}
     assert data[1]["mean"] is None
     table = report.table4(rows)
-    assert "| a | Text | 75.0 | 25.0 | 0.0 | 33.3 ± 38.2 |" in table
-    assert "| b | Text | 50.0 (1/2 pools) | – | – | – |" in table
+    assert "| a | Text | 75.0 n=8 | 25.0 n=4 | 0.0 n=4 | 33.3 ± 38.2 |" in table
+    assert "| b | Text | – (skipped 1/2 pools: not run) | – (skipped 1/1 pools: not run) |" in table
     # the builder's facts win over the name
     facts = [_row("c", "needle-x-y-256-d0", 0.5, {"needle_modality": "image", "background": "mixed"})]
     assert report.table4_data(facts)[0]["backgrounds"]["mixed"]["p@1"] == 0.5
@@ -139,29 +148,87 @@ def test_table4_spread_is_the_sample_standard_deviation_the_paper_prints():
             for b, v in (("text", 63.19), ("mixed", 82.85), ("image", 88.61))]
     entry = report.table4_data(rows)[0]
     assert round(100 * entry["std"], 2) == 13.33 and round(100 * entry["mean"], 2) == 78.22
-    assert "| qwen | Text | 63.2 | 82.8 | 88.6 | 78.2 ± 13.3 |" in report.table4(rows)
+    assert "| qwen | Text | 63.2 n=4 | 82.8 n=4 | 88.6 n=4 | 78.2 ± 13.3 |" in report.table4(rows)
 
 
-def test_table3_has_the_visual_grounding_columns_and_averages_every_column():
-    def real(model, dataset, task, difficulty, length, value):
-        return {"model": model, "pool": f"{dataset}-{difficulty}-{length}", "task": task, "dataset": dataset,
-                "difficulty": difficulty, "length": length, "depth": None, "extra": {},
-                "metrics": {"p@1": {"value": value}}}
+def _real(model, dataset, task, difficulty, length, value, n_queries=4):
+    return {"model": model, "pool": f"{dataset}-{difficulty}-{length}", "task": task, "dataset": dataset,
+            "difficulty": difficulty, "length": length, "depth": None, "extra": {},
+            "metrics": {"p@1": {"value": value}}, "n_queries": n_queries}
 
-    grid = [{**_row("m", f"needle-{n}-{b}-256-d{d}", v), "task": "visual_grounding", "dataset": "needle",
-             "difficulty": "grid"}
-            for n, v in (("text", 0.9), ("image", 0.3)) for b in ("text", "mixed", "image") for d in (0, 100)]
-    rows = grid + [real("m", "govreport", "logical_summarization", diff, n, v)
-                   for diff, v in (("easy", 0.8), ("hard", 0.2)) for n in (8192, 16384)]
+
+def _grid(model, values):
+    return [{**_row(model, f"needle-{n}-{b}-256-d{d}", v), "task": "visual_grounding", "dataset": "needle",
+             "difficulty": "grid"} for n, v in values for b in ("text", "mixed", "image") for d in (0, 100)]
+
+
+def test_table3_has_the_papers_columns_in_its_order_and_averages_every_column():
+    rows = (_grid("m", (("text", 0.9), ("image", 0.3)))
+            + [_real("m", dataset, task, diff, n, v) for dataset, task in
+               (("hotpotqa", "multi_source_reasoning"), ("govreport", "logical_summarization"),
+                ("mmdocrag", "multi_source_reasoning"), ("activitynet", "temporal_summarization"))
+               for diff, v in (("easy", 0.8), ("hard", 0.2)) for n in (8192, 16384)])
     data = report.table3_data(rows)[0]
-    assert list(data["columns"]) == ["VG: text needle", "VG: image needle", "LS: govreport Easy", "LS: govreport Hard"]
-    assert data["columns"]["VG: text needle"] == pytest.approx(0.9)
-    assert data["average"] == pytest.approx((0.9 + 0.3 + 0.8 + 0.2) / 4)  # VG included, as in the paper
+    assert list(data["cells"]) == ["NeedleBench", "MM-NIAH*", "MMDocRAG Easy", "MMDocRAG Hard", "HotpotQA Easy",
+                                   "HotpotQA Hard", "GovReport Easy", "GovReport Hard", "ActNet Easy", "ActNet Hard"]
+    assert data["cells"]["NeedleBench"]["p_at_1"] == pytest.approx(0.9)
+    assert data["cells"]["NeedleBench"]["queries"] == 24  # 6 pools of 4 queries
+    assert data["average"]["p_at_1"] == pytest.approx((0.9 + 0.3 + 4 * (0.8 + 0.2)) / 10)  # VG included
     table = report.table3(rows)
-    assert "| Model | VG: text needle | VG: image needle | LS: govreport Easy | LS: govreport Hard | Avg |" in table
-    assert "| m | 90.0 | 30.0 | 80.0 | 20.0 | 55.0 |" in table
+    assert ("Columns by task: Visual Grounding: NeedleBench, MM-NIAH* · Multi-Source Reasoning: MMDocRAG Easy, "
+            "MMDocRAG Hard, HotpotQA Easy, HotpotQA Hard · Logical Summarization: GovReport Easy, GovReport Hard · "
+            "Temporal Summarization: ActNet Easy, ActNet Hard.") in table
+    assert "| m | 90.0 n=24 | 30.0 n=24 | 80.0 n=8 | 20.0 n=8 | 80.0 n=8 |" in table
+    assert table.splitlines()[-1].endswith("| 20.0 n=8 | 52.0 |")
     # Table 12 in the paper's layout: a row per task and model, Easy then Hard at each length
-    rows += [real("m", "mmlb", "logical_summarization", "easy", 8192, 0.4)]
+    rows += [_real("m", "mmlongbench", "logical_summarization", "easy", 8192, 0.4)]
     table12 = report.table12(rows)
     assert "| Task | Model | Easy 8K | Easy 16K | Hard 8K | Hard 16K |" in table12
-    assert "| LS | m | 60.0 | 80.0 | 20.0 | 20.0 |" in table12  # 8K Easy: govreport 80 and mmlb 40 averaged
+    assert "| LS | m | 60.0 n=8 | 80.0 n=4 | 20.0 n=4 | 20.0 n=4 |" in table12  # 8K Easy: govreport and mmlb
+
+
+def test_table3_cells_weigh_queries_not_pools():
+    """GovReport Hard for BM25 as issue 18 found it: a 32K pool of one query scoring 0 weighed as much
+    as the 8K pool of seven queries, so the cell showed the mean of pool means."""
+    rows = [_real("bm25", "govreport", "logical_summarization", "hard", 8192, 6 / 7, n_queries=7),
+            _real("bm25", "govreport", "logical_summarization", "hard", 16384, 0.5, n_queries=4),
+            _real("bm25", "govreport", "logical_summarization", "hard", 32768, 0.0, n_queries=1)]
+    cell = report.table3_data(rows)[0]["cells"]["GovReport Hard"]
+    assert cell["p_at_1"] == pytest.approx((6 + 2 + 0) / 12)  # 66.7, where the mean of pools gives 45.2
+    assert cell["queries"] == 12 and cell["pools"] == 3
+    assert "| bm25 | 66.7 n=12 | 66.7 |" in report.table3(rows)
+
+
+def test_table3_marks_what_a_model_skipped_and_leaves_it_out_of_avg():
+    """MiniLM takes no images: in a column whose pools it ran only in part it gets no number (today's
+    table showed its text-background mean beside BM25's three-background one), and no Avg."""
+    rows = _grid("bm25", (("text", 0.5),)) + [r for r in _grid("minilm", (("text", 1.0),)) if "-text-256" in r["pool"]]
+    rows += [_real(m, "govreport", "logical_summarization", "easy", 8192, 0.5) for m in ("bm25", "minilm")]
+    skipped = [{"model": "minilm", "pool": r["pool"], "reason": "minilm cannot take image (takes text)",
+                "counts_as_failure": False, "facts": r} for r in rows if r["model"] == "bm25" and r.get("depth") is not None
+               and "-text-256" not in r["pool"]]
+    data = {e["model"]: e for e in report.table3_data(rows, skipped)}
+    assert data["bm25"]["cells"]["NeedleBench"]["p_at_1"] == pytest.approx(0.5)
+    minilm = data["minilm"]["cells"]["NeedleBench"]
+    assert minilm["p_at_1"] is None and minilm["queries"] == 8 and len(minilm["skipped"]["pools"]) == 4
+    assert data["minilm"]["average"]["p_at_1"] is None
+    assert data["minilm"]["average"]["leaves_out"] == ["NeedleBench"]
+    assert data["bm25"]["average"]["p_at_1"] == pytest.approx(0.5)
+    table = report.table3(rows, skipped)
+    assert ("| minilm | – (skipped 4/6 pools: minilm cannot take image (takes text)) | 50.0 n=4 | "
+            "– (lacks 1/2 columns) |") in table
+    records = {(r["model"], r["column"]): r for r in report.table3_records(report.table3_data(rows, skipped))}
+    assert records["minilm", "NeedleBench"]["p_at_1"] is None
+    assert records["bm25", "Avg"]["p_at_1"] == pytest.approx(0.5)
+
+
+def test_intervals_are_over_queries_and_absent_below_a_few():
+    one = {**_real("m", "govreport", "logical_summarization", "hard", 32768, 0.0, n_queries=1),
+           "per_query": {"p@1": [0.0]}}
+    many = [{**_real("m", "hotpotqa", "multi_source_reasoning", "easy", n, 0.5, n_queries=20),
+             "per_query": {"p@1": [1.0] * 10 + [0.0] * 10}} for n in (8192, 16384)]
+    data = report.table3_data([one, *many], n_resamples=400, seed=1)[0]["cells"]
+    assert data["GovReport Hard"]["ci95"] is None and report.cell_text(data["GovReport Hard"]) == "0.0 n=1"
+    lo, hi = data["HotpotQA Easy"]["ci95"]
+    assert lo < 0.5 < hi and hi - lo < 0.4  # a bootstrap over the column's 40 queries
+    assert re.fullmatch(r"50\.0 \[\d+\.\d, \d+\.\d\] n=40", report.cell_text(data["HotpotQA Easy"]))

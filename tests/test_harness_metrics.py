@@ -41,6 +41,21 @@ def test_per_query_definitions():
     assert values["ndcg@10"].tolist() == pytest.approx([1, 0.5, 0])
 
 
+def test_hit_at_k_varies_where_p_at_5_cannot():
+    """A pool of four candidates: P@5 is 1/5 for every ranking, hit@k (k = 3 there) tells them apart."""
+    from harness.metrics import hit_at, hit_k
+
+    assert (hit_k(4), hit_k(5), hit_k(6), hit_k(420), hit_k(2)) == (3, 4, 5, 5, 1)
+    best, worst = summarise(np.array([1, 1, 2, 1]), 10, n_candidates=4), summarise(np.array([4, 4, 4, 3]), 10,
+                                                                                   n_candidates=4)
+    assert best["p@5"]["value"] == pytest.approx(0.2) and worst["p@5"]["value"] == pytest.approx(0.2)
+    assert (best["hit@k"]["value"], best["hit@k"]["k"]) == (1.0, 3)
+    assert worst["hit@k"]["value"] == pytest.approx(0.25)
+    # ties: the chance over the ranks the positive can take (ranks 2..5 tied: 2 of 4 are in the top 3)
+    assert hit_at(np.array([[2, 5], [1, 1], [4, 4]]), 3).tolist() == pytest.approx([0.5, 1, 0])
+    assert "hit@k" not in summarise(np.array([1, 2]), 10)  # only where the pool size is given
+
+
 def test_bootstrap_interval_brackets_the_mean():
     values = np.array([1.0] * 30 + [0.0] * 70)
     lo, hi = bootstrap_ci(values, 2000, seed=1)

@@ -48,11 +48,15 @@ def test_default_run_scores_text_pools_and_writes_reports(tmp_path, bench, capsy
     assert set(bm25) == {"govreport-easy-256", "govreport-easy-512", "govreport-hard-256", "govreport-hard-512",
                          "slides-easy-512", "needle-text-essay-256-d25", "needle-text-essay-256-d75"}
     assert "slides-easy-512" not in minilm  # MiniLM takes no images: skipped, and by default not a failure
-    assert report["skipped"] == [{"model": "minilm", "pool": "slides-easy-512", "counts_as_failure": False,
-                                  "reason": "minilm cannot take image (takes text)"}]
+    assert [{k: v for k, v in s.items() if k != "facts"} for s in report["skipped"]] == [
+        {"model": "minilm", "pool": "slides-easy-512", "counts_as_failure": False,
+         "reason": "minilm cannot take image (takes text)"}]
+    facts = report["skipped"][0]["facts"]  # what the tables need to place the skip in its column
+    assert (facts["task"], facts["dataset"], facts["difficulty"], facts["n_queries"]) == (
+        "visual_grounding", "slides", "easy", 4)
     row = minilm["govreport-hard-512"]
     assert row["n_queries"] == 4 and row["n_candidates"] == 16 and row["embedded"] == 20
-    assert set(row["metrics"]) == {"p@1", "p@5", "hit@5", "ndcg@10", "mrr"}
+    assert set(row["metrics"]) == {"p@1", "p@5", "hit@5", "hit@k", "ndcg@10", "mrr"}
     lo, hi = row["metrics"]["p@1"]["ci95"]
     assert lo <= row["metrics"]["p@1"]["value"] <= hi
     # the fixture's 512 pools exceed MiniLM's 256-token window: every candidate is truncated, no query
@@ -60,7 +64,10 @@ def test_default_run_scores_text_pools_and_writes_reports(tmp_path, bench, capsy
     assert minilm["govreport-easy-256"]["truncated"]["candidates"] == 0
     assert report["models"][1]["identity"]["revision"]
     table = (output / "table.md").read_text()
-    assert "| Model | LS: govreport Easy | LS: govreport Hard | Avg |" in table.replace("VG: slides Easy | ", "")
+    assert "| Model | slides Easy | GovReport Easy | GovReport Hard | Avg |" in table
+    # MiniLM skipped the image pool: a mark in its column, and no Avg
+    assert "| minilm | – (skipped 1/1 pools: minilm cannot take image (takes text)) |" in table
+    assert table.split("| minilm |")[1].splitlines()[0].endswith("| – (lacks 1/3 columns) |")
     assert "| LS | minilm |" in table and "| Task | Model | Easy 256 | Easy 512 | Hard 256 | Hard 512 |" in table
     assert "needle-text-essay" in table
     # per-variant breakdowns from the audit config (the fixture's negatives carry no variant: their role)

@@ -1,0 +1,187 @@
+"""`mmle leaderboard RESULTS...`: runs of several models (each `mmle score`'s results.json) merged
+into one Table 3 and one Table 4, models as rows sorted by Avg, optionally beside the paper's
+published rows (`--reference paper`, shipped as package data and labelled as published numbers).
+
+Cells come from each run's `table3` records as they are (query-weighted P@1, queries, interval,
+skip marks), so nothing is averaged twice; a run written before those records existed is tabled
+again from its per-pool results. One model's cell may come from one run only.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from importlib import resources
+from pathlib import Path
+
+from harness import report
+from mmlongembed.errors import UserError
+
+REFERENCES = {"paper": "paper_results.json"}
+OURS = "ours"
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("results", nargs="+", metavar="RESULTS",
+                        help="results.json of `mmle score` runs, or the directories that hold them")
+    parser.add_argument("--reference", choices=sorted(REFERENCES), default=None,
+                        help="add the paper's published Table 3 and Table 4 rows (those the project's notes quote), "
+                             "labelled as published numbers, not ours")
+    parser.add_argument("--output", default=None, help="also write the tables to this markdown file")
+
+
+def run(args: argparse.Namespace) -> int:
+    try:
+        text = leaderboard([load_run(p) for p in args.results], reference(args.reference) if args.reference else None)
+    except UserError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return UserError.exit_code
+    print(text)
+    if args.output:
+        Path(args.output).write_text(text + "\n", encoding="utf-8")
+    return 0
+
+
+def load_run(path: str | Path) -> dict:
+    path = Path(path)
+    if path.is_dir():
+        path = path / "results.json"
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise UserError(f"{path}: no such results file (give `mmle score`'s results.json or its directory)") from None
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise UserError(f"{path}: not a readable results.json ({exc})") from None
+    if not isinstance(data, dict) or not isinstance(data.get("results"), list):
+        raise UserError(f"{path}: not an `mmle score` results.json (no 'results' list)")
+    data["_path"] = str(path)
+    return data
+
+
+def reference(name: str) -> dict:
+    return json.loads(resources.files("harness").joinpath(REFERENCES[name]).read_text(encoding="utf-8"))
+
+
+def _table3_records(run: dict) -> list[dict]:
+    records = run.get("table3")
+    if records is None:  # older results: table them from the per-pool rows
+        records = report.table3_records(report.table3_data(run["results"], run.get("skipped", [])))
+    return [r for r in records if r["column"] != report.AVG]
+
+
+def _merge(runs: list[dict], records_of, key, what: str) -> dict:
+    """{key: (record, run path)}, refusing a key that two runs both have."""
+    merged = {}
+    for run in runs:
+        for record in records_of(run):
+            k = key(record)
+            if k in merged:
+                raise UserError(f"{what} {' '.join(map(str, k))}: in both {merged[k][1]} and {run['_path']}; "
+                                "give each model's cell once")
+            merged[k] = (record, run["_path"])
+    return merged
+
+
+def _sort(entries: list[dict]) -> list[dict]:
+    """By Avg, best first; rows without one after, by name."""
+    return sorted(entries, key=lambda e: (e["average"]["p_at_1"] is None, -(e["average"]["p_at_1"] or 0), e["model"]))
+
+
+def table3_entries(runs: list[dict], ref: dict | None = None) -> tuple[list[dict], list[str], dict[str, str]]:
+    """The merged Table 3: entries (ours and, with `ref`, the published rows), the columns in the
+    paper's order, and each column's task. Our Avg is over the columns our runs have (published
+    columns none of them has do not count); a published row's Avg is the paper's, where quoted."""
+    merged = _merge(runs, _table3_records, lambda r: (r["model"], r["column"]), "model and column")
+    task_of = {r["column"]: r.get("task") for r, _ in merged.values()}
+    ours = sorted(task_of, key=lambda c: report.column_order(c, task_of[c]))
+    models = list(dict.fromkeys(model for model, _ in merged))
+    entries = []
+    for model in models:
+        cells = {c: merged[model, c][0] for c in ours if (model, c) in merged}
+        row = [cells.get(c) or {"model": model, "column": c, "p_at_1": None, "queries": 0} for c in ours]
+        entries.append({"model": model, "source": OURS, "cells": cells, "average": report.average_cell(model, row)})
+    if ref:
+        published = {}
+        for r in ref["table3"]:
+            task_of.setdefault(r["column"], r.get("task"))
+            published.setdefault(r["model"], {})[r["column"]] = r
+        for model, cells in published.items():
+            avg = cells.pop(report.AVG, None)
+            entries.append({"model": model, "source": ref["label"], "cells": cells,
+                            "average": {"published": avg["p_at_1"]} if avg else {"p_at_1": None}})
+    columns = sorted(task_of, key=lambda c: report.column_order(c, task_of[c]))
+    return _sort([e for e in entries if e["source"] == OURS]) + [e for e in entries if e["source"] != OURS], columns, task_of
+
+
+def _published(value) -> str:
+    return "n/q" if value is None else f"{value:.2f}"
+
+
+def _entry_cells(entry: dict, columns: list[str]) -> list[str]:
+    if entry["source"] == OURS:
+        return [report.cell_text(entry["cells"][c]) if c in entry["cells"] else "– (not run)" for c in columns]
+    return [_published(entry["cells"].get(c, {}).get("p_at_1")) for c in columns]
+
+
+def _entry_average(entry: dict) -> str:
+    if entry["source"] == OURS:
+        return report.average_text(entry["average"])
+    return _published(entry["average"].get("published"))
+
+
+def table3(runs: list[dict], ref: dict | None = None) -> str:
+    entries, columns, task_of = table3_entries(runs, ref)
+    if not columns:
+        return ""
+    lines = [f"Columns by task: {report.groups_line(columns, task_of)}.", "",
+             "| Model | Source | " + " | ".join(columns) + f" | {report.AVG} |",
+             "|---|---|" + "---:|" * (len(columns) + 1)]
+    for entry in entries:
+        lines.append(f"| {entry['model']} | {entry['source']} | " + " | ".join(_entry_cells(entry, columns))
+                     + f" | {_entry_average(entry)} |")
+    return "\n".join(lines)
+
+
+def table4(runs: list[dict], ref: dict | None = None) -> str:
+    merged = _merge(runs, lambda run: run.get("table4") or [], lambda e: (e["model"], e["needle_modality"]),
+                    "model and needle modality")
+    lines = ["| Model | Source | Needle | " + " | ".join(report.BACKGROUND_HEADERS[b] for b in report.BACKGROUNDS)
+             + " | Mean ± std |", "|---|---|---|" + "---:|" * (len(report.BACKGROUNDS) + 1)]
+    for entry, _ in merged.values():
+        cells = []
+        for b in report.BACKGROUNDS:
+            cell = entry["backgrounds"][b]
+            cells.append(report.cell_text(cell["cell"]) if "cell" in cell else report.fmt(cell["p@1"]))
+        spread = "–" if entry["mean"] is None else f"{report.fmt(entry['mean'])} ± {report.fmt(entry['std'])}"
+        lines.append(f"| {entry['model']} | {OURS} | {entry['needle_modality'].capitalize()} | " + " | ".join(cells)
+                     + f" | {spread} |")
+    for entry in (ref or {}).get("table4", []):
+        mean = "–" if entry["mean"] is None else _published(entry["mean"])
+        spread = f"{mean} ± {_published(entry['std'])}"
+        lines.append(f"| {entry['model']} | {ref['label']} | {entry['needle_modality']} | "
+                     + " | ".join(_published(entry["backgrounds"].get(b)) for b in report.BACKGROUNDS)
+                     + f" | {spread} |")
+    return "\n".join(lines) if len(lines) > 2 else ""
+
+
+def leaderboard(runs: list[dict], ref: dict | None = None) -> str:
+    sources = ", ".join(f"{run['_path']} ({run.get('dataset', {}).get('ref', '?')})" for run in runs)
+    parts = ["# Leaderboard", "", f"Runs: {sources}.", "",
+             "Ours: P@1 x100 over all the queries of each cell (n= the queries, a 95% bootstrap interval over them "
+             f"from {report.MIN_QUERIES_FOR_INTERVAL} queries on); a model not run on every pool of a cell has a mark "
+             "there instead. Avg: the mean of the columns our runs have, only where every one of them has a number; "
+             "rows sorted by it.", ""]
+    if ref:
+        parts += [f"Rows marked '{ref['label']}': {ref['title']}. {ref['provenance']} Not quoted (n/q): {ref['missing']} "
+                  "Their MM-NIAH is the real MM-NIAH; our MM-NIAH* column is a substitute.", ""]
+    for title, body in (("Table 3", table3(runs, ref)), ("Table 4 (Visual Grounding by background)", table4(runs, ref))):
+        if body:
+            parts += [f"## {title}", "", body, ""]
+    return "\n".join(parts).rstrip() + "\n"
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="mmle leaderboard", description=__doc__.splitlines()[0])
+    add_arguments(parser)
+    return run(parser.parse_args(argv))
