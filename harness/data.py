@@ -102,14 +102,27 @@ def parse_dataset_ref(ref: str) -> tuple[str, str | None]:
     return path, revision
 
 
+def meant_as_path(ref: str) -> bool:
+    """Whether ``ref`` names a local folder rather than a Hub repo: it starts with '.', '/' or
+    '~', or its first component exists here (``out/govreprot`` when ``out/`` is a folder), so
+    that a mistyped folder is reported at once instead of being looked up on the Hub."""
+    if ref.startswith((".", "/", "~")) or os.path.isabs(ref):
+        return True
+    return os.path.exists(ref.replace(os.sep, "/").split("/", 1)[0])
+
+
 class Benchmark:
     """A built benchmark as `datasets` sees it: a local directory or a Hub repo at a revision."""
 
     def __init__(self, ref: str):
         self.ref = ref
-        self.path, self.revision = parse_dataset_ref(ref)
-        if self.revision is None and not os.path.exists(self.path) and os.environ.get("HF_HUB_OFFLINE") == "1":
-            raise UserError(f"--dataset {ref!r}: no such directory (and the Hub is offline)")
+        path, self.revision = parse_dataset_ref(ref)
+        self.path = os.path.expanduser(path) if self.revision is None else path  # a quoted '~/out/x'
+        if self.revision is None and not os.path.exists(self.path):
+            if meant_as_path(self.path):
+                raise UserError(f"--dataset {ref!r}: no such directory {os.path.abspath(os.path.expanduser(self.path))}")
+            if os.environ.get("HF_HUB_OFFLINE") == "1":
+                raise UserError(f"--dataset {ref!r}: no such directory (and the Hub is offline)")
 
     def load(self, config: str):
         import datasets
