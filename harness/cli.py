@@ -66,7 +66,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="bootstrap resamples for the 95%% confidence intervals (default 1000)")
     parser.add_argument("--seed", type=int, default=0, help="seed of the bootstrap (default 0)")
     parser.add_argument("--no-plots", action="store_true", help="write no PNG plots")
-    parser.add_argument("--quiet", action="store_true", help="no progress bars or per-pool lines")
+    parser.add_argument("--quiet", action="store_true", help="no progress bars, per-pool lines or results table: only the line naming what was "
+                             "written (and errors)")
 
 
 def _tokens(value: str | None) -> tuple[str, ...] | None:
@@ -156,10 +157,12 @@ def _run(args) -> int:
         if reports.plot_by_length(outcome.results, output / "p1_by_length.png"):
             plots.append(output / "p1_by_length.png")
         plots += reports.plot_depth_heatmaps(outcome.results, output)
-    print(table)
+    if not args.quiet:
+        print(table)
     print(f"wrote {output / 'results.json'}, {output / 'table.md'}" + "".join(f", {p}" for p in plots))
     if outcome.failed:
-        print(f"{len(outcome.failed)} pool(s) skipped: see 'Skipped' above", file=sys.stderr)
+        where = f"in {output / 'table.md'}" if args.quiet else "above"
+        print(f"{len(outcome.failed)} pool(s) skipped: see 'Skipped' {where}", file=sys.stderr)
         return 1
     return 0
 

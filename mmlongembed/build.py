@@ -111,11 +111,15 @@ def write_card(builder: Builder, context: dict, directory: Path) -> None:
     (directory / "README.md").write_text(render_card(builder.card_template, context), encoding="utf-8")
 
 
-def finish(summary: str, written: Written, validation: Validation, tmp_dir: Path, final_dir: Path) -> None:
-    """Print what was built and how it validated; move it into place only when it is valid."""
-    print(summary, file=sys.stderr)
-    print(written.storage.summary(), file=sys.stderr)
-    print(format_report(validation.problems, dict(validation.checked)), file=sys.stderr)
+def finish(summary: str, written: Written, validation: Validation, tmp_dir: Path, final_dir: Path,
+           quiet: bool = False) -> None:
+    """Print what was built and how it validated (``quiet``: only problems); move it into place
+    only when it is valid."""
+    if not quiet:
+        print(summary, file=sys.stderr)
+        print(written.storage.summary(), file=sys.stderr)
+    if validation.problems or not quiet:
+        print(format_report(validation.problems, dict(validation.checked)), file=sys.stderr)
     if validation.problems:
         raise UserError(f"validation failed with {len(validation.problems)} problems; nothing was written to "
                         f"{final_dir}")
@@ -169,7 +173,10 @@ def why_not_current(builder: Builder, config, final_dir: Path) -> str | None:
     return None
 
 
-def run_build(builder: Builder, config, output_root: Path, overwrite: bool = False, progress: bool = True) -> Path:
+def run_build(builder: Builder, config, output_root: Path, overwrite: bool = False, progress: bool = True,
+              quiet: bool = False) -> Path:
+    """Build into ``output_root/<name>``; ``quiet``: no progress bars and no summary table."""
+    progress = progress and not quiet
     output_root = Path(output_root)
     final_dir = output_root / builder.name
     created = not output_root.exists()
@@ -189,9 +196,9 @@ def run_build(builder: Builder, config, output_root: Path, overwrite: bool = Fal
             if builder.output_kind == "training":
                 from mmlongembed.training import build_training
 
-                built = build_training(builder, config, final_dir, overwrite, progress)
+                built = build_training(builder, config, final_dir, overwrite, progress, quiet)
             else:
-                built = _build_locked(builder, config, final_dir, overwrite, progress)
+                built = _build_locked(builder, config, final_dir, overwrite, progress, quiet)
             print(f"built {builder.name} into {built}")
             return built
     finally:
@@ -211,7 +218,8 @@ def _measure_pools(pools: list[Pool], unmeasured: list[Pool], histogram: Path, a
     return shortcuts
 
 
-def _build_locked(builder: Builder, config, final_dir: Path, overwrite: bool, progress: bool) -> Path:
+def _build_locked(builder: Builder, config, final_dir: Path, overwrite: bool, progress: bool,
+                  quiet: bool = False) -> Path:
     report = BuildReport(progress=progress)
     sources = builder.load_sources(config, report)
     pools = builder.build_pools(sources, config, report)
@@ -245,5 +253,5 @@ def _build_locked(builder: Builder, config, final_dir: Path, overwrite: bool, pr
             "config": manifest["config"], **builder.card_context(config, pools, report),
         }
         write_card(builder, context, tmp_dir)
-        finish(summary_table(stats, report, validation, pools), written, validation, tmp_dir, final_dir)
+        finish(summary_table(stats, report, validation, pools), written, validation, tmp_dir, final_dir, quiet)
     return final_dir

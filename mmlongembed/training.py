@@ -136,7 +136,7 @@ def summary_table(data: TrainingData, report: BuildReport) -> str:
 
 
 def build_training(builder: Builder, config, final_dir: Path, overwrite: bool = False,
-                   progress: bool = True) -> Path:
+                   progress: bool = True, quiet: bool = False) -> Path:
     """The training-data build, inside ``run_build``'s lock (mmlongembed.build)."""
     from mmlongembed.build import finish, temporary_output, write_card
 
@@ -174,5 +174,5 @@ def build_training(builder: Builder, config, final_dir: Path, overwrite: bool = 
         }
         write_card(builder, context, tmp_dir)
         validation = validate_training_build(tmp_dir, {s.name: s for s in written.specs}, manifest, builder)
-        finish(summary_table(data, report), written, validation, tmp_dir, final_dir)
+        finish(summary_table(data, report), written, validation, tmp_dir, final_dir, quiet)
     return final_dir
