@@ -79,3 +79,89 @@ def test_quiet_build_prints_only_its_last_line(tmp_path, capsys):
     assert code == 0 and (tmp_path / "out" / "govreport" / "manifest.json").is_file()
     assert captured.out.splitlines() == [f"built govreport into {tmp_path / 'out' / 'govreport'}"]
     assert captured.err == ""
+
+
+@pytest.fixture(scope="module")
+def accented_build(tmp_path_factory):
+    """A small GovReport build whose text has multi-byte characters, so that zeros written into
+    a page can cut one in half (what makes pyarrow's strings fail to decode)."""
+    import json
+
+    from builders.govreport import GovReportConfig
+    from mmlongembed.build import run_build
+    from mmlongembed.builder import get_builder
+    from mmlongembed.testing import write_govreport_jsonl
+
+    sources = tmp_path_factory.mktemp("sources")
+    records = write_govreport_jsonl(sources / "reports.jsonl", n_reports=16, paragraphs=(5, 30))
+    with open(sources / "reports.jsonl", "w", encoding="utf-8") as handle:
+        for record in records:
+            record["report"] = record["report"].replace("e", "é").replace("o", "ø")
+            handle.write(json.dumps(record, ensure_ascii=False) + "\n")
+    config = GovReportConfig(sources=str(sources), lengths=(2048, 4096), max_queries_per_pool=4)
+    return run_build(get_builder("govreport"), config, tmp_path_factory.mktemp("out"), progress=False)
+
+
+def test_a_data_file_damaged_in_place_is_named_by_validate_and_score_never_parsed(accented_build, capsys,
+                                                                                   monkeypatch):
+    """64 zero bytes written into a corpus file, at three kinds of place: where the rows no longer
+    decode (the report's UnicodeDecodeError traceback), where pyarrow reports the damage, and
+    where the file still parses, into wrong rows (only the hash can tell)."""
+    import json
+    from pathlib import Path
+
+    import pyarrow.parquet as pq
+
+    from mmlongembed.cli import main
+    from mmlongembed.layout import configs_from_card
+
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    relative = configs_from_card(accented_build / "README.md")["govreport-easy-2k-corpus"].path
+    path = accented_build / relative
+    original = path.read_bytes()
+    manifest = accented_build / "manifest.json"
+    kept_manifest = manifest.read_text()
+
+    def damaged_at(k: int) -> bytes:
+        at = len(original) * k // 400
+        return original[:at] + bytes(64) + original[at + 64:]
+
+    places: dict[str, int] = {}
+    try:
+        for k in range(1, 380):  # the footer (the last 5%) aside: a broken footer is check_readable's case
+            path.write_bytes(damaged_at(k))
+            try:
+                pq.read_table(path).to_pydict()
+                kind = "parses"
+            except UnicodeDecodeError:
+                kind = "undecodable"
+            except Exception:  # noqa: BLE001  (damage pyarrow itself reports)
+                kind = "reported"
+            places.setdefault(kind, k)
+        assert "undecodable" in places, places  # the report's case is among them
+        for kind, k in sorted(places.items()):
+            path.write_bytes(damaged_at(k))
+            assert main(["validate", str(accented_build), "--no-progress"]) == 1
+            out, err = capsys.readouterr()
+            assert "Traceback" not in out + err and f"{relative} differs from what the build wrote" in out, (kind, out,
+                                                                                                           err)
+            assert main(["score", "--dataset", str(accented_build), "--model", "bm25", "--quiet", "--no-plots",
+                         "--output", "results"]) == 2
+            out, err = capsys.readouterr()
+            lines = err.strip().splitlines()
+            assert len(lines) == 1 and relative in lines[0] and "damaged" in lines[0], (kind, out, err)
+        # where no hash is recorded (a download, a hand-made folder) the rows that do not decode
+        # skip their pool with one line, and the other pools are scored
+        path.write_bytes(damaged_at(places["undecodable"]))
+        manifest.write_text(json.dumps({**json.loads(kept_manifest), "files": {}}))
+        assert main(["score", "--dataset", str(accented_build), "--model", "bm25", "--pools", "govreport-easy-2k",
+                     "govreport-easy-4k", "--quiet", "--no-plots", "--output", "results"]) == 1
+        out, err = capsys.readouterr()
+        assert "Traceback" not in out + err and err.strip().splitlines() == [
+            "1 pool(s) skipped: see 'Skipped' in results/table.md"], err
+        assert "cannot read config 'govreport-easy-2k-corpus'" in Path("results/table.md").read_text()
+    finally:
+        path.write_bytes(original)
+        manifest.write_text(kept_manifest)
+    assert main(["validate", str(accented_build), "--no-progress"]) == 0  # restored: valid again
+    capsys.readouterr()
