@@ -165,3 +165,92 @@ def test_a_data_file_damaged_in_place_is_named_by_validate_and_score_never_parse
         manifest.write_text(kept_manifest)
     assert main(["validate", str(accented_build), "--no-progress"]) == 0  # restored: valid again
     capsys.readouterr()
+
+
+_INTERRUPTED_SCRIPT = """
+import os, sys, time
+from pathlib import Path
+from mmlongembed import parallel
+from mmlongembed.outdir import Terminated, sigterm_as_interrupt
+
+parallel.available_cores = lambda: 2
+markers = Path(sys.argv[1])
+
+def mark(label):
+    (markers / f"{label}-{os.getpid()}").write_text("")
+
+def hold(label):
+    mark(label)
+    while True:
+        time.sleep(3600)
+
+def mapped(i, advance):
+    advance(1)
+    return mark("quick") if i == 0 else hold("held")
+
+try:
+    with sigterm_as_interrupt():
+        # one worker holds a task, the other has finished its own and waits for more: the idle
+        # worker of multiprocessing.Pool holds the task queue's lock while it waits
+        if sys.argv[2] == "fork_map":
+            parallel.fork_map(mapped, 2, 2)
+        elif sys.argv[2] == "beside":
+            mark("quick")
+            parallel.Beside(lambda advance: hold("held")).result()
+        else:  # Workers (the validation's generic checks)
+            with parallel.Workers(2) as workers:
+                workers.submit(mark, "quick").get()
+                workers.submit(hold, "held").get()
+except Terminated:
+    sys.exit(143)
+except KeyboardInterrupt:
+    sys.exit(130)
+"""
+
+
+@pytest.mark.skipif(not __import__("sys").platform.startswith("linux"), reason="fork and process groups: Linux")
+@pytest.mark.parametrize("phase", ["fork_map", "beside", "workers"])
+@pytest.mark.parametrize("signal_name, to_group, code", [("SIGTERM", False, 143), ("SIGTERM", True, 143),
+                                                         ("SIGINT", True, 130)])
+def test_an_interrupt_ends_a_build_with_workers_mid_task(phase, signal_name, to_group, code, tmp_path):
+    """SIGTERM to the build (``kill``, ``timeout``), to its whole process group (Slurm, ``docker
+    stop``) or Ctrl-C, while forked workers are inside their tasks (known from the marker each
+    writes, not from a sleep): the build ends, and no worker is left running or a zombie."""
+    import os
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    from tests._subprocess import python_env
+
+    script = tmp_path / "build.py"
+    script.write_text(_INTERRUPTED_SCRIPT)
+    markers = tmp_path / "markers"
+    markers.mkdir()
+    build = subprocess.Popen([sys.executable, str(script), str(markers), phase], env=python_env(),
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True)
+    deadline = time.monotonic() + 60  # a safety limit against a hang, not a timing assumption
+    while len(list(markers.iterdir())) < 2:
+        assert build.poll() is None and time.monotonic() < deadline, build.stderr.read()
+        time.sleep(0.02)
+    workers = [int(p.name.rsplit("-", 1)[1]) for p in markers.iterdir()]
+    number = getattr(signal, signal_name)
+    try:
+        os.killpg(build.pid, number) if to_group else build.send_signal(number)
+        _, err = build.communicate(timeout=30)
+    except subprocess.TimeoutExpired:
+        os.killpg(build.pid, signal.SIGKILL)
+        build.communicate()
+        pytest.fail(f"the build hung after {signal_name}")
+    assert build.returncode == code, err
+    assert b"Traceback" not in err, err
+    assert not [pid for pid in workers if _running(pid)], "a worker outlived the build"
+
+
+def _running(pid: int) -> bool:
+    try:
+        with open(f"/proc/{pid}/stat") as handle:
+            return handle.read().split(") ")[-1][:1] != "Z"
+    except FileNotFoundError:
+        return False
