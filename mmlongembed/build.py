@@ -174,9 +174,12 @@ def why_not_current(builder: Builder, config, final_dir: Path) -> str | None:
 
 
 def run_build(builder: Builder, config, output_root: Path, overwrite: bool = False, progress: bool = True,
-              quiet: bool = False) -> Path:
-    """Build into ``output_root/<name>``; ``quiet``: no progress bars and no summary table."""
+              quiet: bool = False, skip_unreadable_files: bool = False) -> Path:
+    """Build into ``output_root/<name>``; ``quiet``: no progress bars and no summary table;
+    ``skip_unreadable_files``: a source file that cannot be parsed is left out (and the summary
+    says what that cost) instead of stopping the build."""
     progress = progress and not quiet
+    report = BuildReport(progress=progress, skip_unreadable_files=skip_unreadable_files)
     output_root = Path(output_root)
     final_dir = output_root / builder.name
     created = not output_root.exists()
@@ -196,9 +199,9 @@ def run_build(builder: Builder, config, output_root: Path, overwrite: bool = Fal
             if builder.output_kind == "training":
                 from mmlongembed.training import build_training
 
-                built = build_training(builder, config, final_dir, overwrite, progress, quiet)
+                built = build_training(builder, config, final_dir, overwrite, report, quiet)
             else:
-                built = _build_locked(builder, config, final_dir, overwrite, progress, quiet)
+                built = _build_locked(builder, config, final_dir, overwrite, report, quiet)
             print(f"built {builder.name} into {built}")
             return built
     finally:
@@ -218,13 +221,30 @@ def _measure_pools(pools: list[Pool], unmeasured: list[Pool], histogram: Path, a
     return shortcuts
 
 
-def _build_locked(builder: Builder, config, final_dir: Path, overwrite: bool, progress: bool,
+def what_was_lost(report: BuildReport, pools: list[Pool], config) -> list[str]:
+    """The summary's last lines after --skip-unreadable-files left files out: which files, and
+    the pools that came out empty (not written) or below the plan of queries per pool (what a
+    lost file may have cost; the pools cannot say what it would have given)."""
+    if not report.lost_files:
+        return []
+    planned = getattr(config, "max_queries_per_pool", None)
+    empty = [p.name for p in pools if not p.queries]
+    short = [f"{p.name} ({len(p.queries)})" for p in pools if p.queries and planned and len(p.queries) < planned]
+    return [f"mmle: warning: {len(report.lost_files)} source file(s) could not be read and were left out "
+            f"(--skip-unreadable-files): " + "; ".join(f"{path} ({why})" for path, why in report.lost_files),
+            "mmle: warning: pools with no query, not written: " + (", ".join(empty) or "none"),
+            f"mmle: warning: pools with fewer queries than the plan of {planned}: " + (", ".join(short) or "none")]
+
+
+def _build_locked(builder: Builder, config, final_dir: Path, overwrite: bool, report: BuildReport,
                   quiet: bool = False) -> Path:
-    report = BuildReport(progress=progress)
+    progress = report.progress
     sources = builder.load_sources(config, report)
     pools = builder.build_pools(sources, config, report)
     if not any(p.queries for p in pools):
-        raise UserError(f"{builder.name}: the sources gave no pool any query ({dict(report.skipped)})")
+        lost = f"; left out as unreadable: {', '.join(p for p, _ in report.lost_files)}" if report.lost_files else ""
+        raise UserError(f"{builder.name}: the sources gave no pool any query ({dict(report.skipped)}){lost}")
+    lost_lines = what_was_lost(report, pools, config)
     pools = [p for p in pools if p.queries] or pools
     unmeasured = [pool for pool in pools if pool.name not in report.shortcuts]  # a builder may have measured some
     stats = [{**pool_statistics(p), "difficulty": p.difficulty} for p in pools]
@@ -250,8 +270,11 @@ def _build_locked(builder: Builder, config, final_dir: Path, overwrite: bool, pr
             "shortcuts": report.shortcuts, "label_free_audit": validation.shortcuts, "audit_alpha": ALPHA,
             "audit_min_excess": MIN_EXCESS,
             "storage": written.storage.as_dict(), "first_pool": pools[0].name, "llm_steps": report.llm_steps,
+            "modalities": sorted({p.modality for p in pools} | {p.query_modality for p in pools}),
             "config": manifest["config"], **builder.card_context(config, pools, report),
         }
         write_card(builder, context, tmp_dir)
         finish(summary_table(stats, report, validation, pools), written, validation, tmp_dir, final_dir, quiet)
+        for line in lost_lines:  # last, and also when quiet: what the build is missing
+            print(line, file=sys.stderr)
     return final_dir

@@ -64,6 +64,9 @@ def _add_build(subparsers) -> None:
                          help="replace an existing build directory (without it, a build that this toolkit commit "
                               "made from the same config, seed and sources is kept as up to date, any other refused)")
         sub.add_argument("--no-progress", action="store_true", help="hide progress bars")
+        sub.add_argument("--skip-unreadable-files", action="store_true",
+                         help="leave out a source file that cannot be parsed at all (cut short, not UTF-8) instead of "
+                              "stopping the build; the summary's last lines name it and the pools that shrank")
         sub.add_argument("--quiet", action="store_true",
                          help="no progress bars and no summary table: only the final line, warnings and errors")
         add_dataclass_arguments(sub, cls.config_class)
@@ -76,7 +79,7 @@ def _run_build(args) -> int:
     builder = args.builder_class()
     config = config_from_args(builder.config_class, args)
     run_build(builder, config, args.output, overwrite=args.overwrite, progress=not args.no_progress,
-              quiet=args.quiet)
+              quiet=args.quiet, skip_unreadable_files=args.skip_unreadable_files)
     return 0
 
 

@@ -136,11 +136,11 @@ def summary_table(data: TrainingData, report: BuildReport) -> str:
 
 
 def build_training(builder: Builder, config, final_dir: Path, overwrite: bool = False,
-                   progress: bool = True, quiet: bool = False) -> Path:
+                   report: BuildReport | None = None, quiet: bool = False) -> Path:
     """The training-data build, inside ``run_build``'s lock (mmlongembed.build)."""
     from mmlongembed.build import finish, temporary_output, write_card
 
-    report = BuildReport(progress=progress)
+    report = report if report is not None else BuildReport()
     sources = builder.load_sources(config, report)
     data = builder.build_training(sources, config, report)
     if not any(t.rows for t in data.tables):

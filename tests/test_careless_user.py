@@ -254,3 +254,33 @@ def _running(pid: int) -> bool:
             return handle.read().split(") ")[-1][:1] != "Z"
     except FileNotFoundError:
         return False
+
+
+def test_a_source_file_cut_in_half_stops_the_build_unless_told_to_skip_it(tmp_path, capsys):
+    """The ZeroSCROLLS JSON of GovReport cut in half: one line naming it (exit 2); with
+    --skip-unreadable-files the build goes on and its last lines say what it lost."""
+    import shutil
+
+    from mmlongembed.cli import main
+    from tests._realdata import shared_data_dir
+
+    sources = tmp_path / "sources" / "govreport"
+    shutil.copytree(shared_data_dir("govreport"), sources)
+    cut = sources / "zeroscrolls_gov_report_validation_input.json"
+    cut.write_bytes(cut.read_bytes()[: cut.stat().st_size // 2])
+    build = ["build", "govreport", "--sources", str(sources.parent), "--output", str(tmp_path / "out"), "--no-progress"]
+
+    assert main(build) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and str(cut) in err[0] and "--skip-unreadable-files" in err[0], err
+    assert not (tmp_path / "out" / "govreport").exists()
+
+    assert main([*build, "--skip-unreadable-files"]) == 0
+    last = capsys.readouterr().err.strip().splitlines()[-3:]
+    assert str(cut) in last[0] and "not valid JSON" in last[0], last
+    assert last[1].startswith("mmle: warning: pools with no query, not written: govreport-"), last
+    assert "fewer queries than the plan of 120: govreport-easy-8k (" in last[2], last
+    import json
+
+    lost = json.loads((tmp_path / "out" / "govreport" / "manifest.json").read_text())["report"]["lost_files"]
+    assert len(lost) == 1 and lost[0].startswith("zeroscrolls_gov_report_validation_input.json (not valid JSON")
