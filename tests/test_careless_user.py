@@ -284,3 +284,49 @@ def test_a_source_file_cut_in_half_stops_the_build_unless_told_to_skip_it(tmp_pa
 
     lost = json.loads((tmp_path / "out" / "govreport" / "manifest.json").read_text())["report"]["lost_files"]
     assert len(lost) == 1 and lost[0].startswith("zeroscrolls_gov_report_validation_input.json (not valid JSON")
+
+
+def _tiny_build(name: str, tmp_path):
+    from mmlongembed.build import run_build
+    from mmlongembed.builder import registered
+
+    builder = registered()[name]()
+    return run_build(builder, builder.example_config(tmp_path / "sources"), tmp_path / "out", progress=False)
+
+
+def _card_header(build):
+    import yaml
+
+    return yaml.safe_load((build / "README.md").read_text().split("---\n")[1])
+
+
+def test_the_needle_card_states_the_size_on_disk_and_where_its_columns_live(tmp_path):
+    import re
+
+    import pyarrow.parquet as pq
+
+    from mmlongembed.layout import configs_from_card
+
+    build = _tiny_build("needle", tmp_path)
+    card = (build / "README.md").read_text()
+    assert "uncompressed" not in card
+    on_disk = sum(p.stat().st_size for p in (build / "data").rglob("*.parquet"))
+    stated = re.search(r"The data files of this build hold\s+([\d.]+) MB on disk", card)
+    assert stated and float(stated.group(1)) == round(on_disk / 1e6, 1), (stated, on_disk)
+    # the columns the card's placement table lists are in the audit config, not in the corpus
+    section = card.split("### Placement and length")[1].split("###")[0]
+    listed = {c for row in re.findall(r"^\| (`.+?) \|", section, re.M) for c in re.findall(r"`([a-z_]+)`", row)}
+    assert listed >= {"depth", "realised_depth", "realised_token_index", "needle_id"}, listed
+    specs = configs_from_card(build / "README.md")
+    pool = next(s.pool for s in specs.values() if s.pool)
+    audit = set(pq.read_schema(build / specs[f"{pool}-audit"].path).names)
+    corpus = set(pq.read_schema(build / specs[f"{pool}-corpus"].path).names)
+    assert listed <= audit and not listed & corpus, (listed - audit, listed & corpus)
+    assert "`<pool>-audit` config" in section
+    header = _card_header(build)
+    assert "visual-document-retrieval" in header["task_categories"] and "multimodal" in header["tags"]
+
+
+def test_a_text_only_card_is_not_tagged_visual(tmp_path):
+    header = _card_header(_tiny_build("govreport", tmp_path))
+    assert header["task_categories"] == ["text-retrieval"] and "multimodal" not in header["tags"], header
