@@ -9,6 +9,7 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from mmlongembed.builder import Builder, BuildReport
+from mmlongembed.capacity import check_lengths
 from mmlongembed.card import render_card
 from mmlongembed.errors import UserError
 from mmlongembed.manifest import public_config, toolkit_identity
@@ -240,6 +241,7 @@ def _build_locked(builder: Builder, config, final_dir: Path, overwrite: bool, re
                   quiet: bool = False) -> Path:
     progress = report.progress
     sources = builder.load_sources(config, report)
+    check_lengths(builder, sources, config)
     pools = builder.build_pools(sources, config, report)
     if not any(p.queries for p in pools):
         lost = f"; left out as unreadable: {', '.join(p for p, _ in report.lost_files)}" if report.lost_files else ""

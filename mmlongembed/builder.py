@@ -135,6 +135,17 @@ class Builder:
         """Pure: records in, pools out, every random choice from derive_rng(seed, ...)."""
         raise NotImplementedError
 
+    def largest_length(self, sources: Any, config):
+        """The largest ``--lengths`` target the loaded sources can fill (a
+        ``mmlongembed.capacity.LengthLimit``), or None where the sources set no bound; checked
+        before any pool is built (``capacity.check_lengths``)."""
+        return None
+
+    def memory_needed(self, config) -> int | None:
+        """About how many bytes of documents the build holds at once, where the sources do not
+        bound it (``capacity.check_lengths`` refuses a build that cannot fit); None: not known."""
+        return None
+
     def validate_pool(self, pool_row: dict, corpus: dict, queries: dict, qrels: dict) -> Iterable[Problem]:
         """Builder-specific invariants, checked on the data as written (column dicts)."""
         return ()

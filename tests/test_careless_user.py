@@ -330,3 +330,57 @@ def test_the_needle_card_states_the_size_on_disk_and_where_its_columns_live(tmp_
 def test_a_text_only_card_is_not_tagged_visual(tmp_path):
     header = _card_header(_tiny_build("govreport", tmp_path))
     assert header["task_categories"] == ["text-retrieval"] and "multimodal" not in header["tags"], header
+
+
+LENGTH_BUILDERS = ["activitynet", "govreport", "hotpotqa", "mmdocrag", "mmlongbench", "needle", "youkudc"]
+
+
+def test_every_builder_with_lengths_is_checked():
+    import dataclasses
+
+    from mmlongembed.builder import registered
+
+    with_lengths = sorted(name for name, cls in registered().items()
+                          if "lengths" in {f.name for f in dataclasses.fields(cls.config_class)})
+    assert with_lengths == LENGTH_BUILDERS
+
+
+@pytest.mark.parametrize("name", LENGTH_BUILDERS)
+def test_lengths_the_sources_cannot_fill_are_refused_before_any_pool_is_built(name, tmp_path, monkeypatch):
+    import dataclasses
+    import re
+
+    from mmlongembed.build import run_build
+    from mmlongembed.builder import registered
+    from mmlongembed.errors import UserError
+
+    builder = registered()[name]()
+    config = builder.example_config(tmp_path / "sources")
+    monkeypatch.setattr(type(builder), "build_pools", lambda *a: pytest.fail("pools were built"))
+    with pytest.raises(UserError) as refused:
+        run_build(builder, dataclasses.replace(config, lengths=(min(config.lengths), 3_000_000)), tmp_path / "out",
+                  progress=False)
+    message = str(refused.value)
+    assert "\n" not in message and message.startswith("--lengths 3000000: longer than these sources can fill"), message
+    largest = int(re.search(r"the largest length they support is at most (\d+) tokens", message).group(1))
+    assert max(config.lengths) <= largest < 3_000_000
+    assert not (tmp_path / "out").exists()
+
+
+def test_a_grid_that_memory_cannot_hold_is_refused_before_any_pool_is_built(tmp_path, monkeypatch):
+    """Image haystacks draw photos again and again: the sources do not bound them, memory does."""
+    import dataclasses
+
+    from mmlongembed import capacity
+    from mmlongembed.build import run_build
+    from mmlongembed.builder import registered
+    from mmlongembed.errors import UserError
+
+    builder = registered()["needle"]()
+    config = dataclasses.replace(builder.example_config(tmp_path / "sources"), backgrounds=("image",),
+                                 lengths=(3_000_000,))
+    monkeypatch.setattr(capacity, "available_memory", lambda: 10**9)
+    monkeypatch.setattr(type(builder), "build_pools", lambda *a: pytest.fail("pools were built"))
+    with pytest.raises(UserError, match=r"would hold about [\d.]+ GB of documents in memory, more than the 1.0 GB"):
+        run_build(builder, config, tmp_path / "out", progress=False)
+    assert builder.memory_needed(dataclasses.replace(config, lengths=(256,))) < 10**9  # what fits is not refused
