@@ -384,3 +384,74 @@ def test_a_grid_that_memory_cannot_hold_is_refused_before_any_pool_is_built(tmp_
     with pytest.raises(UserError, match=r"would hold about [\d.]+ GB of documents in memory, more than the 1.0 GB"):
         run_build(builder, config, tmp_path / "out", progress=False)
     assert builder.memory_needed(dataclasses.replace(config, lengths=(256,))) < 10**9  # what fits is not refused
+
+
+_INTERRUPTED_BUILD = """
+import os, sys, time
+from pathlib import Path
+import builders.govreport
+from mmlongembed import build, cli, parallel, validate
+from mmlongembed.builder import registered
+
+parallel.available_cores = lambda: 2
+markers = Path(sys.argv[1])
+
+def measuring(*args):  # the BM25 check, worked out beside the writing of the tables, never ends
+    (markers / f"beside-{os.getpid()}").write_text("")
+    while True:
+        time.sleep(3600)
+
+def checking(root, specs, row, threads):  # the validation's generic checks: one pool's never end
+    if row["pool"] != "govreport-easy-2k":
+        result = generic_checks(root, specs, row, threads)
+        (markers / f"checked-{row['pool']}-{os.getpid()}").write_text("")
+        return result
+    measuring()
+
+generic_checks = validate._generic_checks
+if sys.argv[4] == "beside":
+    build._measure_pools = measuring
+else:
+    validate._generic_checks = checking
+config = registered()["govreport"]().example_config(Path(sys.argv[2]))
+sys.exit(cli.main(["build", "govreport", "--sources", config.sources, "--lengths", *map(str, config.lengths),
+                   "--max-queries-per-pool", str(config.max_queries_per_pool), "--output", sys.argv[3],
+                   "--no-progress"]))
+"""
+
+
+@pytest.mark.skipif(not __import__("sys").platform.startswith("linux"), reason="fork and process groups: Linux")
+@pytest.mark.parametrize("phase", ["beside", "validation"])
+def test_sigterm_to_a_building_process_group_leaves_no_lock_temporary_folder_or_worker(phase, tmp_path):
+    """SIGTERM to the build's process group while a forked worker is inside its task (and, in
+    validation, the other has finished its tasks and waits for more)."""
+    import os
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    from tests._subprocess import python_env
+
+    script = tmp_path / "build.py"
+    script.write_text(_INTERRUPTED_BUILD)
+    markers, out = tmp_path / "markers", tmp_path / "out"
+    markers.mkdir()
+    build = subprocess.Popen([sys.executable, str(script), str(markers), str(tmp_path / "sources"), str(out), phase],
+                             env=python_env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True)
+    deadline = time.monotonic() + 120  # a safety limit against a hang, not a timing assumption
+    while len(list(markers.iterdir())) < (1 if phase == "beside" else 4):  # validation: 3 pools checked, 1 held
+        assert build.poll() is None and time.monotonic() < deadline, build.stderr.read()
+        time.sleep(0.02)
+    workers = {int(p.name.rsplit("-", 1)[1]) for p in markers.iterdir()}
+    assert any(p.name.startswith(".govreport.tmp-") for p in out.iterdir())  # mid-build: its folder exists
+    os.killpg(build.pid, signal.SIGTERM)
+    try:
+        _, err = build.communicate(timeout=30)
+    except subprocess.TimeoutExpired:
+        os.killpg(build.pid, signal.SIGKILL)
+        build.communicate()
+        pytest.fail("the build hung after SIGTERM")
+    assert build.returncode == 143 and err.decode().strip().splitlines()[-1] == "mmle: terminated (SIGTERM)", err
+    assert not out.exists() or not list(out.iterdir()), list(out.iterdir())  # no lock, no temporary folder
+    assert not [pid for pid in workers if _running(pid)]
