@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Iterable
 
+from mmlongembed.capacity import LengthLimit, halving_limit
 from mmlongembed.builder import Builder, BuildReport, CommonConfig, Problem
 from mmlongembed.documents import FRAME, Document, image_segment
 from mmlongembed.errors import UserError
@@ -290,6 +291,11 @@ class TemporalBuilder(Builder):
                 "frames": frame_settings(config).identity()}
 
     # -- pools ---------------------------------------------------------------------------------
+    def largest_length(self, sources: TemporalSources, config: TemporalConfig) -> LengthLimit | None:
+        """A query's frames are a run of one video: the longest video bounds it."""
+        frames = [m["n_frames"] * image_tokens(m["frame_height"], m["frame_width"]) for m in sources.meta.values()]
+        return halving_limit(max(frames), "the longest video, all its frames,") if frames else None
+
     def build_pools(self, sources: TemporalSources, config: TemporalConfig, report: BuildReport) -> list[Pool]:
         bands = [LengthBand.halving(t) for t in sorted(set(config.lengths))]
         chosen: dict[str, dict[str, Run]] = {band.name: {} for band in bands}  # band -> video -> query run

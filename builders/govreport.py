@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Iterable, Iterator
 
 from mmlongembed.bm25 import BM25Index, bm25_tokenize
+from mmlongembed.capacity import LengthLimit, halving_limit, longest_text_tokens
 from mmlongembed.builder import Builder, BuildReport, CommonConfig, Problem, register
 from mmlongembed.documents import text_document
 from mmlongembed.errors import FitError, UserError
@@ -175,6 +176,12 @@ class GovReportBuilder(Builder):
         return {"kind": "hub", "name": "GovReport", "licence": HUB_SOURCE.licence, **HUB_SOURCE.identity}
 
     # -- pools ---------------------------------------------------------------------------
+    def largest_length(self, records: list[Report], config: GovReportConfig) -> LengthLimit | None:
+        """Reports keep their natural length (a longer one is only ever cut): the longest bounds it."""
+        if not records:
+            return None
+        return halving_limit(longest_text_tokens([r.report for r in records], default_counter()), "the longest report")
+
     def build_pools(self, records: list[Report], config: GovReportConfig, report: BuildReport) -> list[Pool]:
         counter = default_counter()
         bands = [LengthBand.halving(t) for t in sorted(set(config.lengths))]

@@ -27,6 +27,7 @@ import numpy as np
 
 from mmlongembed import parallel
 from mmlongembed.bm25 import BM25Index, bm25_tokenize
+from mmlongembed.capacity import LengthLimit
 from mmlongembed.builder import Builder, BuildReport, CommonConfig, Problem, register
 from mmlongembed.documents import TEXT, Document, Segment, text_segments
 from mmlongembed.errors import FitError, UserError
@@ -571,6 +572,15 @@ class HotpotQABuilder(Builder):
                             "articles": config.padding_articles}}
 
     # -- pools -----------------------------------------------------------------------------
+    def largest_length(self, sources: Sources, config: HotpotQAConfig) -> LengthLimit | None:
+        """A document grows from its own paragraphs by whole padding articles and other records'
+        paragraphs: all of them together bound it."""
+        paragraphs = {title: "".join(sentences) for i in sources.instances for title, sentences in i.context}
+        total = sum(default_counter().count_many([*(text for _, text in sources.articles), *paragraphs.values()]))
+        return LengthLimit(total, f"a document grows from paragraphs and padding articles, and the "
+                                  f"{len(paragraphs)} paragraphs and {len(sources.articles)} articles of these sources "
+                                  f"hold {total} tokens in all")
+
     def build_pools(self, sources: Sources, config: HotpotQAConfig, report: BuildReport) -> list[Pool]:
         counter = default_counter()
         bands = LengthBand.tight_bands(config.lengths, config.band_slack)

@@ -22,6 +22,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Iterable, Iterator
 
+from mmlongembed.capacity import LengthLimit
 from mmlongembed.builder import Builder, BuildReport, CommonConfig, Problem, register
 from mmlongembed.documents import IMAGE_PLACEHOLDER, TEXT, Document, Segment, image_segment, text_segments
 from mmlongembed.errors import FitError, UserError
@@ -665,6 +666,18 @@ class MMDocRAGBuilder(Builder):
                 "rendering": self._renderer.stats() if self._renderer else None}
 
     # -- pools -----------------------------------------------------------------------------
+    def largest_length(self, sources: Sources, config: MMDocRAGConfig) -> LengthLimit | None:
+        """A document grows from its context by padding pages and refill text: all the quotes and
+        refill text of the sources together bound it."""
+        quotes = {(i.doc, q.id): q for i in sources.instances for q in i.quotes}
+        quotes.update({(b.doc, q.id): q for b in sources.blocks for q in b.quotes})
+        texts = [q.text for q in quotes.values() if q.kind == "text" and q.text]
+        texts += [text for refills in sources.refill_text.values() for _, text in refills]
+        images = sum(q.image.tokens for q in quotes.values() if q.image is not None)
+        total = sum(default_counter().count_many(texts)) + images
+        return LengthLimit(total, f"a document grows from its context, padding pages and refill text, which hold "
+                                  f"{total} tokens in all in these sources")
+
     def build_pools(self, sources: Sources, config: MMDocRAGConfig, report: BuildReport) -> list[Pool]:
         counter = default_counter()
         bands = LengthBand.tight_bands(config.lengths, config.band_slack)

@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Iterable, Iterator
 
+from mmlongembed.capacity import LengthLimit, halving_limit
 from mmlongembed.builder import Builder, BuildReport, CommonConfig, Problem, register
 from mmlongembed.documents import IMAGE_PLACEHOLDER, Document, image_segment
 from mmlongembed.errors import FitError, UserError
@@ -351,6 +352,14 @@ class MMLongBenchBuilder(Builder):
                       else self._renderer.page(self._pdf(page.path), page.index))
             segments.append(image_segment(stored.data, stored.height, stored.width, origin=f"page:{k}"))
         return Document(id=f"{document.id}@{label}", segments=tuple(segments))
+
+    def largest_length(self, sources: Sources, config: MMLongBenchConfig) -> LengthLimit | None:
+        """Documents keep their pages (a longer one is only ever cut): the longest bounds it."""
+        if not sources.documents:
+            return None
+        settings = config.render_settings()
+        longest = max(sum(self._costs(d, settings)) for d in sources.documents)
+        return halving_limit(longest, "the longest document")
 
     def build_pools(self, sources: Sources, config: MMLongBenchConfig, report: BuildReport) -> list[Pool]:
         settings = config.render_settings()

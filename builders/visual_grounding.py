@@ -22,6 +22,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Iterable
 
+from mmlongembed.capacity import LengthLimit, planned_memory
 from mmlongembed.builder import Builder, BuildReport, CommonConfig, Problem, register
 from mmlongembed.documents import IMAGE, IMAGE_PLACEHOLDER, TEXT, Document, Segment, image_segment, text_segments
 from mmlongembed.errors import UserError
@@ -497,6 +498,32 @@ class NeedleBuilder(Builder):
         if config.depth_grid == "sigmoid":
             return sigmoid_depths(config.depth_points)
         return tuple(float(d) for d in config.depths)
+
+    def largest_length(self, sources: Sources, config: NeedleConfig) -> LengthLimit | None:
+        """A text or mixed haystack is a window of the text stream (all haystack documents, read
+        once): its tokens bound it (a mixed one adds photos to the text, at most its image share).
+        Image haystacks draw photos again and again: only memory bounds them (``memory_needed``)."""
+        backgrounds = [b for b in config.backgrounds if b in ("text", "mixed")]
+        if not backgrounds or not sources.documents:
+            return None
+        text = sum(default_counter().count_many([t for _, t in sources.documents]))
+        share = min(max(config.mixed_image_share, 0.01), 0.95) if backgrounds == ["mixed"] else 0.0
+        return LengthLimit(int(text / (1 - share)), f"a {' or '.join(backgrounds)} haystack is a window of the "
+                                                    f"{len(sources.documents)} haystack documents, {text} text tokens "
+                                                    "in all")
+
+    # bytes a document holds per token, as measured on builds of the sample data (payload on the
+    # card: about 5 for text, 70 for JPEG photos), rounded down: only a surely too large build is refused
+    BYTES_PER_TOKEN = {"text": 4, "image": 64}
+
+    def memory_needed(self, config: NeedleConfig) -> int | None:
+        per_token = {"text": self.BYTES_PER_TOKEN["text"], "image": self.BYTES_PER_TOKEN["image"],
+                     "mixed": config.mixed_image_share * self.BYTES_PER_TOKEN["image"]
+                     + (1 - config.mixed_image_share) * self.BYTES_PER_TOKEN["text"]}
+        sets = sum(len(self.families(modality, config)) for modality in config.needle_modalities)
+        documents = len(self.depths(config)) * sets * min(config.needles_per_pool, config.max_queries_per_pool)
+        return sum(planned_memory(sorted(set(config.lengths)), documents, per_token[b])
+                   for b in set(config.backgrounds) if b in per_token)
 
     # -- pools ---------------------------------------------------------------------------
     def build_pools(self, sources: Sources, config: NeedleConfig, report: BuildReport) -> list[Pool]:

@@ -76,7 +76,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--heatmap-metric", choices=sorted(HEATMAP_METRICS), default="p@1",
                         help="what the needle grid's depth x length heatmaps (Figure 3) show (default p@1, "
                              "as the paper)")
-    parser.add_argument("--quiet", action="store_true", help="no progress bars or per-pool lines")
+    parser.add_argument("--quiet", action="store_true", help="no progress bars, per-pool lines or results table: only the line naming what was "
+                             "written (and errors)")
 
 
 def _tokens(value: str | None) -> tuple[str, ...] | None:
@@ -186,10 +187,12 @@ def _run(args) -> int:
         if reports.plot_by_length(outcome.results, output / "p1_by_length.png"):
             plots.append(output / "p1_by_length.png")
         plots += reports.plot_depth_heatmaps(outcome.results, output, args.heatmap_metric)
-    print(table)
+    if not args.quiet:
+        print(table)
     print(f"wrote {output / 'results.json'}, {output / 'table.md'}" + "".join(f", {p}" for p in plots))
     if outcome.failed:
-        print(f"{len(outcome.failed)} pool(s) skipped: see 'Skipped' above", file=sys.stderr)
+        where = f"in {output / 'table.md'}" if args.quiet else "above"
+        print(f"{len(outcome.failed)} pool(s) skipped: see 'Skipped' {where}", file=sys.stderr)
         return 1
     return 0
 

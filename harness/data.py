@@ -102,14 +102,53 @@ def parse_dataset_ref(ref: str) -> tuple[str, str | None]:
     return path, revision
 
 
+def meant_as_path(ref: str) -> bool:
+    """Whether ``ref`` names a local folder rather than a Hub repo: it starts with '.', '/' or
+    '~', or its first component exists here (``out/govreprot`` when ``out/`` is a folder), so
+    that a mistyped folder is reported at once instead of being looked up on the Hub."""
+    if ref.startswith((".", "/", "~")) or os.path.isabs(ref):
+        return True
+    return os.path.exists(ref.replace(os.sep, "/").split("/", 1)[0])
+
+
+def check_local_files(ref: str, path: str) -> None:
+    """A local build whose manifest records its data files' sha256: a file damaged or missing
+    since the build is one line, found before any file is parsed (a damaged parquet file can
+    otherwise parse into wrong rows, or fail deep inside pyarrow). A folder without a manifest
+    (a hand-made benchmark, a Hub download) is read as it is."""
+    from pathlib import Path
+
+    from mmlongembed.validate import InvalidBuild, check_files, load_manifest
+
+    if not (Path(path) / "manifest.json").is_file():
+        return
+    try:
+        manifest = load_manifest(Path(path))
+    except InvalidBuild as error:
+        raise UserError(f"--dataset {ref!r}: {error}") from None
+    if not manifest.get("files"):
+        return
+    changed = [p.detail for p in check_files(Path(path), {}, manifest)]
+    if changed:
+        more = f" (and {len(changed) - 1} more)" if len(changed) > 1 else ""
+        raise UserError(f"--dataset {ref!r}: {changed[0]}{more}; the build is damaged: rebuild it or copy it again "
+                        f"(mmle validate {path} lists every file)")
+
+
 class Benchmark:
     """A built benchmark as `datasets` sees it: a local directory or a Hub repo at a revision."""
 
     def __init__(self, ref: str):
         self.ref = ref
-        self.path, self.revision = parse_dataset_ref(ref)
-        if self.revision is None and not os.path.exists(self.path) and os.environ.get("HF_HUB_OFFLINE") == "1":
-            raise UserError(f"--dataset {ref!r}: no such directory (and the Hub is offline)")
+        path, self.revision = parse_dataset_ref(ref)
+        self.path = os.path.expanduser(path) if self.revision is None else path  # a quoted '~/out/x'
+        if self.revision is None and not os.path.exists(self.path):
+            if meant_as_path(self.path):
+                raise UserError(f"--dataset {ref!r}: no such directory {os.path.abspath(os.path.expanduser(self.path))}")
+            if os.environ.get("HF_HUB_OFFLINE") == "1":
+                raise UserError(f"--dataset {ref!r}: no such directory (and the Hub is offline)")
+        if self.revision is None and os.path.isdir(self.path):
+            check_local_files(ref, self.path)
 
     def load(self, config: str):
         import datasets
@@ -217,7 +256,10 @@ class PoolData:
         needed = ("_id", "role", "group", "variant")
         if any(c not in table.column_names for c in needed):
             return None
-        return {c: table[c] for c in (*needed, *(["kind"] if "kind" in table.column_names else []))}
+        try:
+            return {c: table[c] for c in (*needed, *(["kind"] if "kind" in table.column_names else []))}
+        except Exception:  # noqa: BLE001  (an unreadable audit file: no breakdown)
+            return None
 
     def _check_ids(self):
         for kind, ids in (("candidate", self.corpus_ids), ("query", self.query_ids)):
@@ -248,7 +290,15 @@ class PoolData:
 
     def _items(self, table, is_query: bool, batch_size: int) -> Iterator[list[Item]]:
         columns = ["_id", "text", "images"] + (["instruction"] if is_query else [])
-        for batch in table.select_columns(columns).iter(batch_size=batch_size):
+        batches = table.select_columns(columns).iter(batch_size=batch_size)
+        config = f"{self.info.name}-{'queries' if is_query else 'corpus'}"
+        while True:
+            try:
+                batch = next(batches)
+            except StopIteration:
+                return
+            except Exception as exc:  # noqa: BLE001  (a damaged file decodes into anything: one line)
+                raise PoolError(f"cannot read config '{config}': {_one_line(exc)}") from None
             items = []
             for i, item_id in enumerate(batch["_id"]):
                 text = batch["text"][i] or ""

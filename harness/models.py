@@ -580,12 +580,23 @@ def minilm_path() -> str:
     return str(get_model_path())
 
 
+def _hide_library_progress_bars() -> None:
+    """--quiet: transformers draws its own bars ("Loading weights", downloads) unless told not to."""
+    try:
+        from transformers.utils import logging as transformers_logging
+    except ImportError:  # a model kind that does not use transformers
+        return
+    transformers_logging.disable_progress_bar()
+
+
 def load_model(spec: str, settings: RunSettings) -> Model:
     """Build the adapter a `--model` item names; a bad spec is a one-line UserError."""
     spec = spec.strip()
     kind, _, rest = spec.partition(":")
     if spec == "bm25":
         return BM25Model()
+    if not settings.progress:
+        _hide_library_progress_bars()
     if spec == "minilm":
         return SentenceTransformerModel(minilm_path(), settings, label="minilm")
     if kind == "st" and rest:

@@ -9,6 +9,7 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from mmlongembed.builder import Builder, BuildReport
+from mmlongembed.capacity import check_lengths
 from mmlongembed.card import render_card
 from mmlongembed.errors import UserError
 from mmlongembed.manifest import public_config, toolkit_identity
@@ -111,11 +112,15 @@ def write_card(builder: Builder, context: dict, directory: Path) -> None:
     (directory / "README.md").write_text(render_card(builder.card_template, context), encoding="utf-8")
 
 
-def finish(summary: str, written: Written, validation: Validation, tmp_dir: Path, final_dir: Path) -> None:
-    """Print what was built and how it validated; move it into place only when it is valid."""
-    print(summary, file=sys.stderr)
-    print(written.storage.summary(), file=sys.stderr)
-    print(format_report(validation.problems, dict(validation.checked)), file=sys.stderr)
+def finish(summary: str, written: Written, validation: Validation, tmp_dir: Path, final_dir: Path,
+           quiet: bool = False) -> None:
+    """Print what was built and how it validated (``quiet``: only problems); move it into place
+    only when it is valid."""
+    if not quiet:
+        print(summary, file=sys.stderr)
+        print(written.storage.summary(), file=sys.stderr)
+    if validation.problems or not quiet:
+        print(format_report(validation.problems, dict(validation.checked)), file=sys.stderr)
     if validation.problems:
         raise UserError(f"validation failed with {len(validation.problems)} problems; nothing was written to "
                         f"{final_dir}")
@@ -169,7 +174,13 @@ def why_not_current(builder: Builder, config, final_dir: Path) -> str | None:
     return None
 
 
-def run_build(builder: Builder, config, output_root: Path, overwrite: bool = False, progress: bool = True) -> Path:
+def run_build(builder: Builder, config, output_root: Path, overwrite: bool = False, progress: bool = True,
+              quiet: bool = False, skip_unreadable_files: bool = False) -> Path:
+    """Build into ``output_root/<name>``; ``quiet``: no progress bars and no summary table;
+    ``skip_unreadable_files``: a source file that cannot be parsed is left out (and the summary
+    says what that cost) instead of stopping the build."""
+    progress = progress and not quiet
+    report = BuildReport(progress=progress, skip_unreadable_files=skip_unreadable_files)
     output_root = Path(output_root)
     final_dir = output_root / builder.name
     created = not output_root.exists()
@@ -189,9 +200,9 @@ def run_build(builder: Builder, config, output_root: Path, overwrite: bool = Fal
             if builder.output_kind == "training":
                 from mmlongembed.training import build_training
 
-                built = build_training(builder, config, final_dir, overwrite, progress)
+                built = build_training(builder, config, final_dir, overwrite, report, quiet)
             else:
-                built = _build_locked(builder, config, final_dir, overwrite, progress)
+                built = _build_locked(builder, config, final_dir, overwrite, report, quiet)
             print(f"built {builder.name} into {built}")
             return built
     finally:
@@ -211,12 +222,31 @@ def _measure_pools(pools: list[Pool], unmeasured: list[Pool], histogram: Path, a
     return shortcuts
 
 
-def _build_locked(builder: Builder, config, final_dir: Path, overwrite: bool, progress: bool) -> Path:
-    report = BuildReport(progress=progress)
+def what_was_lost(report: BuildReport, pools: list[Pool], config) -> list[str]:
+    """The summary's last lines after --skip-unreadable-files left files out: which files, and
+    the pools that came out empty (not written) or below the plan of queries per pool (what a
+    lost file may have cost; the pools cannot say what it would have given)."""
+    if not report.lost_files:
+        return []
+    planned = getattr(config, "max_queries_per_pool", None)
+    empty = [p.name for p in pools if not p.queries]
+    short = [f"{p.name} ({len(p.queries)})" for p in pools if p.queries and planned and len(p.queries) < planned]
+    return [f"mmle: warning: {len(report.lost_files)} source file(s) could not be read and were left out "
+            f"(--skip-unreadable-files): " + "; ".join(f"{path} ({why})" for path, why in report.lost_files),
+            "mmle: warning: pools with no query, not written: " + (", ".join(empty) or "none"),
+            f"mmle: warning: pools with fewer queries than the plan of {planned}: " + (", ".join(short) or "none")]
+
+
+def _build_locked(builder: Builder, config, final_dir: Path, overwrite: bool, report: BuildReport,
+                  quiet: bool = False) -> Path:
+    progress = report.progress
     sources = builder.load_sources(config, report)
+    check_lengths(builder, sources, config)
     pools = builder.build_pools(sources, config, report)
     if not any(p.queries for p in pools):
-        raise UserError(f"{builder.name}: the sources gave no pool any query ({dict(report.skipped)})")
+        lost = f"; left out as unreadable: {', '.join(p for p, _ in report.lost_files)}" if report.lost_files else ""
+        raise UserError(f"{builder.name}: the sources gave no pool any query ({dict(report.skipped)}){lost}")
+    lost_lines = what_was_lost(report, pools, config)
     pools = [p for p in pools if p.queries] or pools
     unmeasured = [pool for pool in pools if pool.name not in report.shortcuts]  # a builder may have measured some
     stats = [{**pool_statistics(p), "difficulty": p.difficulty} for p in pools]
@@ -242,8 +272,11 @@ def _build_locked(builder: Builder, config, final_dir: Path, overwrite: bool, pr
             "shortcuts": report.shortcuts, "label_free_audit": validation.shortcuts, "audit_alpha": ALPHA,
             "audit_min_excess": MIN_EXCESS,
             "storage": written.storage.as_dict(), "first_pool": pools[0].name, "llm_steps": report.llm_steps,
+            "modalities": sorted({p.modality for p in pools} | {p.query_modality for p in pools}),
             "config": manifest["config"], **builder.card_context(config, pools, report),
         }
         write_card(builder, context, tmp_dir)
-        finish(summary_table(stats, report, validation, pools), written, validation, tmp_dir, final_dir)
+        finish(summary_table(stats, report, validation, pools), written, validation, tmp_dir, final_dir, quiet)
+        for line in lost_lines:  # last, and also when quiet: what the build is missing
+            print(line, file=sys.stderr)
     return final_dir

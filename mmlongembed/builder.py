@@ -10,6 +10,7 @@ from __future__ import annotations
 import dataclasses
 from collections import Counter
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any, ClassVar, Iterable
 
 from mmlongembed.pools import Pool
@@ -47,6 +48,10 @@ class BuildReport:
     shortcuts: dict[str, Any] = field(default_factory=dict)
     stats: dict[str, Any] = field(default_factory=dict)  # a builder's own figures (manifest and card)
     progress: bool = True  # whether long steps show progress bars (the CLI's --no-progress)
+    # the CLI's --skip-unreadable-files: a source file that cannot be parsed at all is skipped
+    # (named in lost_files) instead of stopping the build (mmlongembed.sources.unreadable_file)
+    skip_unreadable_files: bool = False
+    lost_files: list[tuple[str, str]] = field(default_factory=list)  # (path, why it cannot be read)
 
     def bar(self, items, description: str, unit: str, min_items: int = 50):
         """A progress bar over a long step: hidden for short ones and when progress is off."""
@@ -74,6 +79,7 @@ class BuildReport:
         return {
             "skipped": dict(sorted(self.skipped.items())),
             "skipped_examples": {k: v for k, v in sorted(self.examples.items())},
+            "lost_files": [f"{Path(path).name} ({why})" for path, why in self.lost_files],
             "notes": self.notes,
             "llm_steps": self.llm_steps,
             "shortcuts": self.shortcuts,
@@ -128,6 +134,17 @@ class Builder:
     def build_pools(self, sources: Any, config, report: BuildReport) -> list[Pool]:
         """Pure: records in, pools out, every random choice from derive_rng(seed, ...)."""
         raise NotImplementedError
+
+    def largest_length(self, sources: Any, config):
+        """The largest ``--lengths`` target the loaded sources can fill (a
+        ``mmlongembed.capacity.LengthLimit``), or None where the sources set no bound; checked
+        before any pool is built (``capacity.check_lengths``)."""
+        return None
+
+    def memory_needed(self, config) -> int | None:
+        """About how many bytes of documents the build holds at once, where the sources do not
+        bound it (``capacity.check_lengths`` refuses a build that cannot fit); None: not known."""
+        return None
 
     def validate_pool(self, pool_row: dict, corpus: dict, queries: dict, qrels: dict) -> Iterable[Problem]:
         """Builder-specific invariants, checked on the data as written (column dicts)."""

@@ -17,16 +17,25 @@ def size_category(n_rows: int) -> str:
 
 
 RETRIEVAL_TASK_CATEGORIES = ("text-retrieval", "visual-document-retrieval")
+WITH_IMAGES = ("image", "mixed")  # pool and query modalities that carry pictures
+
+
+def retrieval_categories(modalities) -> tuple[str, ...]:
+    """The card's task categories from what the build's pools hold: text retrieval, and visual
+    document retrieval only where a pool or its queries carry images."""
+    return tuple(c for c, wanted in (("text-retrieval", True),
+                                     ("visual-document-retrieval", any(m in WITH_IMAGES for m in modalities)))
+                 if wanted)
 
 
 def yaml_header(*, licence: str, languages, pretty_name: str, configs: list, n_rows: int,
-                task_categories=RETRIEVAL_TASK_CATEGORIES) -> str:
+                task_categories=RETRIEVAL_TASK_CATEGORIES, multimodal: bool = True) -> str:
     header = {
         "license": licence,
         "language": list(languages),
         "pretty_name": pretty_name,
         "task_categories": list(task_categories),
-        "tags": ["long-context", "embedding", "retrieval", "multimodal", "mmlongembed"],
+        "tags": ["long-context", "embedding", "retrieval", *(["multimodal"] if multimodal else []), "mmlongembed"],
         "size_categories": [size_category(n_rows)],
         "configs": [spec.card_entry() for spec in configs],
     }
@@ -44,8 +53,11 @@ def render_card(template_name: str, context: dict) -> str:
         lstrip_blocks=True,
     )
     body = env.get_template(template_name).render(**context)
+    modalities = context.get("modalities")  # a pool build's pool and query modalities
+    default = retrieval_categories(modalities) if modalities is not None else RETRIEVAL_TASK_CATEGORIES
     return yaml_header(
         licence=context["licence"], languages=context["languages"], pretty_name=context["title"],
         configs=context["configs"], n_rows=context["n_rows"],
-        task_categories=context.get("task_categories", RETRIEVAL_TASK_CATEGORIES),
+        task_categories=context.get("task_categories", default),
+        multimodal=modalities is None or any(m != "text" for m in modalities),
     ) + body

@@ -64,6 +64,11 @@ def _add_build(subparsers) -> None:
                          help="replace an existing build directory (without it, a build that this toolkit commit "
                               "made from the same config, seed and sources is kept as up to date, any other refused)")
         sub.add_argument("--no-progress", action="store_true", help="hide progress bars")
+        sub.add_argument("--skip-unreadable-files", action="store_true",
+                         help="leave out a source file that cannot be parsed at all (cut short, not UTF-8) instead of "
+                              "stopping the build; the summary's last lines name it and the pools that shrank")
+        sub.add_argument("--quiet", action="store_true",
+                         help="no progress bars and no summary table: only the final line, warnings and errors")
         add_dataclass_arguments(sub, cls.config_class)
         sub.set_defaults(func=_run_build, builder_class=cls)
 
@@ -73,7 +78,8 @@ def _run_build(args) -> int:
 
     builder = args.builder_class()
     config = config_from_args(builder.config_class, args)
-    run_build(builder, config, args.output, overwrite=args.overwrite, progress=not args.no_progress)
+    run_build(builder, config, args.output, overwrite=args.overwrite, progress=not args.no_progress,
+              quiet=args.quiet, skip_unreadable_files=args.skip_unreadable_files)
     return 0
 
 
@@ -99,9 +105,11 @@ def _add_list(subparsers) -> None:
 
 def _run_list(args) -> int:
     from mmlongembed.builder import registered
+    from mmlongembed.report import format_table
 
-    for name, cls in registered().items():
-        print(f"{name:16s} v{cls.version:6s} {cls.task:24s} {cls.title}")
+    rows = [(name, f"v{cls.version}", cls.task, cls.title) for name, cls in registered().items()]
+    table = format_table(["dataset", "version", "task", "title"], rows, align_right_from=len(rows[0]))
+    print("\n".join(line.rstrip() for line in table.splitlines()))
     return 0
 
 

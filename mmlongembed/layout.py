@@ -114,10 +114,10 @@ def read_config(root: Path, spec: ConfigSpec) -> dict[str, list]:
         table = pq.read_table(
             path, columns=list(spec.columns) if spec.columns else None,
             filters=pc.field(POOL_COLUMN) == spec.pool if spec.pool is not None else None)
+        return table.to_pydict()  # where damaged bytes in a page surface (UnicodeDecodeError...)
     except Exception as error:  # noqa: BLE001  (pyarrow raises several types for broken files)
         first = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
-        raise UserError(f"{spec.path}: not a readable parquet file ({first[:200]})") from None
-    return table.to_pydict()
+        raise UserError(f"{spec.path}: not a readable parquet file ({type(error).__name__}: {first[:200]})") from None
 
 
 @dataclass

@@ -1,7 +1,10 @@
 """Reading sources: the Hub at a pinned revision, or local files in the source's own format.
 
 Local readers never crash on a bad record: malformed lines and records are counted by reason
-in the build report and the rest goes on.
+in the build report and the rest goes on. A whole file that cannot be parsed (cut short, not
+UTF-8) stops the build in one line naming it (``unreadable_file``), unless the build was told
+``--skip-unreadable-files``: then it is counted, named in the manifest, and the summary's last
+lines say what the build lost with it.
 """
 
 from __future__ import annotations
@@ -80,11 +83,21 @@ def require_dir(path: str | Path, what: str) -> Path:
     return path
 
 
+def unreadable_file(path: Path, why: str, report: BuildReport) -> None:
+    """A source file that cannot be read at all: one line that stops the build, or (with
+    ``--skip-unreadable-files``) a counted skip whose consequences the summary states."""
+    if not report.skip_unreadable_files:
+        raise UserError(f"source file {path} cannot be read ({why}); it may be cut short or damaged: replace it, "
+                        "move it away, or pass --skip-unreadable-files to build without it")
+    report.skip("unreadable_file", path.name)
+    report.lost_files.append((str(path), why))
+
+
 def read_text_file(path: Path, report: BuildReport) -> str | None:
     try:
         return path.read_bytes().decode("utf-8")
-    except UnicodeDecodeError:
-        report.skip("not_utf8", str(path))
+    except UnicodeDecodeError as error:
+        unreadable_file(path, f"not UTF-8 at byte {error.start}", report)
         return None
 
 
@@ -111,9 +124,11 @@ def iter_jsonl(path: Path, report: BuildReport) -> Iterator[dict]:
 def read_json(path: Path, report: BuildReport):
     try:
         return json.loads(path.read_bytes().decode("utf-8"))
-    except (UnicodeDecodeError, json.JSONDecodeError) as error:
-        report.skip("malformed_json_file", f"{path.name}: {type(error).__name__}")
-        return None
+    except UnicodeDecodeError as error:
+        unreadable_file(path, f"not UTF-8 at byte {error.start}", report)
+    except json.JSONDecodeError as error:
+        unreadable_file(path, f"not valid JSON: {error.msg} (line {error.lineno}, column {error.colno})", report)
+    return None
 
 
 def hub_file(source: HubSource, filename: str, builder_name: str) -> Path:

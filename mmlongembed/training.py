@@ -136,11 +136,11 @@ def summary_table(data: TrainingData, report: BuildReport) -> str:
 
 
 def build_training(builder: Builder, config, final_dir: Path, overwrite: bool = False,
-                   progress: bool = True) -> Path:
+                   report: BuildReport | None = None, quiet: bool = False) -> Path:
     """The training-data build, inside ``run_build``'s lock (mmlongembed.build)."""
     from mmlongembed.build import finish, temporary_output, write_card
 
-    report = BuildReport(progress=progress)
+    report = report if report is not None else BuildReport()
     sources = builder.load_sources(config, report)
     data = builder.build_training(sources, config, report)
     if not any(t.rows for t in data.tables):
@@ -174,5 +174,5 @@ def build_training(builder: Builder, config, final_dir: Path, overwrite: bool = 
         }
         write_card(builder, context, tmp_dir)
         validation = validate_training_build(tmp_dir, {s.name: s for s in written.specs}, manifest, builder)
-        finish(summary_table(data, report), written, validation, tmp_dir, final_dir)
+        finish(summary_table(data, report), written, validation, tmp_dir, final_dir, quiet)
     return final_dir

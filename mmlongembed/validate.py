@@ -370,6 +370,11 @@ def validate_build(root: Path, progress: bool = False) -> Validation:
     except UserError as error:
         raise InvalidBuild(str(error)) from None
     check_readable(root, specs)
+    # The hashes first: a file damaged in place (zeros written into it, a bad copy) can parse
+    # into wrong rows or fail deep inside pyarrow; the manifest knows what each file held.
+    damaged = check_files(root, specs, manifest)
+    if any(p.check == "file_hashes" for p in damaged) and manifest.get("files"):
+        return Validation(problems=damaged)
     try:
         builder = get_builder(manifest["builder"]["name"])
         if builder.output_kind == "training":
@@ -381,7 +386,7 @@ def validate_build(root: Path, progress: bool = False) -> Validation:
         raise
     except UserError as error:
         raise InvalidBuild(str(error)) from None
-    result.problems = check_files(root, specs, manifest) + result.problems
+    result.problems = damaged + result.problems
     return result
 
 
@@ -397,6 +402,8 @@ def format_report(problems: list[Problem], checked: dict, limit: int = 50) -> st
         head = f"validated {checked['rows']} rows in {checked.get('configs', 0)} configs: "
     if not problems:
         return head + "all invariants hold"
+    if not checked:  # damaged files: nothing was parsed (validate_build)
+        head = "data files damaged since the build, so none was parsed: "
     by_check = Counter(p.check for p in problems)
     lines = [head + f"{len(problems)} problems (" + ", ".join(f"{k}: {v}" for k, v in by_check.most_common()) + ")"]
     lines += [f"  {p}" for p in problems[:limit]]

@@ -14,6 +14,7 @@ from builders.govreport import GovReportConfig
 from mmlongembed.build import run_build
 from mmlongembed.builder import get_builder
 from mmlongembed.cli import main
+from mmlongembed.manifest import file_sha256
 from mmlongembed.errors import UserError
 from mmlongembed.layout import read_built_pool
 from mmlongembed.shortcuts import rule_p_at_1
@@ -251,8 +252,12 @@ def test_validate_catches_tampering(built, tmp_path):
     table = table.set_column(table.schema.get_field_index("text"), "text", __import__("pyarrow").array(texts))
     pq.write_table(table, path)
     problems, _ = validate_dir(copy)
-    assert {"recount", "file_hashes"} <= {p.check for p in problems}
+    assert {p.check for p in problems} == {"file_hashes"}  # the hashes first: a changed file is not parsed
     assert main(["validate", str(copy)]) == 1
+    manifest = json.loads((copy / "manifest.json").read_text())  # a forger who records the new hash
+    manifest["files"][path.relative_to(copy).as_posix()]["sha256"] = file_sha256(path)
+    (copy / "manifest.json").write_text(json.dumps(manifest))
+    assert "recount" in {p.check for p in validate_dir(copy)[0]}
 
 
 def _run_cli(*args, cwd, env=None):

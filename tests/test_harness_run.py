@@ -78,7 +78,7 @@ def test_default_run_scores_text_pools_and_writes_reports(tmp_path, bench, capsy
     assert "| bm25 | govreport-hard-512 | hard_negative | hard_negative | 4 |" in table
     for png in ("p1_by_length.png", "heatmap_bm25_needle-text-essay.png", "heatmap_minilm_needle-text-essay.png"):
         assert (output / png).read_bytes()[:4] == b"\x89PNG"
-    assert "Table 3 layout" in capsys.readouterr().out  # the table is printed
+    assert "Table 3 layout" not in capsys.readouterr().out  # --quiet: the table is in table.md, not printed
 
 
 def test_bm25_ranks_by_words(tmp_path):

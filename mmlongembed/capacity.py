@@ -1,0 +1,74 @@
+"""Refuse, before any pool is built, ``--lengths`` that the sources cannot fill or that memory
+cannot hold, in one line that says the largest length the sources support.
+
+Each builder that takes ``--lengths`` says what bounds its documents (``Builder.largest_length``:
+the longest source document, where documents keep their natural length; all the text a document
+may be grown from, where they are grown) and, where sources do not bound them (a haystack of
+photos drawn again and again), what a build would hold in memory (``Builder.memory_needed``).
+Both are upper bounds: a length within them may still leave pools empty (counted skips), a
+length beyond them cannot give any pool a query, or would be killed by the kernel.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from mmlongembed.errors import UserError
+
+
+@dataclass(frozen=True)
+class LengthLimit:
+    """The largest length target the loaded sources can fill, and what sets it."""
+
+    tokens: int
+    because: str  # e.g. "the longest report has 13991 tokens; a pool of length L needs one above L/2"
+
+
+def halving_limit(longest: int, what: str) -> LengthLimit:
+    """For pools of natural-length documents in (L/2, L] (``LengthBand.halving``): the longest
+    document must lie above L/2, so L is at most 2 x its length - 1."""
+    return LengthLimit(2 * longest - 1, f"{what} has {longest} tokens, and a pool of length L needs one above L/2")
+
+
+def longest_text_tokens(texts, counter, candidates: int = 8) -> int:
+    """The token count of the longest of ``texts``: counted exactly on the ``candidates`` with
+    the most characters (a token spans at least one character, and the count follows the length
+    closely enough that the longest in tokens is among them), not on all of them."""
+    longest = sorted(texts, key=len, reverse=True)[:candidates]
+    return max(counter.count_many(longest), default=0)
+
+
+def available_memory() -> int | None:
+    """Bytes of memory this build may still take: Linux's MemAvailable (None where unknown)."""
+    try:
+        with open("/proc/meminfo", encoding="ascii") as handle:
+            for line in handle:
+                if line.startswith("MemAvailable:"):
+                    return int(line.split()[1]) * 1024
+    except (OSError, ValueError, IndexError):
+        return None
+    return None
+
+
+def check_lengths(builder, sources, config) -> None:
+    """One line, before any pool is built, for lengths beyond what ``sources`` can fill or what
+    memory can hold; nothing for builders without ``--lengths``."""
+    lengths = sorted(set(getattr(config, "lengths", None) or ()))
+    if not lengths:
+        return
+    limit = builder.largest_length(sources, config)
+    if limit is not None and limit.tokens > 0 and lengths[-1] > limit.tokens:
+        beyond = [length for length in lengths if length > limit.tokens]
+        raise UserError(f"--lengths {' '.join(map(str, beyond))}: longer than these sources can fill; the largest "
+                        f"length they support is at most {limit.tokens} tokens ({limit.because})")
+    needed, available = builder.memory_needed(config), available_memory()
+    if needed and available and needed > available:
+        raise UserError(f"--lengths up to {lengths[-1]}: the build would hold about {needed / 1e9:.1f} GB of documents "
+                        f"in memory, more than the {available / 1e9:.1f} GB available here; choose shorter --lengths "
+                        f"or fewer pools")
+
+
+def planned_memory(lengths, documents_per_length: int, bytes_per_token: float) -> int:
+    """What ``documents_per_length`` documents of each length hold in memory, at
+    ``bytes_per_token`` (an under-estimate is safer: only a build that surely cannot fit is refused)."""
+    return int(sum(lengths) * documents_per_length * bytes_per_token)
