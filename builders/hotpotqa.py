@@ -78,6 +78,10 @@ class HotpotQAConfig(CommonConfig, LLMConfig):
         "help": "WikiText raw file or directory of padding articles; default: <sources>/haystack_text/wikitext-2-raw "
                 "(or next to --sources), else the Hub's WikiText-103 at a pinned revision"})
     padding_articles: int = field(default=2000, metadata={"help": "most Hub padding articles to read"})
+    split: str = field(default="all", metadata={
+        "choices": ("all", "train", "dev"),
+        "help": "which HotpotQA split to read: a local file's split is told by its name (train: 'train' in it; dev: "
+                "'dev' or 'validation'), the Hub source is dev (its validation split); all: every file"})
 
 
 @dataclass(frozen=True)
@@ -131,12 +135,39 @@ def parse_instance(record: dict, origin: str) -> tuple[Instance | None, str]:
                     context, tuple(facts), origin), ""
 
 
-def read_local_instances(root: Path, report: BuildReport) -> Iterator[tuple[dict, str]]:
-    """Records of *.jsonl files and *.json files (a JSON list: the official release format)."""
-    for path in sorted(root.rglob("*.jsonl")):
+def _origin_file(origin: str) -> str:
+    """The file a record came from (its origin is ``<file>:<record number>``, or ``hub``)."""
+    return origin.rsplit(":", 1)[0]
+
+
+def file_split(name: str) -> str:
+    """The HotpotQA split a local file holds, by its name: train, dev, or unknown (the records
+    themselves do not say)."""
+    lowered = name.lower()
+    if "train" in lowered:
+        return "train"
+    if "dev" in lowered or "validation" in lowered:
+        return "dev"
+    return "unknown"
+
+
+def local_files(root: Path, split: str = "all") -> list[Path]:
+    """The *.jsonl and *.json files under ``root`` of ``split`` (all: every file)."""
+    files = sorted(root.rglob("*.jsonl")) + sorted(root.rglob("*.json"))
+    return [path for path in files if split == "all" or file_split(path.name) == split]
+
+
+def read_local_instances(root: Path, report: BuildReport, split: str = "all") -> Iterator[tuple[dict, str]]:
+    """Records of *.jsonl files and *.json files (a JSON list: the official release format) of
+    ``split`` (``local_files``)."""
+    files = local_files(root, split)
+    if not files:
+        raise UserError(f"no HotpotQA file of split {split!r} under {root} (a file's split is told by its name: "
+                        "'train', or 'dev' / 'validation'); pass --split all to read every file")
+    for path in (p for p in files if p.suffix == ".jsonl"):
         for number, record in enumerate(iter_jsonl(path, report), 1):
             yield record, f"{path.name}:{number}"
-    for path in sorted(root.rglob("*.json")):
+    for path in (p for p in files if p.suffix == ".json"):
         records = read_json(path, report)
         if not isinstance(records, list):
             report.skip("not_a_hotpotqa_file", path.name)
@@ -588,12 +619,17 @@ class HotpotQABuilder(Builder):
     def load_sources(self, config: HotpotQAConfig, report: BuildReport) -> Sources:
         if config.sources:
             data_root, padding_root = self._local_roots(config)
-            records = read_local_instances(data_root, report)
+            records = read_local_instances(data_root, report, config.split)
         else:
+            if config.split == "train":
+                raise UserError(f"the Hub source {HUB_SOURCE.repo} is read at its validation split (dev): "
+                                "--split train needs local files (--sources)")
             records = ((row, "hub") for row in hub_rows(HUB_SOURCE, self.name))
             padding_root = Path(config.padding) if config.padding else None
         instances, seen = [], set()
+        read: Counter = Counter()  # records per file
         for record, origin in records:
+            read[_origin_file(origin)] += 1
             instance, reason = parse_instance(record, origin)
             if instance is None:
                 report.skip(reason, origin)
@@ -604,6 +640,10 @@ class HotpotQABuilder(Builder):
                 instances.append(instance)
         if not instances:
             raise UserError(f"no usable HotpotQA record (2 to 5 supporting facts) in {config.sources or HUB_SOURCE.repo}")
+        usable = Counter(_origin_file(i.origin) for i in instances)
+        report.stats["source_files"] = [
+            {"file": name, "split": "dev" if name == "hub" else file_split(name), "records": n, "usable": usable[name]}
+            for name, n in read.items()]
         articles: list[tuple[str, str]] = []
         if padding_root is not None:
             files = [padding_root] if padding_root.is_file() else sorted(padding_root.rglob("*.raw")) + sorted(
@@ -631,8 +671,8 @@ class HotpotQABuilder(Builder):
     def source_identity(self, config: HotpotQAConfig) -> dict:
         if config.sources:
             data_root, padding_root = self._local_roots(config)
-            identity = {"kind": "local", "name": "HotpotQA", "licence": HUB_SOURCE.licence,
-                        "files": files_identity([*data_root.rglob("*.jsonl"), *data_root.rglob("*.json")], data_root)}
+            identity = {"kind": "local", "name": "HotpotQA", "licence": HUB_SOURCE.licence, "split": config.split,
+                        "files": files_identity(local_files(data_root, config.split), data_root)}
             if padding_root is not None:
                 files = [padding_root] if padding_root.is_file() else [*padding_root.rglob("*.raw"),
                                                                        *padding_root.rglob("*.txt")]
@@ -688,6 +728,13 @@ class HotpotQABuilder(Builder):
                                    config, counter, report, hard_positives)
             pools += [easy, hard]
         report.stats["refills"] = refill_statistics(pools)
+        # how many of each file's records the pools use, as a query or in a negative
+        file_of = {i.id: _origin_file(i.origin) for i in instances}
+        for entry in report.stats.get("source_files", []):
+            entry["in_pools"] = len({c.source_id for pool in pools for c in pool.candidates
+                                     if file_of.get(c.source_id) == entry["file"]})
+            entry["queries"] = {pool.name: sum(file_of.get(q.source_id) == entry["file"] for q in pool.queries)
+                                for pool in pools}
         return pools
 
     def _padding_supply(self, sources: Sources, units_of: dict[str, list[Unit]], counter: TokenCounter) -> PaddingSupply:
@@ -1172,11 +1219,14 @@ class HotpotQABuilder(Builder):
             "instruction": INSTRUCTION,
             "pairing": pairing,
             "refill_choices": REFILL_CHOICES,
+            "source_files": report.stats.get("source_files", []),
+            "split": config.split,
             "refills": report.stats.get("refills") or refill_statistics(pools),
             "sources": [
                 {"name": "HotpotQA (Yang et al., EMNLP 2018), distractor setting", "licence": HUB_SOURCE.licence,
-                 "identity": (f"local files under `{Path(config.sources).name}` (sha256 in manifest.json)" if local
-                              else f"`{HUB_SOURCE.repo}` @ `{HUB_SOURCE.revision}`")},
+                 "identity": (f"local files under `{Path(config.sources).name}`, split `{config.split}` "
+                              "(its files and records: *Source records in this build*; sha256 in manifest.json)" if local
+                              else f"`{HUB_SOURCE.repo}` @ `{HUB_SOURCE.revision}`, split `{HUB_SOURCE.split}` (dev)")},
                 {"name": "WikiText (Merity et al., 2016), padding articles", "licence": HUB_PADDING.licence,
                  "identity": ("local WikiText raw files (sha256 in manifest.json)" if local or config.padding
                               else f"`{HUB_PADDING.repo}` `{HUB_PADDING.config}` @ `{HUB_PADDING.revision}`")},
