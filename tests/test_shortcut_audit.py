@@ -175,3 +175,16 @@ def test_a_grid_pool_of_positives_only_is_checked_by_the_query_aware_rules():
     verdict = audit_pool(corpus, qrels, queries)
     assert verdict["groups"] == 0 and not verdict["passed"]
     assert verdict["worst_rule"] in ("id shares most 3-grams with the query's id", "row aligned with the query's row")
+
+
+def test_a_design_signal_is_reported_and_does_not_fail_the_pool():
+    """GovReport's variants mix in another report's text by the paper's design: the builder names
+    the word statistics this moves, and the audit lists their readings apart."""
+    pool = plant(clean_pool(), POSITIVE, lambda t: re.sub(r"\w+", lambda m: REPEATED.get(m.group(), m.group()), t))
+    corpus, _, qrels = _columns(pool, random.Random(3).sample(range(len(pool.candidates)), len(pool.candidates)))
+    strict = audit_pool(corpus, qrels)
+    assert any("type_token_ratio" in f["rule"] for f in strict["failing"])
+    lenient = audit_pool(corpus, qrels, design_signals=("type_token_ratio",))
+    assert not any("type_token_ratio" in f["rule"] for f in lenient["failing"])
+    assert any("type_token_ratio" in f["rule"] for f in lenient["design_signals"])
+    assert "design_signals" not in strict
