@@ -555,7 +555,7 @@ def positive_places(units: list[Unit], removals: list[list[int]], evidence: list
     and no statistic of the words can tell which of a group's documents lost a sentence: as many
     as a variant drawn at random removes (a two-sentence drop is matched as often as the variants
     have one), each a sentence that is no evidence, at the same place in its paragraph (first,
-    last, or between) as the evidence sentence it mirrors and as near it in tokens, from the
+    last, or between) as the evidence sentence it mirrors and as near it in words and tokens, from the
     question's distractor paragraphs (its gold paragraphs stay whole), else from any of its
     paragraphs, else at any place in them. For each mirrored sentence, up to
     ``POSITIVE_ALTERNATIVES`` places in that order (ties drawn at random), to be tried in turn."""

@@ -22,7 +22,6 @@ from collections import Counter
 from dataclasses import dataclass, field
 from functools import cached_property
 from itertools import compress, count
-from operator import itemgetter
 
 import numpy as np
 
@@ -56,7 +55,7 @@ class WordStats:
         n_ends = sum(counts.pop(end, 0) for end in _ENDS)
         words = len(tokens) - n_ends
         stats = cls(counts, words, sum(map(len, tokens)) - n_ends,
-                    sum(map(str.isupper, map(itemgetter(0), tokens))),
+                    sum(map(str.isupper, map(operator.itemgetter(0), tokens))),
                     sum(map(operator.not_, map(str.isalpha, tokens))) - n_ends)
         if words:
             # the words between two sentence ends (a run of ends is one end)
