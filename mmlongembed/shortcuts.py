@@ -37,7 +37,7 @@ from mmlongembed.documents import IMAGE_PLACEHOLDER
 from mmlongembed.report import expected_p_at_1
 from mmlongembed.wordstats import FEATURES as WORD_FEATURES, text_features as word_features
 
-ALPHA = 1e-6  # per rule: ~150 rules x ~300 pools (the needle grid) stay near 5% of a false alarm per build
+ALPHA = 1e-6  # per rule: ~175 rules x ~300 pools (the needle grid) stay near 5% of a false alarm per build
 MIN_EXCESS = 0.10  # and at least 10 points of P@1 above chance
 MIN_PAIRWISE_GROUPS = 20
 MAX_CATEGORIES = 12  # indicator rules per categorical feature (its most common values)
