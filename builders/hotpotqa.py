@@ -37,6 +37,7 @@ from mmlongembed.ops.donor import exchangeable_offsets
 from mmlongembed.ops.evidence import (
     EVIDENCE_ORIGIN, LineIndex, Refill, SentenceRuns, Unit, find_evidence, find_refill, grow, texts_holding,
     token_offsets_at, unit_spans, units_document)
+from mmlongembed.ops.lexical import choose_balanced
 from mmlongembed.ops.length import edge_whitespace, fit_block_edges, segment_token_offsets, summed_tokens, trim_edges
 from mmlongembed.pools import (
     EASY_NEGATIVE, HARD_NEGATIVE, POSITIVE, Candidate, LengthBand, Pool, Query, hard_negative_tolerance, pool_name)
@@ -44,6 +45,7 @@ from mmlongembed.rng import derive_rng
 from mmlongembed.sources import HubSource, hub_rows, iter_jsonl, read_json, read_text_file, require_dir
 from mmlongembed.text import normalise_newlines
 from mmlongembed.tokens import MemoCounter, TokenCounter, default_counter
+from mmlongembed.wordstats import FEATURES as WORD_FEATURES, WordStats, features_replacing
 
 INSTRUCTION = "Given a multi-hop question, retrieve the document that contains all the evidence needed to answer it."
 HUB_SOURCE = HubSource(repo="hotpotqa/hotpot_qa", revision="1908d6afbbead072334abe2965f91bd2709910ab",
@@ -56,7 +58,12 @@ MIN_EVIDENCE, MAX_EVIDENCE = 2, 5
 RECOUNT_MARGIN = 4
 YES_NO = frozenset({"yes", "no"})
 GROWTH_PIECES = 4  # a longer positive grows by at least this many whole units
-REFILL_CHOICES = 16  # exact-length refill runs compared for their character length (more: less topical refills)
+REFILL_CHOICES = 16  # exact-length refill runs compared for their characters and words (more: less topical refills)
+# what a refill is chosen to leave unmoved (``choose_balanced``): the character count, then the
+# word statistics of ``mmlongembed.wordstats``
+REFILL_STATISTICS = ("chars", *WORD_FEATURES)
+POSITIVE_REFILL = "positive"  # the plan's entry for the positive's own refilled sentences
+POSITIVE_ALTERNATIVES = 8  # sentences tried in turn for each of the positive's refills (the first with an exact one)
 
 
 @dataclass
@@ -72,6 +79,10 @@ class HotpotQAConfig(CommonConfig, LLMConfig):
         "help": "WikiText raw file or directory of padding articles; default: <sources>/haystack_text/wikitext-2-raw "
                 "(or next to --sources), else the Hub's WikiText-103 at a pinned revision"})
     padding_articles: int = field(default=2000, metadata={"help": "most Hub padding articles to read"})
+    split: str = field(default="all", metadata={
+        "choices": ("all", "train", "dev"),
+        "help": "which HotpotQA split to read: a local file's split is told by its name (train: 'train' in it; dev: "
+                "'dev' or 'validation'), the Hub source is dev (its validation split); all: every file"})
 
 
 @dataclass(frozen=True)
@@ -125,12 +136,39 @@ def parse_instance(record: dict, origin: str) -> tuple[Instance | None, str]:
                     context, tuple(facts), origin), ""
 
 
-def read_local_instances(root: Path, report: BuildReport) -> Iterator[tuple[dict, str]]:
-    """Records of *.jsonl files and *.json files (a JSON list: the official release format)."""
-    for path in sorted(root.rglob("*.jsonl")):
+def _origin_file(origin: str) -> str:
+    """The file a record came from (its origin is ``<file>:<record number>``, or ``hub``)."""
+    return origin.rsplit(":", 1)[0]
+
+
+def file_split(name: str) -> str:
+    """The HotpotQA split a local file holds, by its name: train, dev, or unknown (the records
+    themselves do not say)."""
+    lowered = name.lower()
+    if "train" in lowered:
+        return "train"
+    if "dev" in lowered or "validation" in lowered:
+        return "dev"
+    return "unknown"
+
+
+def local_files(root: Path, split: str = "all") -> list[Path]:
+    """The *.jsonl and *.json files under ``root`` of ``split`` (all: every file)."""
+    files = sorted(root.rglob("*.jsonl")) + sorted(root.rglob("*.json"))
+    return [path for path in files if split == "all" or file_split(path.name) == split]
+
+
+def read_local_instances(root: Path, report: BuildReport, split: str = "all") -> Iterator[tuple[dict, str]]:
+    """Records of *.jsonl files and *.json files (a JSON list: the official release format) of
+    ``split`` (``local_files``)."""
+    files = local_files(root, split)
+    if not files:
+        raise UserError(f"no HotpotQA file of split {split!r} under {root} (a file's split is told by its name: "
+                        "'train', or 'dev' / 'validation'); pass --split all to read every file")
+    for path in (p for p in files if p.suffix == ".jsonl"):
         for number, record in enumerate(iter_jsonl(path, report), 1):
             yield record, f"{path.name}:{number}"
-    for path in sorted(root.rglob("*.json")):
+    for path in (p for p in files if p.suffix == ".json"):
         records = read_json(path, report)
         if not isinstance(records, list):
             report.skip("not_a_hotpotqa_file", path.name)
@@ -265,6 +303,11 @@ class Built:
     @cached_property
     def padding(self) -> list[dict]:
         return _padding_provenance(self.units)
+
+    @cached_property
+    def word_stats(self) -> WordStats:
+        """Its words' counts (``mmlongembed.wordstats``), what a refill is matched against."""
+        return WordStats.of(self.document.text)
 
 
 class PaddingSupply:
@@ -486,6 +529,64 @@ class RefillSource:
                 if self.whole[i] in usable and self.whole[i] not in exclude_ids)
 
 
+def locate(units: list[Unit], place) -> tuple[int, int]:
+    """(unit index, segment index) of a place to refill: evidence sentence ``k`` (an int), or a
+    context paragraph's segment by (unit id, segment index), which growth never changes."""
+    if isinstance(place, int):
+        return find_evidence(units, place)
+    unit_id, s = place
+    return next(u for u, unit in enumerate(units) if unit.id == unit_id), s
+
+
+def _sentence_class(unit: Unit, s: int) -> tuple[bool, bool]:
+    """Whether segment ``s`` of a context paragraph (its title line is segment 0) is the first
+    and whether it is the last of its sentences."""
+    return s == 1, s == len(unit.segments) - 1
+
+
+def _sentence_shape(segment: Segment) -> tuple[int, int]:
+    """(words, tokens) of a sentence: a refilled sentence of the positive mirrors an evidence
+    sentence in both (as many words for its tokens: names and numbers take more tokens a word)."""
+    return WordStats.of(segment.text).words, segment.tokens
+
+
+def positive_places(units: list[Unit], removals: list[list[int]], evidence: list[str],
+                    rng: np.random.Generator) -> list[list[tuple[str, int]]]:
+    """The positive's own sentences to refill, so that it carries refilled text as its variants do
+    and no statistic of the words can tell which of a group's documents lost a sentence: as many
+    as a variant drawn at random removes (a two-sentence drop is matched as often as the variants
+    have one), each a sentence that is no evidence, at the same place in its paragraph (first,
+    last, or between) as the evidence sentence it mirrors and as near it in words and tokens, from the
+    question's distractor paragraphs (its gold paragraphs stay whole), else from any of its
+    paragraphs, else at any place in them. For each mirrored sentence, up to
+    ``POSITIVE_ALTERNATIVES`` places in that order (ties drawn at random), to be tried in turn."""
+    drawn = removals[int(rng.integers(len(removals)))]
+    context = [unit for unit in units if unit.kind == "context"]
+    gold = {unit.id for unit in context for x in unit.segments if x.origin.startswith(EVIDENCE_ORIGIN)}
+    # not the document's last sentence, whose trailing newlines trim_edges strips (the refill's
+    # last characters could then count differently than in place); a title line comes first
+    sentences = [(unit, s) for unit in context for s in range(1, len(unit.segments))
+                 if unit.segments[s].origin == "source" and unit.segments[s].text.strip() not in evidence
+                 and not (unit is units[-1] and s == len(unit.segments) - 1)]
+    taken: set[str] = set()  # the paragraphs an earlier mirrored sentence may use
+    out = []
+    for k in drawn:
+        u, s = find_evidence(units, k)
+        mirrored, shape = _sentence_class(units[u], s), _sentence_shape(units[u].segments[s])
+        ties = rng.random(len(sentences))
+        ranked = sorted(range(len(sentences)), key=lambda i: (
+            (0 if sentences[i][0].id not in gold else 1) if _sentence_class(*sentences[i]) == mirrored else 2,
+            sum(abs(a - b) for a, b in zip(_sentence_shape(sentences[i][0].segments[sentences[i][1]]), shape)),
+            ties[i]))
+        # one refill per paragraph: a refill's run shifts the segment indices after it
+        alternatives = [(sentences[i][0].id, sentences[i][1]) for i in ranked
+                        if sentences[i][0].id not in taken][:POSITIVE_ALTERNATIVES]
+        if alternatives:
+            out.append(alternatives)
+            taken.update(unit_id for unit_id, _ in alternatives)
+    return out
+
+
 @register
 class HotpotQABuilder(Builder):
     """Multi-Source Reasoning from HotpotQA: find the document that holds every piece of evidence
@@ -495,7 +596,10 @@ class HotpotQABuilder(Builder):
     # 1.1: an instance serves a pool once; positives share no paragraph
     # 1.2: refills of exactly the removed sentence's length, on the receiving paragraph's topic
     # 1.3: easy negatives grow as positives do; refills balanced in characters
-    version = "1.5.0"  # 1.5: one growth rule (ops.evidence.grow) caps padding paragraphs as well as articles
+    # 1.5: one growth rule (ops.evidence.grow) caps padding paragraphs as well as articles
+    # 1.6: the positive carries refilled sentences as its variants do; refills chosen to leave the
+    # word statistics unmoved (issue 19: the variants' new words told them from the positive)
+    version = "1.6.0"
     task = "multi_source_reasoning"
     title = "MMLongEmbed Multi-Source Reasoning: HotpotQA"
     config_class = HotpotQAConfig
@@ -516,12 +620,17 @@ class HotpotQABuilder(Builder):
     def load_sources(self, config: HotpotQAConfig, report: BuildReport) -> Sources:
         if config.sources:
             data_root, padding_root = self._local_roots(config)
-            records = read_local_instances(data_root, report)
+            records = read_local_instances(data_root, report, config.split)
         else:
+            if config.split == "train":
+                raise UserError(f"the Hub source {HUB_SOURCE.repo} is read at its validation split (dev): "
+                                "--split train needs local files (--sources)")
             records = ((row, "hub") for row in hub_rows(HUB_SOURCE, self.name))
             padding_root = Path(config.padding) if config.padding else None
         instances, seen = [], set()
+        read: Counter = Counter()  # records per file
         for record, origin in records:
+            read[_origin_file(origin)] += 1
             instance, reason = parse_instance(record, origin)
             if instance is None:
                 report.skip(reason, origin)
@@ -532,6 +641,10 @@ class HotpotQABuilder(Builder):
                 instances.append(instance)
         if not instances:
             raise UserError(f"no usable HotpotQA record (2 to 5 supporting facts) in {config.sources or HUB_SOURCE.repo}")
+        usable = Counter(_origin_file(i.origin) for i in instances)
+        report.stats["source_files"] = [
+            {"file": name, "split": "dev" if name == "hub" else file_split(name), "records": n, "usable": usable[name]}
+            for name, n in read.items()]
         articles: list[tuple[str, str]] = []
         if padding_root is not None:
             files = [padding_root] if padding_root.is_file() else sorted(padding_root.rglob("*.raw")) + sorted(
@@ -559,8 +672,8 @@ class HotpotQABuilder(Builder):
     def source_identity(self, config: HotpotQAConfig) -> dict:
         if config.sources:
             data_root, padding_root = self._local_roots(config)
-            identity = {"kind": "local", "name": "HotpotQA", "licence": HUB_SOURCE.licence,
-                        "files": files_identity([*data_root.rglob("*.jsonl"), *data_root.rglob("*.json")], data_root)}
+            identity = {"kind": "local", "name": "HotpotQA", "licence": HUB_SOURCE.licence, "split": config.split,
+                        "files": files_identity(local_files(data_root, config.split), data_root)}
             if padding_root is not None:
                 files = [padding_root] if padding_root.is_file() else [*padding_root.rglob("*.raw"),
                                                                        *padding_root.rglob("*.txt")]
@@ -617,12 +730,21 @@ class HotpotQABuilder(Builder):
             # the easy pool takes its queries among the hard pool's (the paper's paired comparison
             # of the two); an easy query needs three other instances as its negatives, so the easy
             # pool is the smaller.
-            hard = self._hard_pool(band, level, order, positives_of, refills, config, counter, report, planned)
+            hard_positives: dict[str, tuple[Built, list[dict]]] = {}
+            hard = self._hard_pool(band, level, order, positives_of, refills, config, counter, report, planned,
+                                   hard_positives)
             paired = {q.source_id for q in hard.queries}
-            easy = self._easy_pool(bands, level, [i for i in order if i.id in paired], positives_of, instances,
-                                   units_of, supply, config, counter, report)
+            easy = self._easy_pool(bands, level, [i for i in order if i.id in paired], instances, units_of, supply,
+                                   config, counter, report, hard_positives)
             pools += [easy, hard]
         report.stats["refills"] = refill_statistics(pools)
+        # how many of each file's records the pools use, as a query or in a negative
+        file_of = {i.id: _origin_file(i.origin) for i in instances}
+        for entry in report.stats.get("source_files", []):
+            entry["in_pools"] = len({c.source_id for pool in pools for c in pool.candidates
+                                     if file_of.get(c.source_id) == entry["file"]})
+            entry["queries"] = {pool.name: sum(file_of.get(q.source_id) == entry["file"] for q in pool.queries)
+                                for pool in pools}
         return pools
 
     def _padding_supply(self, sources: Sources, units_of: dict[str, list[Unit]], counter: TokenCounter) -> PaddingSupply:
@@ -677,17 +799,18 @@ class HotpotQABuilder(Builder):
         return Query(id=f"q:{instance.id}", text=instance.question, instruction=INSTRUCTION, source_id=instance.id,
                      n_tokens=default_counter().count(instance.question))
 
-    def _positive_candidate(self, instance: Instance, built: Built) -> Candidate:
+    def _positive_candidate(self, instance: Instance, built: Built, refilled: list[dict]) -> Candidate:
         return Candidate(
             id=f"d:{instance.id}", document=built.document, role=POSITIVE, group=f"q:{instance.id}",
             source_id=instance.id, n_tokens=built.n_tokens,
             provenance={"variant": "original", "answer": instance.answer, "n_evidence": len(instance.supporting),
-                        "evidence": built.evidence, "padding": built.padding})
+                        "evidence": built.evidence, "refilled": refilled, "padding": built.padding})
 
-    def _easy_pool(self, bands, level, order, positives_of, instances, units_of, supply, config, counter,
-                   report) -> Pool:
+    def _easy_pool(self, bands, level, order, instances, units_of, supply, config, counter, report,
+                   hard_positives: dict) -> Pool:
         """Queries from ``order`` (the hard pool's, in the seeded order), each with its positive
-        and ``negatives_per_query`` other instances' contexts padded alike."""
+        (the hard pool's, ``hard_positives``) and ``negatives_per_query`` other instances'
+        contexts padded alike."""
         band = bands[level]
         queries = {instance.id for instance in order}
         # no easy negative is padded with the gold paragraph of a query the pool may take
@@ -707,11 +830,10 @@ class HotpotQABuilder(Builder):
                 break
             if instance.id in claimed:
                 continue  # already an easy negative of an earlier query
-            built = positives_of(instance)
-            if len(built) <= level:
-                continue  # counted when its positives were built
+            if instance.id not in hard_positives:
+                continue  # not a query of the hard pool (counted there)
+            positive, refilled = hard_positives[instance.id]
             titles = {t for t, _ in instance.context}
-            positive = built[level]
             rng = derive_rng(config.seed, self.name, pool.name, instance.id, "negatives")
             evidence = evidence_texts(instance)
             offsets = exchangeable_offsets(positive.n_tokens, k, derive_rng(config.seed, pool.name, instance.id, "offsets"))
@@ -738,7 +860,7 @@ class HotpotQABuilder(Builder):
                 report.skip(f"easy_{band.name}_evidence_shared_with_another_query", instance.id)
                 continue
             claimed |= {instance.id, *(other.id for other, _ in negatives)}
-            pool.add_query(self._query(instance), self._positive_candidate(instance, positive), [Candidate(
+            pool.add_query(self._query(instance), self._positive_candidate(instance, positive, refilled), [Candidate(
                 id=f"d:{other.id}:for:{instance.id}", document=made.document, role=EASY_NEGATIVE,
                 group=f"q:{instance.id}", source_id=other.id, n_tokens=made.n_tokens,
                 provenance={"variant": "other_instance", "instance": other.id, "padding": made.padding})
@@ -814,7 +936,11 @@ class HotpotQABuilder(Builder):
             planned.update(share)
         return planned
 
-    def _hard_pool(self, band, level, order, positives_of, refills, config, counter, report, planned=None) -> Pool:
+    def _hard_pool(self, band, level, order, positives_of, refills, config, counter, report, planned=None,
+                   hard_positives: dict | None = None) -> Pool:
+        """The hard pool of a length; ``hard_positives`` gets each query's refilled positive and
+        its refilled sentences (instance id -> (Built, provenance)), for the easy pool."""
+        hard_positives = {} if hard_positives is None else hard_positives
         pool = Pool(name=pool_name(self.name, "hard", band), task=self.task, dataset=self.name, difficulty="hard",
                     band=band)
         guard = PoolEvidenceGuard()
@@ -829,14 +955,16 @@ class HotpotQABuilder(Builder):
             plan = (planned or {}).pop((instance.id, level), None)
             if plan is None:
                 plan = self._hard_plan(instance, positive, pool.name, refills, config, counter)
-            variants = self._hard_assemble(instance, positive, band, plan, counter)
-            if isinstance(variants, str):
-                report.skip(f"hard_{band.name}_{variants}", instance.id)
+            assembled = self._hard_assemble(instance, positive, band, plan, counter)
+            if isinstance(assembled, str):
+                report.skip(f"hard_{band.name}_{assembled}", instance.id)
                 continue
+            positive, refilled, variants = assembled
             if not guard.admit(instance, [positive.units, *(made.units for _, made, _ in variants)]):
                 report.skip(f"hard_{band.name}_evidence_shared_with_another_query", instance.id)
                 continue
-            pool.add_query(self._query(instance), self._positive_candidate(instance, positive), [Candidate(
+            hard_positives[instance.id] = (positive, refilled)
+            pool.add_query(self._query(instance), self._positive_candidate(instance, positive, refilled), [Candidate(
                 id=f"d:{instance.id}:{variant}", document=made.document, role=HARD_NEGATIVE,
                 group=f"q:{instance.id}", source_id=instance.id, n_tokens=made.n_tokens,
                 provenance={"variant": variant, "removed": removed, "evidence": made.evidence, "padding": made.padding})
@@ -850,16 +978,19 @@ class HotpotQABuilder(Builder):
         one, or both of two). Each removed sentence is refilled in place with a run of whole
         sentences on the receiving paragraph's topic (``RefillSource``) of exactly its token
         length wherever one exists, holding neither the answer nor the removed fact's names and
-        numbers. Returns the variants, or the skip reason."""
+        numbers; the positive has as many of its other sentences refilled (``positive_places``).
+        Returns (refilled positive, its refilled sentences, the variants), or the skip reason."""
         plan = self._hard_plan(instance, positive, pool_label, refills, config, counter)
         return self._hard_assemble(instance, positive, band, plan, counter)
 
     def _hard_plan(self, instance, positive: Built, pool_label, refills: RefillSource, config,
-                   counter) -> list[tuple[str, list[int], list[tuple[int, Refill]] | str]]:
-        """The refills of each variant (the search, ``_hard_variants``'s costly part): per variant
-        (name, removed evidence indices, [(index, refill)]), or the reason in place of the refills
-        of the first variant for which a removed sentence has none (later variants are not
-        planned). A pure function of its arguments: plans can be worked out anywhere."""
+                   counter) -> list[tuple[str, list, list[tuple[object, Refill]] | str]]:
+        """The refills of the positive and of each variant (the search, ``_hard_variants``'s
+        costly part): per entry (name, places, [(place, refill)]), the positive's first (name
+        ``POSITIVE_REFILL``, its places ``(unit id, segment)``), then the variants' (their places
+        the removed evidence indices), or the reason in place of the refills of the first entry
+        for which a sentence has none (later entries are not planned). A pure function of its
+        arguments: plans can be worked out anywhere."""
         n = len(instance.supporting)
         rng = derive_rng(config.seed, self.name, pool_label, instance.id, "hard")
         variants = [("drop_first", [0]), ("drop_last", [n - 1])]
@@ -872,17 +1003,29 @@ class HotpotQABuilder(Builder):
                                                                                     "offsets"))
         tolerance = hard_negative_tolerance(positive.n_tokens)
         context_text = "".join(u.text for u in positive.units if u.kind == "context")
+        original = positive.word_stats.features()
+        # The positive is refilled too, first: as many non-evidence sentences as a variant drawn at
+        # random removes evidence sentences, each at the same place in its paragraph as one of them
+        # (``positive_places``: for each, the sentences that may stand in, tried in turn until one
+        # has an exact refill), refilled in the same way.
+        places = positive_places(positive.units, [removed for _, removed in variants], evidence,
+                                 derive_rng(config.seed, pool_label, instance.id, "positive-refill"))
+        entries = [(POSITIVE_REFILL, places, 0), *((v, [[k] for k in removed], offset)
+                                                   for (v, removed), offset in zip(variants, offsets))]
         plans = []
-        for (variant, removed_indices), offset in zip(variants, offsets):
+        for variant, choices, offset in entries:
             units = list(positive.units)
             picks = []
-            share = offset // len(removed_indices)
-            anchors = set()
-            for k in removed_indices:
-                anchors |= refills.anchors(evidence[k], context_text)
+            stats = positive.word_stats  # the variant's, as its refills go in
+            share = offset // max(1, len(choices))
+            # a positive's refilled sentence holds no fact: only evidence has anchors to keep out
+            anchors = set().union(*(refills.anchors(evidence[k], context_text)
+                                    for alternatives in choices for k in alternatives if isinstance(k, int)))
             guard = refills.guard(instance, evidence, anchors)
-            for k in removed_indices:
-                u, s = find_evidence(units, k)
+
+            def search(k, units, stats, n_places=len(choices), share=share, guard=guard, variant=variant):
+                """(refill, unit index, segment index, the receiving paragraph's WordStats), or None."""
+                u, s = locate(units, k)
                 unit = units[u]
                 segment = unit.segments[s]
                 lead, tail = edge_whitespace(segment.text)
@@ -890,7 +1033,7 @@ class HotpotQABuilder(Builder):
                 after = "".join(x.text for x in unit.segments[s + 1:])
                 paragraph_tokens = counter.count(before + segment.text + after)
                 edges = ([before, after], [counter.count(before), counter.count(after)])
-                fitted = refills.fitted((instance.id, tuple(removed_indices), before, segment.text, after))
+                fitted = refills.fitted((instance.id, frozenset(anchors), before, segment.text, after))
 
                 def fit(source: Unit, a: int, b: int):
                     if (source.id, a, b) not in fitted:
@@ -907,63 +1050,95 @@ class HotpotQABuilder(Builder):
                                                     [counts[0], *(x.tokens for x in run), counts[1]])[0]
                     return run, segment.tokens + measured - paragraph_tokens
 
-                slack = max(1, (tolerance - RECOUNT_MARGIN) // len(removed_indices))
+                slack = max(1, (tolerance - RECOUNT_MARGIN) // n_places)
                 window = (max(1, segment.tokens - slack), segment.tokens + slack)
                 aim = min(max(segment.tokens + share, window[0]), window[1])
                 # The receiving paragraph whole (the removed sentence too) says what it is about;
                 # the anchor check above keeps the removed fact out of the refill.
                 candidates = refills.candidates(instance, before + segment.text + after, in_document)
-                # Among the first few exact runs, the nearest in characters, on a side (at most /
-                # at least as long) drawn at random: a refill as long in tokens but not in
-                # characters, or longer more often than shorter, would mark the variant by its
-                # character count.
-                longer = bool(derive_rng(config.seed, pool_label, instance.id, variant, k, "char-side").integers(2))
+                # Among the first exact runs, the one that leaves the document's character count
+                # and word statistics nearest the original's, each moved to a side drawn at random
+                # (``choose_balanced``): a refill longer in characters more often than shorter, or
+                # one that moves a word statistic one way more often than the other, would mark
+                # the documents that hold refills.
+                sides = derive_rng(config.seed, pool_label, instance.id, variant, str(k), "sides").choice(
+                    [-1, 1], size=len(REFILL_STATISTICS))
+                removed_stats = WordStats.of(unit.text)
 
-                def closeness(run, removed_chars=len(segment.text), longer=longer):
-                    difference = sum(len(x.text) for x in run) - removed_chars
-                    return (difference != 0 and (difference > 0) != longer, abs(difference))
+                def choose(exact):
+                    rows = []
+                    for refill in exact:
+                        text = "".join(x.text for x in refill.segments)
+                        made = features_replacing(stats, removed_stats, WordStats.of(before + text + after))
+                        rows.append([len(text) - len(segment.text), *(made[f] - original[f] for f in WORD_FEATURES)])
+                    return choose_balanced(np.array(rows), sides)
 
                 try:
-                    found: Refill = find_refill(candidates, segment.tokens, window, aim, fit,
-                                                choose_among=REFILL_CHOICES, closeness=closeness, runs=refills.runs)
+                    found = find_refill(candidates, segment.tokens, window, aim, fit, choose_among=REFILL_CHOICES,
+                                        choose=choose, runs=refills.runs)
                 except FitError:
-                    plans.append((variant, removed_indices, "no_replacement_sentences"))
+                    return None
+                return found, u, s, removed_stats, found.tokens == segment.tokens
+
+            for alternatives in choices:
+                searched = None
+                for k in alternatives:  # the first place with an exact refill; else the first with any
+                    result = search(k, units, stats)
+                    if result is not None and (searched is None or result[4]):
+                        searched = (k, *result)
+                        if result[4]:
+                            break
+                if searched is None:
+                    plans.append((variant, [a[0] for a in choices], "no_replacement_sentences"))
                     return plans
+                k, found, u, s, removed_stats, _ = searched
+                unit = units[u]
                 units[u] = Unit(unit.id, unit.kind, (*unit.segments[:s], *found.segments, *unit.segments[s + 1:]))
+                if len(choices) > 1:
+                    stats = stats.replacing(removed_stats, WordStats.of(units[u].text))
                 picks.append((k, found))
-            plans.append((variant, removed_indices, picks))
+            plans.append((variant, [k for k, _ in picks], picks))
         return plans
 
-    def _hard_assemble(self, instance, positive: Built, band, plan, counter):
-        """The variants of a plan (``_hard_plan``), each measured and checked: its length in the
-        band and within the tolerance of its positive's, its removed evidence gone. Returns the
-        variants, or the first reason (in variant order) one fails for."""
+    def _hard_assemble(self, instance, original: Built, band, plan, counter):
+        """The refilled positive and the variants of a plan (``_hard_plan``), each measured and
+        checked: its length in the band and within the tolerance of the refilled positive's (that
+        one within the tolerance of the original's), the variants' removed evidence gone. Returns
+        (positive, its refilled sentences, the variants), or the first reason (in plan order) one
+        fails for."""
         evidence = evidence_texts(instance)
-        tolerance = hard_negative_tolerance(positive.n_tokens)
         out = []
+        positive = original
         for variant, removed_indices, picks in plan:
             if isinstance(picks, str):
                 return picks
-            units = list(positive.units)
+            units = list(original.units)
             removed = []
             for k, found in picks:
-                u, s = find_evidence(units, k)
+                u, s = locate(units, k)
                 unit = units[u]
                 segment = unit.segments[s]
                 units[u] = Unit(unit.id, unit.kind, (*unit.segments[:s], *found.segments, *unit.segments[s + 1:]))
-                removed.append({"index": k, "sha256": sha(segment.text.strip()), "tokens": segment.tokens,
+                where = {"index": k} if isinstance(k, int) else {"paragraph": k[0].split(":", 1)[1], "sentence": k[1] - 1}
+                removed.append({**where, "sha256": sha(segment.text.strip()), "tokens": segment.tokens,
                                 "replacement": {"source": found.unit.id, "kind": found.unit.kind,
                                                 "sentences": [found.start, found.end], "tokens": found.tokens,
                                                 "topic_rank": found.rank}})
-            made = Built.measured(units, trim_edges(units_document(f"{instance.id}@{band.name}:{variant}", units),
-                                                    counter), counter)
-            if not band.contains(made.n_tokens) or abs(made.n_tokens - positive.n_tokens) > tolerance:
+            name = f"{instance.id}@{band.name}" + ("" if variant == POSITIVE_REFILL else f":{variant}")
+            made = Built.measured(units, trim_edges(units_document(name, units), counter), counter)
+            if not band.contains(made.n_tokens) or abs(made.n_tokens - positive.n_tokens) > hard_negative_tolerance(
+                    positive.n_tokens):
                 return "length_mismatch"
             text = made.document.text
-            if any(evidence[k] in text for k in removed_indices):
+            if any(evidence[k] in text for k in removed_indices if isinstance(k, int)):
                 return "removed_evidence_still_present"
-            out.append((variant, made, removed))
-        return out
+            if variant == POSITIVE_REFILL:
+                if not all(e in text for e in evidence):
+                    return "positive_refill_took_evidence"
+                positive, refilled = made, removed
+            else:
+                out.append((variant, made, removed))
+        return positive, refilled, out
 
     # -- checks and card -------------------------------------------------------------------
     def validate_pool(self, pool_row: dict, corpus: dict, queries: dict, qrels: dict) -> Iterable[Problem]:
@@ -1054,11 +1229,14 @@ class HotpotQABuilder(Builder):
             "instruction": INSTRUCTION,
             "pairing": pairing,
             "refill_choices": REFILL_CHOICES,
+            "source_files": report.stats.get("source_files", []),
+            "split": config.split,
             "refills": report.stats.get("refills") or refill_statistics(pools),
             "sources": [
                 {"name": "HotpotQA (Yang et al., EMNLP 2018), distractor setting", "licence": HUB_SOURCE.licence,
-                 "identity": (f"local files under `{Path(config.sources).name}` (sha256 in manifest.json)" if local
-                              else f"`{HUB_SOURCE.repo}` @ `{HUB_SOURCE.revision}`")},
+                 "identity": (f"local files under `{Path(config.sources).name}`, split `{config.split}` "
+                              "(its files and records: *Source records in this build*; sha256 in manifest.json)" if local
+                              else f"`{HUB_SOURCE.repo}` @ `{HUB_SOURCE.revision}`, split `{HUB_SOURCE.split}` (dev)")},
                 {"name": "WikiText (Merity et al., 2016), padding articles", "licence": HUB_PADDING.licence,
                  "identity": ("local WikiText raw files (sha256 in manifest.json)" if local or config.padding
                               else f"`{HUB_PADDING.repo}` `{HUB_PADDING.config}` @ `{HUB_PADDING.revision}`")},
@@ -1067,9 +1245,10 @@ class HotpotQABuilder(Builder):
 
 
 def refill_statistics(pools: list[Pool]) -> dict:
-    """How exactly the refills of the hard pools match the sentences they replace (token length
-    of the refill minus that of the removed sentence, as measured in place), where they come from,
-    and how far each hard negative's length is from its positive's."""
+    """How exactly the refills of the hard pools (the hard negatives' and the positives' own)
+    match the sentences they replace (token length of the refill minus that of the removed
+    sentence, as measured in place), where they come from, and how far each hard negative's length
+    is from its positive's."""
 
     def summary(diffs: list[int], ratios: list[float], ranks: list[int], kinds: Counter, lengths: list[int]) -> dict:
         ranks = sorted(ranks)
@@ -1092,10 +1271,9 @@ def refill_statistics(pools: list[Pool]) -> dict:
         mine = ([], [], [], Counter(), [])
         positive_tokens = {c.group: c.n_tokens for c in pool.candidates if c.role == POSITIVE}
         for c in pool.candidates:
-            if c.role != HARD_NEGATIVE:
-                continue
-            mine[4].append(c.n_tokens - positive_tokens[c.group])
-            for removed in c.provenance["removed"]:
+            if c.role == HARD_NEGATIVE:
+                mine[4].append(c.n_tokens - positive_tokens[c.group])
+            for removed in c.provenance.get("removed" if c.role == HARD_NEGATIVE else "refilled") or ():
                 refill = removed["replacement"]
                 mine[0].append(refill["tokens"] - removed["tokens"])
                 mine[1].append(refill["tokens"] / removed["tokens"])

@@ -241,7 +241,7 @@ def validate_tables(root: Path, specs: dict[str, ConfigSpec], builder_name: str,
                     continue
                 found = list(builder.validate_pool(row, tables.corpus, tables.queries, tables.qrels))
                 sizes = (len(tables.corpus["_id"]), len(tables.queries["_id"]))  # the tables are let go
-                own.append((row, sizes, found, audit_pool(tables.corpus, tables.qrels, tables.queries)))
+                own.append((row, sizes, found, audit_pool(tables.corpus, tables.qrels, tables.queries, builder.design_signals)))
                 bar.update(generic.rows_done() - bar.n)
             topped_up = 0  # rows the pools table promised beyond those recounted
             for k, (row, sizes, found, audit) in enumerate(own):

@@ -306,6 +306,14 @@ def test_builds_and_validates_from_the_shared_govreport_sample(tmp_path):
         assert sorted(easy) == sorted(read_built_pool(out, f"govreport-hard-{length}").queries["internal_id"])
     assert manifest["report"]["skipped"]["duplicate_report"] == 1  # L-Eval repeats one report
     assert len(manifest["sources"]["files"]) == 3
+    # issue 19 §0: the signal the donor blocks leave in the words, measured and rendered in the card
+    card = (out / "README.md").read_text()
+    for length in ("8k", "16k", "32k"):
+        audit = manifest["label_free_audit"][f"govreport-hard-{length}"]
+        for feature in ("type_token_ratio", "hapax_share"):
+            r = audit["word_statistics"][feature]
+            assert (f"| `govreport-hard-{length}` | {audit['groups']} | {feature} | {r['rule']} | {r['p_at_1']:.3f} | "
+                    f"{r['chance']:.3f} | {r['p_value']:.3g} |") in card
 
 
 # -- the paper's construction rules, each with a test that a plausible wrong implementation fails --

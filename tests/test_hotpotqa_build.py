@@ -237,3 +237,37 @@ def test_easy_negatives_grow_as_positives_do():
     units = {role: statistics.mean(len(c.document.meta["units"]) for c in easy.candidates if c.role == role)
              for role in ("positive", "easy_negative")}
     assert 0.9 <= units["easy_negative"] / units["positive"] <= 1.3, units
+
+
+def test_the_card_names_each_source_file_with_its_split_and_records(builds):
+    """Issue 19 §3: the card said "local files under `data`" for a build that mixed 100 train and
+    103 dev records."""
+    data = shared_data_dir("hotpotqa")
+    card = (builds["none"] / "README.md").read_text()
+    stats = json.loads((builds["none"] / "manifest.json").read_text())["report"]["stats"]["source_files"]
+    assert {f["split"] for f in stats} == {"train", "dev"}
+    for entry in stats:
+        lines = sum(1 for line in (data / entry["file"]).read_text(encoding="utf-8").splitlines() if line.strip())
+        assert entry["records"] == lines
+        row = next(line for line in card.splitlines() if line.startswith(f"| `{entry['file']}` |"))
+        cells = [c.strip() for c in row.strip("|").split("|")]
+        assert cells[1:5] == [entry["split"], str(entry["records"]), str(entry["usable"]), str(entry["in_pools"])]
+        assert set(cells[5].split(", ")) == {f"{pool}: {n}" for pool, n in entry["queries"].items()}
+        assert sum(entry["queries"].values()) > 0
+    assert "split `all`" in card
+
+
+def test_split_picks_the_files_of_one_split():
+    from mmlongembed.builder import BuildReport
+    from mmlongembed.errors import UserError
+
+    data = shared_data_dir("hotpotqa")
+    builder = get_builder("hotpotqa")
+    report = BuildReport(progress=False)
+    sources = builder.load_sources(builder.config_class(sources=str(data.parent), split="dev"), report)
+    assert {i.origin.rsplit(":", 1)[0] for i in sources.instances} == {"hotpot_dev_distractor_first103.jsonl"}
+    assert [(f["split"], f["records"]) for f in report.stats["source_files"]] == [("dev", 103)]
+    identity = builder.source_identity(builder.config_class(sources=str(data.parent), split="train"))
+    assert [f["file"] for f in identity["files"]] == ["hotpotqa_train_distractor_100.jsonl"]
+    with pytest.raises(UserError, match="--split train needs local files"):
+        builder.load_sources(builder.config_class(split="train"), BuildReport(progress=False))

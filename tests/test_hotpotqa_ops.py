@@ -183,13 +183,19 @@ def test_missing_sources_is_a_one_line_error(tmp_path):
         run_build(builder, builder.config_class(sources=str(tmp_path / "absent")), tmp_path / "out", progress=False)
 
 
-def test_find_refill_chooses_among_the_first_exact_runs_by_closeness():
+def test_find_refill_chooses_among_the_first_exact_runs():
     runs = [_paragraph("a", [7, 1]), _paragraph("b", [3, 4, 2]), _paragraph("c", [7, 9])]
     closeness = {"a": 5.0, "b": 1.0, "c": 0.5}
-    pick = lambda run: closeness[run[0].text[1]]  # noqa: E731  (" a0." -> "a")
+    seen = []
+
+    def pick(exact):  # the closest, by the run's first sentence (" a0." -> "a")
+        seen.append([r.unit.id for r in exact])
+        return min(range(len(exact)), key=lambda i: closeness[exact[i].segments[0].text[1]])
+
     assert find_refill(runs, 7, (1, 100), 7, _measure).unit.id == "a"  # the first exact run by default
-    assert find_refill(runs, 7, (1, 100), 7, _measure, choose_among=2, closeness=pick).unit.id == "b"
-    assert find_refill(runs, 7, (1, 100), 7, _measure, choose_among=9, closeness=pick).unit.id == "c"
+    assert find_refill(runs, 7, (1, 100), 7, _measure, choose_among=2, choose=pick).unit.id == "b"
+    assert find_refill(runs, 7, (1, 100), 7, _measure, choose_among=9, choose=pick).unit.id == "c"
+    assert seen == [["a", "b"], ["a", "b", "c"]]  # the exact runs in candidate order
 
 
 def test_refill_sources_are_ranked_by_topic_and_exclude_what_may_not_be_used():
@@ -275,8 +281,13 @@ def test_a_refill_never_brings_back_the_removed_fact(tmp_path, monkeypatch):
     document = trim_edges(units_document("tower", units_of["tower"]), counter)
     positive = Built(units_of["tower"], document, exact_tokens(document, counter))
     band = LengthBand(target=4096, lo=1, hi=4096)
-    variants = builder._hard_variants(tower, positive, band, "test", refills, config, counter)
-    assert not isinstance(variants, str), variants
+    assembled = builder._hard_variants(tower, positive, band, "test", refills, config, counter)
+    assert not isinstance(assembled, str), assembled
+    refilled_positive, refilled, variants = assembled
+    # the positive has one of its other sentences refilled (no evidence), at its exact length
+    assert refilled and all(evidence_text in refilled_positive.document.text
+                            for evidence_text in (evidence, "Ada Pell kept the lamp of the tower for forty years."))
+    assert refilled_positive.n_tokens == positive.n_tokens
     dropping = [(made, removed) for _, made, removed in variants if any(r["index"] == 0 for r in removed)]
     assert len(dropping) == 2  # drop_first and drop_both
     for made, removed in dropping:
@@ -284,7 +295,7 @@ def test_a_refill_never_brings_back_the_removed_fact(tmp_path, monkeypatch):
         assert evidence not in text and "Varnemouth" not in text
         refill = next(r for r in removed if r["index"] == 0)["replacement"]
         assert refill["tokens"] == counter.count(" " + evidence)
-        assert made.n_tokens == positive.n_tokens or len(removed) == 2  # exact unless the other refill is not
+        assert made.n_tokens == refilled_positive.n_tokens or len(removed) == 2  # exact unless the other refill is not
         assert refill["source"] == "paragraph:Harbour lights" and fair in text
 def test_find_sentence_run_stays_inside_one_paragraph_and_skips_headings():
     counter = default_counter()

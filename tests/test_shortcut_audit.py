@@ -4,6 +4,7 @@ build; the clean pool passes; the published layout itself defeats the id and row
 from __future__ import annotations
 
 import random
+import re
 
 import pytest
 
@@ -14,10 +15,13 @@ from mmlongembed.shortcuts import audit_pool
 from mmlongembed.testing import write_fixture_build
 from mmlongembed.tokens import default_counter
 from mmlongembed.validate import validate_dir
+from mmlongembed.wordstats import FEATURES as WORD_FEATURES
 from tests import _fixture_builder  # noqa: F401  (registers the builder the fixture builds name)
 
 N_QUERIES = 120
 WORDS = "river stone window garden letter market bridge lantern orchard meadow harbour candle kettle".split()
+REPEATED = {"window": "garden", "letter": "market", "bridge": "lantern", "orchard": "meadow", "candle": "kettle",
+            "river": "stone"}  # half the vocabulary folded onto the other half
 
 
 def sentence(rng: random.Random, n: int) -> str:
@@ -85,6 +89,31 @@ def test_each_planted_leak_fails_the_build(tmp_path, role, edit, rule):
     assert problems and any(rule in p for p in problems), problems
 
 
+@pytest.mark.parametrize("edit,rule", [
+    # what an edit that brings or drops words leaves in the words themselves (issue 19): the
+    # positive repeats its words more (a sentence about its paragraph's entity), or its variants
+    # bring words the rest never used; word lengths, capitals, digits, sentence lengths
+    (lambda t: re.sub(r"\w+", lambda m: REPEATED.get(m.group(), m.group()), t), "type_token_ratio"),
+    (lambda t: " ".join(f"{w}{k}" if k % 5 == 0 else w for k, w in enumerate(t.split(" "))), "hapax_share"),
+    (lambda t: t.replace("river", "riverbank").replace("stone", "stonework"), "mean_word_length"),
+    (lambda t: t.replace(" stone", " Stone").replace(" river", " River"), "capitalised_share"),
+    (lambda t: t.replace(" stone", " 1990").replace(" river", " 1871"), "digit_share"),
+    (lambda t: t.replace(".\n", ", and ", 1), "sentence_words_mean"),
+])
+def test_each_planted_word_statistic_fails_the_build(tmp_path, edit, rule):
+    problems = shortcut_problems(tmp_path, plant(clean_pool(), POSITIVE, edit))
+    assert problems and any(rule in p for p in problems), problems
+
+
+def test_the_audit_reports_every_word_statistic_of_a_pool():
+    pool = finish(clean_pool())
+    corpus, queries, qrels = _columns(pool, random.Random(2).sample(range(len(pool.candidates)), len(pool.candidates)))
+    verdict = audit_pool(corpus, qrels)
+    assert list(verdict["word_statistics"]) == list(WORD_FEATURES)
+    for feature, reading in verdict["word_statistics"].items():
+        assert feature in reading["rule"] and reading["p_value"] > 1e-3, reading
+
+
 def test_a_title_that_marks_the_positive_fails_the_build(tmp_path):
     pool = finish(clean_pool())
     for candidate in pool.candidates:
@@ -146,3 +175,16 @@ def test_a_grid_pool_of_positives_only_is_checked_by_the_query_aware_rules():
     verdict = audit_pool(corpus, qrels, queries)
     assert verdict["groups"] == 0 and not verdict["passed"]
     assert verdict["worst_rule"] in ("id shares most 3-grams with the query's id", "row aligned with the query's row")
+
+
+def test_a_design_signal_is_reported_and_does_not_fail_the_pool():
+    """GovReport's variants mix in another report's text by the paper's design: the builder names
+    the word statistics this moves, and the audit lists their readings apart."""
+    pool = plant(clean_pool(), POSITIVE, lambda t: re.sub(r"\w+", lambda m: REPEATED.get(m.group(), m.group()), t))
+    corpus, _, qrels = _columns(pool, random.Random(3).sample(range(len(pool.candidates)), len(pool.candidates)))
+    strict = audit_pool(corpus, qrels)
+    assert any("type_token_ratio" in f["rule"] for f in strict["failing"])
+    lenient = audit_pool(corpus, qrels, design_signals=("type_token_ratio",))
+    assert not any("type_token_ratio" in f["rule"] for f in lenient["failing"])
+    assert any("type_token_ratio" in f["rule"] for f in lenient["design_signals"])
+    assert "design_signals" not in strict

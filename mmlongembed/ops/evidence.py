@@ -321,7 +321,7 @@ FitRun = Callable[[Unit, int, int], "tuple[Sequence[Segment], int] | None"]
 
 def find_refill(candidates: Iterable[Unit], target: int, window: tuple[int, int], aim: int, fit: FitRun,
                 max_fits: int = 400, near: int = 1, choose_among: int = 1,
-                closeness: Callable[[Sequence[Segment]], Any] | None = None,
+                choose: Callable[[Sequence[Refill]], int] | None = None,
                 runs: Callable[[Unit], SentenceRuns] = SentenceRuns) -> Refill:
     """A run of whole sentences from one paragraph of one candidate unit to replace a segment of
     ``target`` tokens. ``fit(unit, start, end)`` puts a run into place and returns its fitted
@@ -331,8 +331,8 @@ def find_refill(candidates: Iterable[Unit], target: int, window: tuple[int, int]
     far as the search goes). The first run whose measured length equals ``target`` wins,
     searching runs whose summed counts lie within ``near`` of the target and fitting at most
     ``max_fits`` of them; with ``choose_among`` > 1, the first that many exact runs are compared
-    and the one with the smallest ``closeness`` (a sort key) wins (e.g. the nearest in
-    characters to the removed text; ties: the earlier). Only when no run is exact does the
+    and ``choose(exact runs)`` says which wins (its index; e.g. the one whose words and characters
+    are most like the removed text's; without it, the first). Only when no run is exact does the
     fitted run within ``window`` closest to ``aim`` win, among the candidates searched (the
     earlier candidate on ties). ``runs(unit)`` gives a unit's runs (``SentenceRuns``; pass a
     cache to share them across searches). Bounded; raises FitError when nothing fits the window."""
@@ -353,9 +353,7 @@ def find_refill(candidates: Iterable[Unit], target: int, window: tuple[int, int]
             if fitted is not None and fitted[1] == target:
                 exact.append(Refill(unit, a, b, tuple(fitted[0]), fitted[1], target, rank))
     if exact:
-        if closeness is None:
-            return exact[0]
-        return min(enumerate(exact), key=lambda item: (closeness(item[1].segments), item[0]))[1]
+        return exact[0] if choose is None or len(exact) == 1 else exact[choose(exact)]
     # every run in the window of every unit searched, the closest to the aim first
     fallback = sorted((abs(total - aim), rank, k, a, b) for rank, unit in enumerate(searched)
                       for k, a, b, total in runs(unit).within(lo, hi))

@@ -1,0 +1,37 @@
+"""Choosing an edit that leaves a document's query-blind statistics where they were.
+
+An edited copy of a document (a hard negative: one sentence replaced by another of the same
+token length) must not be told from the original by anything a rule can read without the query:
+its character count, the share of distinct words, of words used once, word and sentence lengths
+(``mmlongembed.wordstats``). Matching each statistic as closely as possible is not enough: if every
+candidate edit moves a statistic the same way (a sentence from another paragraph brings words the
+document never used, so the share of distinct words rises), the nearest edit still moves it that
+way, and the original is the extreme of its group far more often than chance. So each statistic
+gets a side drawn at random (the edit may raise it, or lower it), and the edit is chosen that puts
+as much of the statistics' weight as it can on their drawn sides, the smaller moves first; over
+many edits each statistic then moves up as often as down, and the original sits among its copies
+instead of at their edge.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+
+def choose_balanced(differences: np.ndarray, sides: np.ndarray, weights: np.ndarray | None = None) -> int:
+    """The row of ``differences`` (edits x statistics: the edited document's value minus the
+    original's) to take, given ``sides`` (+1 or -1 per statistic: the side the edit should move
+    it to). A statistic on its drawn side, or unmoved, costs its size; one on the wrong side
+    costs its weight (``weights``, default 1) and its size. Sizes are measured against the
+    typical move of that statistic among the edits offered (its median absolute difference), so
+    no statistic's unit dominates. Ties: the earlier row (the edits come in order of preference)."""
+    d = np.asarray(differences, dtype=float)
+    if d.ndim != 2 or not len(d):
+        raise ValueError("choose_balanced needs a non-empty (edits x statistics) array")
+    weights = np.ones(d.shape[1]) if weights is None else np.asarray(weights, dtype=float)
+    scale = np.median(np.abs(d), axis=0)
+    scale = np.where(scale > 0, scale, 1.0)
+    size = np.abs(d) / scale
+    wrong = np.sign(d) == -np.asarray(sides)
+    cost = (wrong * weights * (1.0 + size)).sum(axis=1) + 0.1 * size.sum(axis=1)
+    return int(np.argmin(cost))  # argmin takes the first of equal costs
