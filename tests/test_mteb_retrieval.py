@@ -119,16 +119,15 @@ def test_mteb_with_the_wrapper_gives_the_harness_figures(generated):
 
 @pytest.mark.slow
 def test_plain_sentence_transformers_under_mteb_reads_only_the_head(generated):
-    """End truncation: positive, ending and middle negatives are one text to the model, so every
-    positive ties with its own negatives and P@1 falls to a draw among them, well below the
-    harness's (which reads the endings)."""
+    """End truncation: positive, ending and middle negatives are one text to the model (every
+    positive ties with its own negatives) and the head holds none of the query's words, so P@1
+    falls to about chance, far below the harness's, which reads the endings."""
     plain = evaluate(plain_sentence_transformer("minilm"), release_task(str(generated["build"])))
     for pool in generated["pools"]:
         harness = generated["harness"][pool]["metrics"]["p@1"]
         n_queries = 12 if pool.endswith("a") else 10
-        assert harness >= 0.7
         assert plain[pool]["tied_positives"] == n_queries
-        assert plain[pool][MAIN_SCORE] <= 0.5 < harness
+        assert plain[pool][MAIN_SCORE] <= 0.5 and harness >= 0.6
 
 
 def test_tie_aware_scores_take_the_expected_value_over_tied_orders():
@@ -159,3 +158,25 @@ def test_hotpotqa_pools_through_mteb_give_the_harness_figures(tmp_path, minilm):
         if harness["tied_positives"] == 0:  # nothing ties: mteb's own P@1 is the same figure
             assert scores["precision_at_1"] == pytest.approx(harness["metrics"]["p@1"], abs=1e-9)
     assert np.isfinite([s[MAIN_SCORE] for s in through_mteb.values()]).all()
+
+
+@pytest.mark.slow
+def test_a_release_on_the_hub_scores_the_same_through_mteb_by_its_tag(generated, hub, tmp_path):
+    """A downstream user's path: the release at its tag, the module's command line, mteb
+    reading the Hub (loopback): the harness's figures of the local build."""
+    import json
+
+    from mmlongembed.publish import publish
+    from tests._publish_support import REPO, TOKEN, client_env, run_python
+
+    publish(generated["build"], REPO, "1.0.0", endpoint=hub.endpoint, token=TOKEN, log=lambda m: None)
+    env = client_env(hub, tmp_path, token=None)
+    env["HF_HUB_OFFLINE"] = "0"
+    code = f"import sys\nfrom harness.mteb_retrieval import main\nsys.exit(main({['--dataset', f'{REPO}@v1.0.0']!r}))\n"
+    proc = run_python(code, env, timeout=600)
+    assert proc.returncode == 0, proc.stderr[-4000:]
+    scores = json.loads(next(l for l in proc.stdout.splitlines() if l.startswith("SCORES="))[len("SCORES="):])
+    assert set(scores) == set(generated["pools"])
+    for pool in generated["pools"]:
+        assert_same_figures(generated["harness"][pool], scores[pool])
+    assert any("/resolve/v1.0.0/" in path for _, path in hub.requests)
