@@ -100,6 +100,8 @@ class PaperProtocolEncoder(MediaEncoder):
         first = {}
         for k, key in enumerate(keys):
             first.setdefault(key, k)
+        # one vector per distinct input, as the harness's cache gives across its batches: a text
+        # repeated in a pool is one embedding, not two that batch padding may tell apart
         unique = [items[k] for k in first.values()]
         size = max(1, self.model.settings.batch_size)
         vectors, flags = [], []
@@ -171,6 +173,7 @@ def release_task(dataset: str, pools: list[str] | None = None, name: str | None 
     chosen = text_pools(benchmark, pools)
     if not chosen:
         raise UserError(f"--dataset {dataset!r}: no text pool to score through mteb")
+    left_out = [p.name for p in (benchmark.select(pools) if pools else benchmark.pools) if p not in chosen]
     label = re.sub(r"[^A-Za-z0-9]+", "", name or benchmark.path.rstrip("/").rsplit("/", 1)[-1].title()) or "Release"
     metadata = TaskMetadata(
         name=f"MMLongEmbed{label}", description=f"the text pools of {dataset}, scored by the paper's protocol",
@@ -180,7 +183,9 @@ def release_task(dataset: str, pools: list[str] | None = None, name: str | None 
         date=("2025-01-01", "2025-12-31"), domains=[], task_subtypes=[], license="cc-by-4.0",
         annotations_creators="derived", dialect=[], sample_creation="created", bibtex_citation="")
     task_class = type(metadata.name, (_retrieval_base(),), {"metadata": metadata})
-    return task_class()
+    task = task_class()
+    task.left_out = left_out  # pools that need images or video: said, not dropped silently
+    return task
 
 
 def evaluate(model, task) -> dict[str, dict]:
@@ -226,6 +231,9 @@ def main(argv: list[str] | None = None) -> int:
     except UserError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
+    if task.left_out:
+        print(f"left out {len(task.left_out)} pools that need images or video (score them with mmle score): "
+              + ", ".join(task.left_out))
     print("| pool | mteb precision_at_1 | tie_aware_precision_at_1 | tied positives |")
     print("|---|---:|---:|---:|")
     for pool, s in scores.items():

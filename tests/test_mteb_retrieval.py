@@ -180,3 +180,16 @@ def test_a_release_on_the_hub_scores_the_same_through_mteb_by_its_tag(generated,
     for pool in generated["pools"]:
         assert_same_figures(generated["harness"][pool], scores[pool])
     assert any("/resolve/v1.0.0/" in path for _, path in hub.requests)
+
+
+def test_release_task_says_which_pools_it_leaves_out(tmp_path):
+    """An image pool is not scored through mteb: the task names it instead of dropping it."""
+    from mmlongembed.testing import write_fixture_build as write
+    from tests._publish_support import make_pool
+
+    text = make_pool("govreport", "easy", "logical_summarization", 2)
+    image = make_pool("mmlongbench", "easy", "logical_summarization", 2, seed=1)
+    image.modality = "image"
+    build = write(tmp_path / "mixed", [text, image])
+    task = release_task(str(build))
+    assert list(task.metadata.eval_langs) == [text.name] and task.left_out == [image.name]
