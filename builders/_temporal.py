@@ -33,12 +33,12 @@ from mmlongembed.ops.temporal import (
     caption_similarity, chains, choose_run, hard_order, nearest_run, video_events)
 from mmlongembed.pools import EASY_NEGATIVE, HARD_NEGATIVE, POSITIVE, Candidate, LengthBand, Pool, Query, pool_name
 from mmlongembed.rng import derive_rng
+from mmlongembed.sources import SYNTHETIC_MARKER, synthetic_marker
 from mmlongembed.tokens import default_counter, fit_image_size, image_tokens
 
 INSTRUCTION = ("Given a description of a sequence of events, retrieve the video whose frames show exactly "
                "these events in this order.")
 VIDEO_EXTENSIONS = (".mp4", ".webm", ".mkv", ".mov", ".avi", ".m4v", ".flv", ".mpg", ".mpeg", ".ts")
-SYNTHETIC_MARKER = "SYNTHETIC"  # a file of this name in the sources root marks test-written annotations
 CANDIDATE_FORM = "frames"  # pool fact: candidates are ordered frame images (harness: needs "image" only)
 
 
@@ -243,9 +243,7 @@ class TemporalBuilder(Builder):
             keys[record.video_id], meta[record.video_id] = job.key, facts
             kept.append(record)
         report.notes.append(f"decoding: {json.dumps(outcome.as_dict(), sort_keys=True)}")
-        marker = root / SYNTHETIC_MARKER
-        synthetic = (marker.read_text(encoding="utf-8").strip() or "synthetic annotations") if marker.is_file() else ""
-        return TemporalSources(kept, store, keys, meta, outcome, synthetic, layout)
+        return TemporalSources(kept, store, keys, meta, outcome, synthetic_marker(root), layout)
 
     def source_identity(self, config: TemporalConfig) -> dict:
         """Annotation files by sha256, and the videos the build read (hashed once already, for

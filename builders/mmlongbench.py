@@ -21,7 +21,7 @@ from mmlongembed.builder import Builder, BuildReport, CommonConfig, Problem, reg
 from mmlongembed.documents import IMAGE_PLACEHOLDER, Document, image_segment
 from mmlongembed.errors import FitError, UserError
 from mmlongembed.llm import LLMConfig
-from mmlongembed.llm.summaries import summarise_documents
+from mmlongembed.llm.summaries import SYNTHETIC_QUERY_SOURCE, summarise_documents
 from mmlongembed.manifest import files_identity
 from mmlongembed.media.pdf import (
     PageRenderer, PdfFile, RenderOptions, RenderSettings, image_file_size, page_image_size)
@@ -436,6 +436,14 @@ class MMLongBenchBuilder(Builder):
         write_paged_sources(Path(directory), n_documents=8, pages=(14, 22))
         return MMLongBenchConfig(sources=str(directory), lengths=(512, 1024), max_queries_per_pool=4, dpi=36.0,
                                  max_image_pixels=160 * 230)
+
+    def synthetic_parts(self, config: MMLongBenchConfig, pools: list[Pool], report: BuildReport) -> list[str]:
+        parts = super().synthetic_parts(config, pools, report)
+        made_up = query_sources(pools).get(SYNTHETIC_QUERY_SOURCE, 0)
+        if made_up:
+            parts.append(f"queries: {made_up} queries are text-layer stand-ins made without an LLM (--llm none), "
+                         "not summaries")
+        return parts
 
     # -- card ------------------------------------------------------------------------------
     def card_context(self, config: MMLongBenchConfig, pools: list[Pool], report: BuildReport) -> dict:

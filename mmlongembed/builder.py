@@ -147,6 +147,17 @@ class Builder:
         seconds on a laptop); the registry-wide test builds and validates it for every builder."""
         raise NotImplementedError
 
+    def synthetic_parts(self, config, pools: list[Pool], report: BuildReport) -> list[str]:
+        """What in this build is generated or test-only rather than real source data, one
+        sentence each (the manifest's ``synthetic``; ``mmle push`` refuses a build that lists
+        anything unless ``--allow-synthetic``). Here: sources whose root holds a SYNTHETIC marker
+        (what ``mmlongembed.testing`` and the demo-source writers leave); builders that make
+        fallback content (``mmlongbench``'s ``--llm none`` queries) add theirs."""
+        from mmlongembed.sources import synthetic_marker
+
+        marker = synthetic_marker(getattr(config, "sources", None))
+        return [f"sources: {marker.split('. ')[0].rstrip('.')}"] if marker else []
+
     def card_context(self, config, pools: list[Pool], report: BuildReport) -> dict:
         """Extra variables for this builder's card template (``report`` holds the build's
         skips, LLM steps and shortcut checks)."""
@@ -165,6 +176,7 @@ def register(cls: type[Builder]) -> type[Builder]:
 
 def registered() -> dict[str, type[Builder]]:
     import builders  # noqa: F401  (importing the package registers every builder module)
+    import mmlongembed.composite  # noqa: F401  (the release of all of them: `mmle build mmlongembed`)
 
     return dict(sorted(_REGISTRY.items()))
 

@@ -73,6 +73,18 @@ def hub_rows(source: HubSource, builder_name: str, streaming: bool = True) -> It
         raise _hub_error(f"{source.repo}@{source.revision[:12]}", builder_name, error) from None
 
 
+SYNTHETIC_MARKER = "SYNTHETIC"  # a file of this name in a sources root marks generated or test-written sources
+
+
+def synthetic_marker(root: str | Path | None) -> str:
+    """The text of the SYNTHETIC marker file in ``root`` (what was generated, and by what), or ""
+    where there is none: the sources are real."""
+    marker = Path(root) / SYNTHETIC_MARKER if root else None
+    if marker is None or not marker.is_file():
+        return ""
+    return marker.read_text(encoding="utf-8", errors="replace").strip() or "synthetic sources (SYNTHETIC marker)"
+
+
 def require_dir(path: str | Path, what: str) -> Path:
     path = Path(path)
     if not path.exists():
