@@ -449,7 +449,8 @@ def assemble(builder: "MMLongEmbedBuilder", config: MMLongEmbedConfig, component
         "tokenizer": default_counter().identity,
         "sources": {name: facts["sources"] for name, facts in recorded.items()},
         "synthetic": synthetic,
-        "components": recorded, "absent": absent,
+        "components": [{"name": name, **facts} for name, facts in recorded.items()],  # in the paper's order
+        "absent": absent,
         "llm_steps": [{**step, "component": name} for name, facts in recorded.items() for step in facts["llm_steps"]],
         "pools": [stat for m in manifests.values() for stat in m.get("pools") or []],
         "label_free_audit": {k: v for m in manifests.values() for k, v in (m.get("label_free_audit") or {}).items()},
@@ -536,7 +537,7 @@ def why_release_not_current(builder: "MMLongEmbedBuilder", config: MMLongEmbedCo
         return "another toolkit made it"
     if not _same(manifest.get("config"), public_config(config)) or not _same(manifest.get("absent"), absent):
         return "another config made it"
-    recorded = manifest.get("components") or {}
+    recorded = {c.get("name"): c for c in manifest.get("components") or []}
     if list(recorded) != list(components) or any(
             recorded[name].get("manifest_sha256") != file_sha256(directory / "manifest.json")
             for name, directory in components.items()):
