@@ -181,6 +181,8 @@ def main() -> None:
     parser.add_argument("--lengths", type=int, nargs="+", default=[8192], help="pool lengths of the growth bench")
     parser.add_argument("--only", choices=("release", "growth"), default=None, help="run one part only")
     args = parser.parse_args()
+    if not (SHARED / "hotpotqa").is_dir():
+        sys.exit(f"the sample data is not at {SHARED}; set MMLE_SHARED_DATA")
     with tempfile.TemporaryDirectory(prefix="mmle-bench-") as tmp:
         if args.only in (None, "release"):
             release_bench(args.sources, args.exclude, args.set, Path(tmp) / "release")
