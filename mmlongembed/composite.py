@@ -461,15 +461,23 @@ def assemble(builder: "MMLongEmbedBuilder", config: MMLongEmbedConfig, component
     context = {
         "title": builder.title, "licence": builder.licence, "languages": builder.languages, "configs": specs,
         "n_rows": sum(r["n_queries"] + r["n_candidates"] for r in rows), "manifest": manifest, "table1": table1,
-        "paper": {r["key"]: r for r in paper_table1()["rows"]}, "paper_note": paper_table1()["what"],
+        "paper": {r["key"]: r for r in paper_table1()["rows"]},
         "synthetic": synthetic, "substitutes": substitutes(recorded), "absent": absent, "storage": storage,
         "components": [{"name": name, "title": get_builder(name).title, "version": facts["builder"]["version"],
                         "pools": sum(1 for r in rows if r["dataset"] == name), "body": bodies[name],
-                        "config": facts["config"]} for name, facts in recorded.items()],
-        "config": manifest["config"], "default_options": DEFAULT_OPTIONS,
+                        "options": non_default_options(name, facts["config"] or {})}
+                       for name, facts in recorded.items()],
+        "config": manifest["config"],
     }
     (tmp_dir / "README.md").write_text(render_card(builder.card_template, context), encoding="utf-8")
     return manifest
+
+
+def non_default_options(name: str, config: dict) -> dict:
+    """A component's options that differ from its builder's defaults (the release's defaults,
+    --set), bar seed and sources."""
+    defaults = public_config(get_builder(name).config_class())
+    return {k: v for k, v in config.items() if k not in ("seed", "sources") and not _same(v, defaults.get(k))}
 
 
 def substitutes(recorded: dict[str, dict]) -> list[str]:
