@@ -542,8 +542,7 @@ class MMDocRAGBuilder(Builder):
         return {"kind": "local", "name": "MMDocRAG", "licence": "CC BY-NC 4.0",
                 "substitute": not original, "format": ORIGINAL if original else SUBSTITUTE,
                 "files": files_identity([f for f in files if f.is_file()], root),
-                "render": config.render_settings().identity(),
-                "rendering": self._renderer.stats() if self._renderer else None}
+                "render": config.render_settings().identity()}
 
     # -- pools -----------------------------------------------------------------------------
     def build_pools(self, sources: Sources, config: MMDocRAGConfig, report: BuildReport) -> list[Pool]:
@@ -585,6 +584,9 @@ class MMDocRAGBuilder(Builder):
         report.notes.append(f"{'substitute: ' + SUBSTITUTE if sources.substitute else ORIGINAL}; "
                             f"{len(instances)} instances with 2-5 evidence quotes, {len(kept)} kept by the audit; "
                             f"{stats['renders']} images rendered or re-encoded in {stats['seconds']} s")
+        # how long rendering took is a fact of this build, not of its sources (the up-to-date rule
+        # compares sources)
+        report.stats["rendering"] = self._renderer.stats()
         return pools
 
     def _window(self, band: LengthBand) -> tuple[int, int]:

@@ -231,3 +231,17 @@ def test_a_release_from_the_shared_sample_data_is_real_and_validates(tmp_path):
     assert {r["dataset"] for r in pool_rows(out)} == {"needle", "hotpotqa", "govreport"}
     problems, checked = validate_dir(out)
     assert not problems, format_report(problems, checked)
+
+
+@pytest.mark.parametrize("name", ["mmlongbench", "mmdocrag"])
+def test_a_page_rendering_component_run_again_is_up_to_date(name, tmp_path, monkeypatch, capsys):
+    """How long rendering took is a fact of one build, not of its sources: a second run of the
+    same build must find it up to date (else every release rebuilds these components)."""
+    _clean_toolkit(monkeypatch)
+    builder = get_builder(name)
+    config = builder.example_config(tmp_path / "sources")
+    out = run_build(builder, config, tmp_path / "out", progress=False)
+    assert build_module.why_not_current(get_builder(name), config, out) is None
+    capsys.readouterr()
+    assert run_build(get_builder(name), config, tmp_path / "out", progress=False) == out
+    assert "is up to date" in capsys.readouterr().out
