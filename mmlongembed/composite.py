@@ -44,40 +44,67 @@ MODALITY_NAMES = {"text": "Text", "mixed": "Image+Text", "image": "Image", "vide
 
 
 @dataclass(frozen=True)
+class Layout:
+    """Subfolders of a --sources root that, all present, hold a component's files; the builder
+    gets the root itself (``whole_root``) or the first of them."""
+
+    folders: tuple[str, ...]
+    whole_root: bool = True
+
+    def path(self, root: Path) -> Path:
+        return root if self.whole_root else root / self.folders[0]
+
+
+@dataclass(frozen=True)
 class Component:
-    """One builder of the release and where its local files live under a ``--sources`` root:
-    ``layouts`` lists alternative sets of subfolders (any one set, all present, will do)."""
+    """One builder of the release and where its local files live under a ``--sources`` root
+    (``layouts``: alternatives, the first found wins)."""
 
     builder: str
-    layouts: tuple[tuple[str, ...], ...]
+    layouts: tuple[Layout, ...]
     what: str  # what to put where, for the one-line error
     hub: bool  # the builder reads the source from the Hub when there are no local files
-    whole_root: bool = True  # the builder takes the root (else the layout's first folder)
+
+    def usable(self, folders: list[Path]) -> bool:
+        """Whether the files in ``folders`` can feed the builder at all (ActivityNet annotations
+        are of no use without their videos: the sample data has the annotations only)."""
+        if self.builder != "activitynet":
+            return True
+        from builders._temporal import VIDEO_EXTENSIONS, is_activitynet_json
+
+        ids, stems = set(), set()
+        for folder in folders:
+            for path in folder.rglob("*"):
+                if path.suffix.lower() in VIDEO_EXTENSIONS:
+                    stems.add(path.stem)
+                elif path.suffix == ".json" and is_activitynet_json(path):
+                    ids |= set(json.loads(path.read_text(encoding="utf-8")))
+        return any(i in stems or i.removeprefix("v_") in stems for i in ids)
 
 
 # The paper's column order (Table 3): Visual Grounding, Multi-Source Reasoning, Logical and
 # Temporal Summarization.
 COMPONENTS = (
-    Component("needle", (("needlebench", "haystack_text", "images"),),
+    Component("needle", (Layout(("needlebench", "haystack_text", "images")),),
               "NeedleBench needles.jsonl + names.json in needlebench/, plain-text haystacks (.txt, .raw) in "
               "haystack_text/, photos in images/", hub=True),
-    Component("mmdocrag", (("mmdocrag",), ("mmdocir", "mmlongbench_doc")),
+    Component("mmdocrag", (Layout(("mmdocrag",)), Layout(("mmdocir", "mmlongbench_doc"))),
               "MMDocRAG JSONL + images/ in mmdocrag/, or the substitute: MMDocIR annotations in mmdocir/ with the "
               "MMLongBench-Doc PDFs in mmlongbench_doc/documents/", hub=False),
-    Component("hotpotqa", (("hotpotqa",),),
+    Component("hotpotqa", (Layout(("hotpotqa",)),),
               "HotpotQA distractor JSON/JSONL in hotpotqa/ (WikiText-2 raw in haystack_text/wikitext-2-raw/ pads it)",
               hub=True),
-    Component("govreport", (("govreport",),), "GovReport JSONL, L-Eval JSONL or ZeroSCROLLS JSON in govreport/",
-              hub=True, whole_root=False),
-    Component("mmlongbench", (("mmlongbench",), ("mmlongbench_doc",)),
+    Component("govreport", (Layout(("govreport",), whole_root=False),),
+              "GovReport JSONL, L-Eval JSONL or ZeroSCROLLS JSON in govreport/", hub=True),
+    Component("mmlongbench", (Layout(("mmlongbench",)), Layout(("mmlongbench_doc",))),
               "MMLongBench summarization JSONL + page images in mmlongbench/, or MMLongBench-Doc samples.json(l) + "
               "documents/*.pdf in mmlongbench_doc/", hub=False),
-    Component("youkudc", (("youkudc",),),
-              "the YoukuDC release (meta_files/*.csv + data_files/<Category>/..., unzipped) in youkudc/", hub=False,
-              whole_root=False),
-    Component("activitynet", (("activitynet",),),
-              "ActivityNet Captions JSON + the videos named v_<id>.mp4 in activitynet/ (docs/VIDEO.md says how to "
-              "get them)", hub=False, whole_root=False),
+    Component("youkudc", (Layout(("youkudc",), whole_root=False),),
+              "the YoukuDC release (meta_files/*.csv + data_files/<Category>/...) in youkudc/", hub=False),
+    Component("activitynet", (Layout(("activitynet_captions", "videos")), Layout(("activitynet",), whole_root=False)),
+              "ActivityNet Captions JSON in activitynet_captions/ with the videos named v_<id>.mp4 in videos/, or "
+              "both in activitynet/ (docs/VIDEO.md says how to get the videos; `mmle demo-sources` writes demo ones)",
+              hub=False),
 )
 COMPONENT_NAMES = tuple(c.builder for c in COMPONENTS)
 
@@ -124,8 +151,9 @@ def _find_local(component: Component, roots: list[Path]) -> Path | None:
     """The --sources path this component's builder gets, or None when no root has its folders."""
     for root in roots:
         for layout in component.layouts:
-            if all((root / folder).is_dir() for folder in layout):
-                return root if component.whole_root else root / layout[0]
+            folders = [root / folder for folder in layout.folders]
+            if all(f.is_dir() for f in folders) and component.usable(folders):
+                return layout.path(root)
     return None
 
 
@@ -652,7 +680,8 @@ def example_release_config(root: Path, exclude: tuple[str, ...] = ("youkudc",)) 
         if component.builder in exclude:
             continue
         builder = get_builder(component.builder)
-        example = builder.example_config(root if component.whole_root else root / component.layouts[0][0])
+        example = builder.example_config(root if component.layouts[-1].whole_root
+                                         else root / component.layouts[-1].folders[0])
         defaults = builder.config_class()
         for f in dataclasses.fields(example):
             value = getattr(example, f.name)

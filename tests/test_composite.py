@@ -6,7 +6,6 @@ from __future__ import annotations
 import dataclasses
 import json
 import shutil
-from pathlib import Path
 
 import pytest
 
@@ -152,6 +151,23 @@ def test_a_missing_source_stops_the_build_with_one_line_naming_it(tmp_path, caps
     assert not (tmp_path / "out" / "mmlongembed").exists() and not (tmp_path / "out" / COMPONENTS_FOLDER).exists()
     with pytest.raises(UserError, match="unknown component"):
         composite.plan(MMLongEmbedConfig(sources=(str(sources),), exclude="govreport,videos"))
+
+
+def test_activitynet_annotations_without_their_videos_are_not_a_source(tmp_path):
+    """The sample data's layout holds ActivityNet annotations and unrelated videos: the release
+    looks on in the next --sources root (demo sources), and names activitynet when none has both."""
+    annotation = {"v_abc": {"duration": 10.0, "timestamps": [[0, 5], [5, 10]], "sentences": ["A.", "B."]}}
+    for root, video in ((tmp_path / "sample", "unrelated.mp4"), (tmp_path / "demo", "abc.mp4")):
+        (root / "activitynet_captions").mkdir(parents=True)
+        (root / "activitynet_captions" / "val_1.json").write_text(json.dumps(annotation))
+        (root / "videos").mkdir()
+        (root / "videos" / video).write_bytes(b"")
+    others = "needle,mmdocrag,hotpotqa,govreport,mmlongbench,youkudc"
+    with pytest.raises(UserError, match=r"no sources for activitynet \(put ActivityNet Captions JSON"):
+        composite.plan(MMLongEmbedConfig(sources=(str(tmp_path / "sample"),), exclude=others))
+    planned, _ = composite.plan(MMLongEmbedConfig(sources=(str(tmp_path / "sample"), str(tmp_path / "demo")),
+                                                  exclude=others))
+    assert [(p.component.builder, p.sources) for p in planned] == [("activitynet", tmp_path / "demo")]
 
 
 def test_component_options_are_parsed_by_the_components_own_flags():
