@@ -114,7 +114,8 @@ class Builder:
     licence: ClassVar[str] = "other"
     languages: ClassVar[tuple[str, ...]] = ("en",)
     # "pools": a benchmark (build_pools, the blind layout); "training": a training set
-    # (build_training, split `train`; see mmlongembed.training)
+    # (build_training, split `train`; see mmlongembed.training); "composite": a release of
+    # several builds (build_release; see mmlongembed.composite)
     output_kind: ClassVar[str] = "pools"
 
     def load_sources(self, config, report: BuildReport) -> Any:
