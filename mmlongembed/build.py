@@ -191,7 +191,8 @@ def run_build(builder: Builder, config, output_root: Path, overwrite: bool = Fal
     ``skip_unreadable_files``: a source file that cannot be parsed is left out (and the summary
     says what that cost) instead of stopping the build."""
     if builder.output_kind == "composite":  # a release of several builds (mmlongembed.composite)
-        return builder.build_release(config, output_root, overwrite=overwrite, progress=progress and not quiet)
+        return builder.build_release(config, output_root, overwrite=overwrite, progress=progress and not quiet,
+                                     quiet=quiet, skip_unreadable_files=skip_unreadable_files)
     progress = progress and not quiet
     report = BuildReport(progress=progress, skip_unreadable_files=skip_unreadable_files)
     output_root = Path(output_root)

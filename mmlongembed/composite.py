@@ -250,8 +250,10 @@ def plan(config: MMLongEmbedConfig) -> tuple[list[Planned], dict[str, str]]:
 
 # -- building the components -----------------------------------------------------------------------
 
-def build_components(planned: list[Planned], components_dir: Path, overwrite: bool, progress: bool) -> dict[str, Path]:
-    """Each component built (or kept, when up to date) into ``components_dir/<builder>``."""
+def build_components(planned: list[Planned], components_dir: Path, overwrite: bool, progress: bool,
+                     **build_options) -> dict[str, Path]:
+    """Each component built (or kept, when up to date) into ``components_dir/<builder>``;
+    ``build_options`` (``quiet``, ``skip_unreadable_files``) go to ``run_build``."""
     from mmlongembed.build import run_build, why_not_current
 
     built = {}
@@ -268,7 +270,7 @@ def build_components(planned: list[Planned], components_dir: Path, overwrite: bo
         try:
             # The components folder is the release's own: a stale component is replaced.
             built[builder.name] = run_build(builder, item.config, components_dir, overwrite=final.exists(),
-                                            progress=progress)
+                                            progress=progress, **build_options)
         except UserError as error:
             message = str(error)
             raise type(error)(message if message.startswith(builder.name) else f"{builder.name}: {message}") from None
@@ -615,7 +617,8 @@ class MMLongEmbedBuilder(Builder):
         return {"components": "see manifest['components'][<name>]['sources']"}
 
     def build_release(self, config: MMLongEmbedConfig, output_root: Path, overwrite: bool = False,
-                      progress: bool = True) -> Path:
+                      progress: bool = True, **build_options) -> Path:
+        """``build_options`` (``quiet``, ``skip_unreadable_files``) go to every component's build."""
         from mmlongembed.build import synthetic_summary, temporary_output
         from mmlongembed.outdir import BuildLock, check_output_root, check_replaceable, remove_stale_temporaries
         from mmlongembed.output import commit_output_dir
@@ -636,7 +639,7 @@ class MMLongEmbedBuilder(Builder):
                     raise UserError(f"output directory {final_dir} already exists and is not an {self.name} release; "
                                     "pass --overwrite to replace it")
             check_replaceable(final_dir)
-            components = build_components(planned, components_dir, overwrite, progress)
+            components = build_components(planned, components_dir, overwrite, progress, **build_options)
             if final_dir.exists() and not overwrite:
                 reason = why_release_not_current(self, config, components, absent, final_dir)
                 if reason is None:
