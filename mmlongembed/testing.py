@@ -598,6 +598,7 @@ def write_mmdocrag_jsonl(root: Path, n_documents: int = 6, records_per_document:
         shutil.rmtree(base / "images")
     return base
 
+
 def write_mmeb_fixture(root: Path, n_rows: int = 4, seed: int = 5) -> Path:
     """Generated retrieval pairs in the MMEB-train layout (``<subset>/train.jsonl`` with ``qry``,
     ``qry_image_path``, ``pos_text``, ``pos_image_path``; images under ``images/``): a text-to-image,
