@@ -193,4 +193,11 @@ def _features_reference(text: str) -> dict[str, float]:
 @given(st.lists(st.sampled_from(["a", " ", "\t", "\n", "\r", "\u00a0", "\x1c", "\x0b", "b.", "\u3000",
                                  IMAGE_PLACEHOLDER]), max_size=16).map("".join))
 def test_text_features_are_the_plain_ones(text):
-    assert _text_features(text) == _features_reference(text)
+    """The formatting features as the plain reference computes them; the rest are the word
+    statistics (mmlongembed.wordstats, tested in test_wordstats) of the same body."""
+    from mmlongembed.wordstats import text_features as word_features
+
+    features, reference = _text_features(text), _features_reference(text)
+    assert {name: features[name] for name in reference} == reference
+    body = text.replace(IMAGE_PLACEHOLDER, "\x00")
+    assert {name: value for name, value in features.items() if name not in reference} == word_features(body)
