@@ -23,7 +23,7 @@ from mmlongembed.ops.evialign import (
     non_identity_permutation, parse_target, permute, remove_ids, repetition, unit_spans, units_for)
 from mmlongembed.rng import derive_rng
 from mmlongembed.sources import iter_jsonl, require_dir
-from mmlongembed.training import TrainingData, TrainingTable
+from mmlongembed.training_data import TrainingData, TrainingTable
 
 NAME = "evialign-evidence"
 STEP = "evidence_units"

@@ -156,7 +156,7 @@ class Builder:
 
     def build_training(self, sources: Any, config, report: BuildReport):
         """Training builders (``output_kind = "training"``): records in, a
-        ``mmlongembed.training.TrainingData`` out, every random choice from derive_rng(seed, ...)."""
+        ``mmlongembed.training_data.TrainingData`` out, every random choice from derive_rng(seed, ...)."""
         raise NotImplementedError
 
     def validate_training(self, tables: dict[str, dict[str, list]], manifest: dict) -> Iterable[Problem]:

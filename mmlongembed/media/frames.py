@@ -24,10 +24,16 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Iterable
 
+from mmlongembed.errors import UserError
 from mmlongembed.media.video import DecodedVideo, Frame, FrameSettings, VideoDecodeError, decode_video, \
     decoder_identity
+from mmlongembed.plugins import PluginRegistry
 
 STORE_VERSION = 1
+# How the videos missing from the store get decoded -> the module that registers each (Ray's
+# pulls in the optional extra).
+DECODE_BACKENDS: PluginRegistry[Callable[..., list[tuple]]] = PluginRegistry("decode backend", {
+    "local": "mmlongembed.media.frames", "ray": "mmlongembed.media.ray_decode"})
 
 
 def file_sha256(path: Path, _cache: dict = {}) -> str:  # noqa: B006  (memo per process: each file hashed once)
@@ -185,13 +191,10 @@ def decode_all(store: FrameStore, jobs: Iterable[DecodeJob], backend: str = "loc
             missing.append(job)
         else:
             outcome.status[job.video_id] = known
-    if backend == "ray" and missing:
-        from mmlongembed.media.ray_decode import decode_with_ray
-
-        results = decode_with_ray(store, missing, concurrency=ray_concurrency)
-    else:
-        iterator = progress(missing) if progress else missing
-        results = [(job.video_id, *store.decode_into(job)) for job in iterator]
+    decode = DECODE_BACKENDS.get(backend)
+    if decode is None:
+        raise UserError(f"decode backend {backend!r}: expected one of {', '.join(DECODE_BACKENDS.names())}")
+    results = decode(store, missing, progress=progress, concurrency=ray_concurrency) if missing else []
     for video_id, status, source_frames, grid_frames, seconds in results:
         outcome.status[video_id] = status
         outcome.decoded_now += 1
@@ -199,3 +202,11 @@ def decode_all(store: FrameStore, jobs: Iterable[DecodeJob], backend: str = "loc
         outcome.grid_frames += grid_frames
         outcome.seconds += seconds
     return outcome
+
+
+@DECODE_BACKENDS.register("local")
+def decode_here(store: FrameStore, jobs: list[DecodeJob], progress=None, concurrency: int = 0) -> list[tuple]:
+    """Decode ``jobs`` into ``store`` one after another in this process (``concurrency``: unused);
+    returns (video id, status, source frames, grid frames, seconds) per job, in order."""
+    iterator = progress(jobs) if progress else jobs
+    return [(job.video_id, *store.decode_into(job)) for job in iterator]
