@@ -15,7 +15,7 @@ from typing import Any
 from mmlongembed.errors import UserError
 from mmlongembed.layout import ConfigSpec
 from mmlongembed.manifest import file_sha256
-from mmlongembed.output import StorageStats, Written, _images_array, write_parquet
+from mmlongembed.output import StorageStats, Written, images_array, write_parquet
 
 TRAIN_SPLIT = "train"
 IMAGES = "images"
@@ -44,7 +44,7 @@ def _arrow_table(table: TrainingTable):
     columns = {}
     for name in table.features:
         if name == IMAGES:
-            columns[name] = _images_array(table.rows, {}, [])
+            columns[name] = images_array(table.rows, {}, [])
         else:
             columns[name] = pa.array([row.get(name) for row in table.rows], type=schema.field(name).type)
     return pa.table(columns)

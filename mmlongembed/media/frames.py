@@ -24,6 +24,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Iterable
 
+from mmlongembed.digests import file_sha256
 from mmlongembed.errors import UserError
 from mmlongembed.media.video import DecodedVideo, Frame, FrameSettings, VideoDecodeError, decode_video, \
     decoder_identity
@@ -36,16 +37,14 @@ DECODE_BACKENDS: PluginRegistry[Callable[..., list[tuple]]] = PluginRegistry("de
     "local": "mmlongembed.media.frames", "ray": "mmlongembed.media.ray_decode"})
 
 
-def file_sha256(path: Path, _cache: dict = {}) -> str:  # noqa: B006  (memo per process: each file hashed once)
+def video_file_sha256(path: Path, _cache: dict = {}) -> str:  # noqa: B006  (memo per process: each file hashed once)
+    """``file_sha256`` of a video, remembered per (file, size, modification time): a build names each
+    video by its hash more than once, and videos are large."""
     path = Path(path)
     stat = path.stat()
     memo = (str(path.resolve()), stat.st_size, stat.st_mtime_ns)
     if memo not in _cache:
-        digest = hashlib.sha256()
-        with open(path, "rb") as handle:
-            for block in iter(lambda: handle.read(1 << 20), b""):
-                digest.update(block)
-        _cache[memo] = digest.hexdigest()
+        _cache[memo] = file_sha256(path)
     return _cache[memo]
 
 
@@ -90,7 +89,7 @@ class FrameStore:
         self.decoder = decoder_identity()
 
     def job(self, video_id: str, path: str | Path) -> DecodeJob:
-        return DecodeJob(video_id, str(path), store_key(file_sha256(Path(path)), self.settings, self.decoder))
+        return DecodeJob(video_id, str(path), store_key(video_file_sha256(Path(path)), self.settings, self.decoder))
 
     def _path(self, key: str, suffix: str) -> Path:
         return self.root / key[:2] / f"{key}{suffix}"
