@@ -97,7 +97,9 @@ class Quote:
     @property
     def key(self) -> str:
         """Content key: the same text or the same image bytes is the same quote."""
-        return "t:" + short_sha256(self.text) if self.kind == "text" else "i:" + (self.image.sha256[:16] if self.image else "")
+        if self.kind == "text":
+            return "t:" + short_sha256(self.text)
+        return "i:" + (self.image.sha256[:16] if self.image else "")
 
 
 @dataclass(frozen=True)

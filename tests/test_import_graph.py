@@ -26,7 +26,8 @@ LAYERS = {
     "mmlongembed.mmeb_samples": 2,
     # 3 pipelines: checks, writers, builds, validation, fixtures the builders' examples use
     "mmlongembed.evialign": 3, "mmlongembed.shortcuts": 3, "mmlongembed.output": 3, "mmlongembed.testing": 3,
-    "mmlongembed.training": 3, "mmlongembed.training_data": 3, "mmlongembed.validate": 3, "mmlongembed.build": 3, "mmlongembed.publish": 3,
+    "mmlongembed.training": 3, "mmlongembed.training_data": 3, "mmlongembed.validate": 3, "mmlongembed.build": 3,
+    "mmlongembed.publish": 3,
     "mmlongembed.video_tasks": 3,
     # 4 the builders
     "builders": 4,

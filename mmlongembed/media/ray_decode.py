@@ -38,8 +38,8 @@ class _DecodeRow:
 
 @DECODE_BACKENDS.register("ray")
 def decode_with_ray(store: FrameStore, jobs: list[DecodeJob], progress=None, concurrency: int = 0) -> list[tuple]:
-    """Decode ``jobs`` into ``store`` on Ray workers (``progress``: unused, Ray reports its own); returns (video id, status, source frames,
-    grid frames, seconds) per job, in the order of ``jobs``."""
+    """Decode ``jobs`` into ``store`` on Ray workers (``progress``: unused, Ray reports its own);
+    returns (video id, status, source frames, grid frames, seconds) per job, in the order of ``jobs``."""
     try:
         import ray
         import ray.data

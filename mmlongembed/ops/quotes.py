@@ -110,7 +110,8 @@ def evidence_positions(document: Document, n_tokens: int, counter: TokenCounter)
             entry = {"index": k, "kind": segment.kind, "token_start": start,
                      "relative_position": round(start / n_tokens, 4) if n_tokens else 0.0}
             if segment.is_visual:
-                entry.update(image_slot=slot, sha256=short_sha256(segment.image or b""), size=[segment.height, segment.width])
+                entry.update(image_slot=slot, sha256=short_sha256(segment.image or b""),
+                             size=[segment.height, segment.width])
             else:
                 entry.update(char_range=[chars, chars + len(segment.text)], sha256=short_sha256(segment.text.strip()))
             out.append(entry)
