@@ -36,3 +36,14 @@ def test_the_three_registries_find_their_plugins_in_modules_they_do_not_import()
 
 REGISTRY = PluginRegistry("test plug-in", {"here": __name__, "later": "fake_plugin_home"})
 REGISTRY.register("here")(lambda: "here")
+
+
+@pytest.mark.parametrize("spec", ["bm25:x", "minilm:", "st:", "openai:model", "openai:@http://h", "nope:x", "hfgen"])
+def test_a_malformed_model_spec_is_one_line_naming_every_kind(spec):
+    from harness.models import RunSettings, load_model
+    from mmlongembed.errors import UserError
+
+    with pytest.raises(UserError) as error:
+        load_model(spec, RunSettings(progress=False))
+    assert str(error.value) == (f"--model {spec!r}: expected bm25, minilm, st:<path>, hf:<path-or-name>, "
+                                "hfgen:<path-or-name>, vllm:<name> or openai:<model>@<base_url>")
