@@ -38,6 +38,7 @@ bench: $(STAMP)
 	$(BIN)/python bench/bm25.py
 	$(BIN)/python bench/harness_throughput.py
 	$(BIN)/python bench/hotpotqa_build.py
+	$(BIN)/python bench/release_build.py
 
 score: $(STAMP)
 	$(BIN)/mmle score --dataset $(OUT)/$(DATASET) $(SCORE_ARGS)

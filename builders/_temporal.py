@@ -34,12 +34,12 @@ from mmlongembed.ops.temporal import (
     caption_similarity, chains, choose_run, hard_order, nearest_run, video_events)
 from mmlongembed.pools import EASY_NEGATIVE, HARD_NEGATIVE, POSITIVE, Candidate, LengthBand, Pool, Query, pool_name
 from mmlongembed.rng import derive_rng
+from mmlongembed.sources import synthetic_marker
 from mmlongembed.tokens import default_counter, fit_image_size, image_tokens
 
 INSTRUCTION = ("Given a description of a sequence of events, retrieve the video whose frames show exactly "
                "these events in this order.")
 VIDEO_EXTENSIONS = (".mp4", ".webm", ".mkv", ".mov", ".avi", ".m4v", ".flv", ".mpg", ".mpeg", ".ts")
-SYNTHETIC_MARKER = "SYNTHETIC"  # a file of this name marks test-written annotations (see synthetic_note)
 CANDIDATE_FORM = "frames"  # pool fact: candidates are ordered frame images (harness: needs "image" only)
 
 
@@ -151,24 +151,6 @@ def is_activitynet_json(path: Path) -> bool:
         isinstance(v, dict) and "timestamps" in v and "sentences" in v for v in list(data.values())[:20])
 
 
-def synthetic_note(root: Path, files: Iterable[Path]) -> str:
-    """The text of the first ``SYNTHETIC`` marker in the sources root or in any folder between it
-    and a file the build reads (annotations, videos), so demo folders copied into a larger tree
-    stay marked; "" when there is none."""
-    root = Path(root).resolve()
-    folders = [root]
-    for file in files:
-        for folder in Path(file).resolve().parents:
-            if folder == root or root not in folder.parents:
-                break
-            folders.append(folder)
-    for folder in dict.fromkeys(folders):
-        marker = folder / SYNTHETIC_MARKER
-        if marker.is_file():
-            return marker.read_text(encoding="utf-8").strip() or "synthetic annotations"
-    return ""
-
-
 def _relative(path: Path, root: Path) -> str:
     try:
         return path.relative_to(root).as_posix()
@@ -262,7 +244,7 @@ class TemporalBuilder(Builder):
             keys[record.video_id], meta[record.video_id] = job.key, facts
             kept.append(record)
         report.notes.append(f"decoding: {json.dumps(outcome.as_dict(), sort_keys=True)}")
-        synthetic = synthetic_note(root, self._read_files(root))
+        synthetic = synthetic_marker(root, self._read_files(root))
         return TemporalSources(kept, store, keys, meta, outcome, synthetic, layout)
 
     def _read_files(self, root: Path) -> list[Path]:
@@ -286,7 +268,7 @@ class TemporalBuilder(Builder):
                 "annotations": files_identity(annotations, root),
                 "videos": [{"file": self.video_label(p, root), "sha256": video_file_sha256(p),
                             "bytes": p.stat().st_size} for p in sorted(videos, key=str)],
-                "synthetic": bool(synthetic_note(root, annotations + videos)),
+                "synthetic": bool(synthetic_marker(root, annotations + videos)),
                 "decoder": decoder_identity(),
                 "frames": frame_settings(config).identity()}
 
@@ -525,6 +507,14 @@ class TemporalBuilder(Builder):
         from builders._temporal_checks import check_temporal_pool
 
         return check_temporal_pool(pool_row, corpus, queries, qrels)
+
+    def synthetic_parts(self, config: TemporalConfig, pools: list[Pool], report: BuildReport) -> list[str]:
+        """Also a SYNTHETIC marker between the sources root and the files read (demo folders
+        copied into a larger tree stay marked)."""
+        marker = getattr(self, "_synthetic", "")
+        if not marker:
+            return super().synthetic_parts(config, pools, report)
+        return [f"sources: {marker.split('. ')[0].rstrip('.')}"]
 
     def card_context(self, config: TemporalConfig, pools: list[Pool], report: BuildReport) -> dict:
         per_pool = []

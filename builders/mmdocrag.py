@@ -652,8 +652,7 @@ class MMDocRAGBuilder(Builder):
             return {"kind": "hub", "name": "MMDocRAG", "licence": HUB_SOURCE.licence, **hub_source(config).identity,
                     "files": files_identity(paths) if paths else [f"{config.question_set}.jsonl", IMAGE_ARCHIVE],
                     "question_set": config.question_set,
-                    "substitute": False, "format": ORIGINAL, "render": config.render_settings().identity(),
-                    "rendering": self._renderer.stats() if self._renderer else None}
+                    "substitute": False, "format": ORIGINAL, "render": config.render_settings().identity()}
         original, annotations, pdf_dirs = self._layout(config)
         root = Path(config.sources)
         files = list(original) or [*annotations, *(p for d in pdf_dirs for p in d.rglob("*.pdf"))]
@@ -665,8 +664,7 @@ class MMDocRAGBuilder(Builder):
                 "question_set": config.question_set if original else None,
                 "substitute": not original, "format": ORIGINAL if original else SUBSTITUTE,
                 "files": files_identity(sorted({f for f in files if f.is_file()}), root),
-                "render": config.render_settings().identity(),
-                "rendering": self._renderer.stats() if self._renderer else None}
+                "render": config.render_settings().identity()}
 
     # -- pools -----------------------------------------------------------------------------
     def largest_length(self, sources: Sources, config: MMDocRAGConfig) -> LengthLimit | None:
@@ -720,6 +718,9 @@ class MMDocRAGBuilder(Builder):
         report.notes.append(f"{'substitute: ' + SUBSTITUTE if sources.substitute else ORIGINAL}; "
                             f"{len(instances)} instances with 2-5 evidence quotes, {len(kept)} kept by the audit; "
                             f"{stats['renders']} images rendered or re-encoded in {stats['seconds']} s")
+        # how long rendering took is a fact of this build, not of its sources (the up-to-date rule
+        # compares sources)
+        report.stats["rendering"] = self._renderer.stats()
         return pools
 
     def _window(self, band: LengthBand) -> tuple[int, int]:

@@ -22,7 +22,7 @@ from mmlongembed.builder import Builder, BuildReport, CommonConfig, Problem, reg
 from mmlongembed.documents import IMAGE_PLACEHOLDER, Document, image_segment
 from mmlongembed.errors import FitError, UserError
 from mmlongembed.llm import LLMConfig
-from mmlongembed.llm.summaries import summarise_documents
+from mmlongembed.llm.summaries import SYNTHETIC_QUERY_SOURCE, summarise_documents
 from mmlongembed.manifest import files_identity
 from mmlongembed.media.pdf import (
     PageRenderer, PdfFile, RenderOptions, RenderSettings, image_file_size, page_image_size)
@@ -330,8 +330,7 @@ class MMLongBenchBuilder(Builder):
         hub = {} if config.sources else {"kind": "hub", **DOC_HUB.identity}
         return {"kind": "local", "name": "MMLongBench / MMLongBench-Doc", "licence": "CC BY-NC 4.0", **hub,
                 "forms": dict(sorted(forms.items())), "files": files_identity(files, base),
-                "render": config.render_settings().identity(),
-                "rendering": self._renderer.stats() if self._renderer else None}
+                "render": config.render_settings().identity()}
 
     # -- pools -----------------------------------------------------------------------------
     def _costs(self, document: PagedDocument, settings: RenderSettings) -> list[int]:
@@ -396,6 +395,9 @@ class MMLongBenchBuilder(Builder):
                             f"({pages['pages_per_second']} pages/s) with {settings.identity()['renderer']} "
                             f"{settings.identity()['version']} at {settings.dpi:g} dpi, budget "
                             f"{settings.max_pixels} pixels")
+        # how long rendering took is a fact of this build, not of its sources (the up-to-date rule
+        # compares sources)
+        report.stats["rendering"] = pages
         return pools
 
     def _queries(self, doc_ids, windows, band, documents, config, report) -> dict[str, tuple[str, str]]:
@@ -506,6 +508,14 @@ class MMLongBenchBuilder(Builder):
         write_paged_sources(Path(directory), n_documents=8, pages=(14, 22))
         return MMLongBenchConfig(sources=str(directory), lengths=(512, 1024), max_queries_per_pool=4, dpi=36.0,
                                  max_image_pixels=160 * 230)
+
+    def synthetic_parts(self, config: MMLongBenchConfig, pools: list[Pool], report: BuildReport) -> list[str]:
+        parts = super().synthetic_parts(config, pools, report)
+        made_up = query_sources(pools).get(SYNTHETIC_QUERY_SOURCE, 0)
+        if made_up:
+            parts.append(f"queries: {made_up} queries are text-layer stand-ins made without an LLM (--llm none), "
+                         "not summaries")
+        return parts
 
     # -- card ------------------------------------------------------------------------------
     def card_context(self, config: MMLongBenchConfig, pools: list[Pool], report: BuildReport) -> dict:

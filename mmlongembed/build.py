@@ -39,10 +39,11 @@ def made_by(builder: Builder, config) -> dict:
 
 
 def build_manifest(builder: Builder, config, report: BuildReport, stats, written: Written,
-                   validation: Validation) -> dict:
+                   validation: Validation, synthetic: list[str]) -> dict:
     return {
         **made_by(builder, config),
         "sources": builder.source_identity(config),
+        "synthetic": synthetic,
         "llm_steps": report.llm_steps,
         "report": report.as_dict(),
         "pools": stats,
@@ -112,15 +113,25 @@ def write_card(builder: Builder, context: dict, directory: Path) -> None:
     (directory / "README.md").write_text(render_card(builder.card_template, context), encoding="utf-8")
 
 
+def synthetic_summary(synthetic: list[str]) -> str:
+    """The last line of a build's summary: what in it is synthetic or test-only, if anything."""
+    if not synthetic:
+        return "synthetic: nothing (every query and candidate comes from real sources)"
+    return ("SYNTHETIC: " + "; ".join(synthetic) + " (recorded in manifest.json 'synthetic'; `mmle push` refuses "
+            "this build without --allow-synthetic)")
+
+
 def finish(summary: str, written: Written, validation: Validation, tmp_dir: Path, final_dir: Path,
-           quiet: bool = False) -> None:
-    """Print what was built and how it validated (``quiet``: only problems); move it into place
-    only when it is valid."""
+           quiet: bool = False, synthetic: list[str] = ()) -> None:
+    """Print what was built, how it validated and what in it is synthetic (``quiet``: only
+    problems and what is synthetic); move it into place only when it is valid."""
     if not quiet:
         print(summary, file=sys.stderr)
         print(written.storage.summary(), file=sys.stderr)
     if validation.problems or not quiet:
         print(format_report(validation.problems, dict(validation.checked)), file=sys.stderr)
+    if synthetic or not quiet:
+        print(synthetic_summary(list(synthetic)), file=sys.stderr)
     if validation.problems:
         raise UserError(f"validation failed with {len(validation.problems)} problems; nothing was written to "
                         f"{final_dir}")
@@ -179,6 +190,9 @@ def run_build(builder: Builder, config, output_root: Path, overwrite: bool = Fal
     """Build into ``output_root/<name>``; ``quiet``: no progress bars and no summary table;
     ``skip_unreadable_files``: a source file that cannot be parsed is left out (and the summary
     says what that cost) instead of stopping the build."""
+    if builder.output_kind == "composite":  # a release of several builds (mmlongembed.composite)
+        return builder.build_release(config, output_root, overwrite=overwrite, progress=progress and not quiet,
+                                     quiet=quiet, skip_unreadable_files=skip_unreadable_files)
     progress = progress and not quiet
     report = BuildReport(progress=progress, skip_unreadable_files=skip_unreadable_files)
     output_root = Path(output_root)
@@ -261,7 +275,8 @@ def _build_locked(builder: Builder, config, final_dir: Path, overwrite: bool, re
             lambda: report.bar(unmeasured, "BM25 shortcut check", "pool", min_items=8)))
         specs = {spec.name: spec for spec in written.specs}
         validation = validate_tables(tmp_dir, specs, builder.name, progress=progress)
-        manifest = build_manifest(builder, config, report, stats, written, validation)
+        synthetic = builder.synthetic_parts(config, pools, report)
+        manifest = build_manifest(builder, config, report, stats, written, validation, synthetic)
         write_json(tmp_dir / "manifest.json", manifest)
         write_json(tmp_dir / "build_config.json", manifest["config"])
         context = {
@@ -276,7 +291,8 @@ def _build_locked(builder: Builder, config, final_dir: Path, overwrite: bool, re
             "config": manifest["config"], **builder.card_context(config, pools, report),
         }
         write_card(builder, context, tmp_dir)
-        finish(summary_table(stats, report, validation, pools), written, validation, tmp_dir, final_dir, quiet)
+        finish(summary_table(stats, report, validation, pools), written, validation, tmp_dir, final_dir, quiet,
+               synthetic)
         for line in lost_lines:  # last, and also when quiet: what the build is missing
             print(line, file=sys.stderr)
     return final_dir

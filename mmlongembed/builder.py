@@ -120,7 +120,8 @@ class Builder:
     licence: ClassVar[str] = "other"
     languages: ClassVar[tuple[str, ...]] = ("en",)
     # "pools": a benchmark (build_pools, the blind layout); "training": a training set
-    # (build_training, split `train`; see mmlongembed.training)
+    # (build_training, split `train`; see mmlongembed.training); "composite": a release of
+    # several builds (build_release; see mmlongembed.composite)
     output_kind: ClassVar[str] = "pools"
     # word statistics (mmlongembed.wordstats) that the paper's own design moves in its hard
     # negatives (GovReport's: a quarter to a half of another report): the shortcut audit reports
@@ -168,6 +169,17 @@ class Builder:
         seconds on a laptop); the registry-wide test builds and validates it for every builder."""
         raise NotImplementedError
 
+    def synthetic_parts(self, config, pools: list[Pool], report: BuildReport) -> list[str]:
+        """What in this build is generated or test-only rather than real source data, one
+        sentence each (the manifest's ``synthetic``; ``mmle push`` refuses a build that lists
+        anything unless ``--allow-synthetic``). Here: sources whose root holds a SYNTHETIC marker
+        (what ``mmlongembed.testing`` and the demo-source writers leave); builders that make
+        fallback content (``mmlongbench``'s ``--llm none`` queries) add theirs."""
+        from mmlongembed.sources import synthetic_marker
+
+        marker = synthetic_marker(getattr(config, "sources", None))
+        return [f"sources: {marker.split('. ')[0].rstrip('.')}"] if marker else []
+
     def card_context(self, config, pools: list[Pool], report: BuildReport) -> dict:
         """Extra variables for this builder's card template (``report`` holds the build's
         skips, LLM steps and shortcut checks)."""
@@ -186,6 +198,7 @@ def register(cls: type[Builder]) -> type[Builder]:
 
 def registered() -> dict[str, type[Builder]]:
     import builders  # noqa: F401  (importing the package registers every builder module)
+    import mmlongembed.composite  # noqa: F401  (the release of all of them: `mmle build mmlongembed`)
 
     return dict(sorted(_REGISTRY.items()))
 

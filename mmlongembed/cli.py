@@ -151,7 +151,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
-    from mmlongembed.outdir import Terminated, sigterm_as_interrupt
+    from mmlongembed.outdir import Terminated, sigterm_as_interrupt, sigterm_received
 
     parser = build_parser()
     args = parser.parse_args(argv)
@@ -167,6 +167,11 @@ def main(argv: list[str] | None = None) -> int:
         terminated = isinstance(interrupt, Terminated)
         print(f"mmle: {'terminated (SIGTERM)' if terminated else 'interrupted'}", file=sys.stderr)
         return 128 + signal.SIGTERM if terminated else 130
+    except Exception:
+        if not sigterm_received() or os.environ.get("MMLE_DEBUG"):
+            raise
+        print("mmle: terminated (SIGTERM)", file=sys.stderr)  # an error the signal caused (outdir.sigterm_received)
+        return 128 + signal.SIGTERM
 
 
 if __name__ == "__main__":

@@ -42,6 +42,17 @@ class Terminated(KeyboardInterrupt):
     """SIGTERM, raised in the main thread so that every Ctrl-C cleanup path runs for it too."""
 
 
+_SIGTERM_RECEIVED = threading.Event()
+
+
+def sigterm_received() -> bool:
+    """Whether SIGTERM arrived inside ``sigterm_as_interrupt``. The ``Terminated`` it raises can
+    be swallowed (raised inside a weakref or import-lock callback, where Python only prints
+    "Exception ignored"), and then the first error seen is a consequence of the signal (a forked
+    worker that the same signal ended leaves its pipe at EOF): the caller reads it as SIGTERM."""
+    return _SIGTERM_RECEIVED.is_set()
+
+
 @contextmanager
 def sigterm_as_interrupt():
     """While inside, SIGTERM raises ``Terminated`` (a KeyboardInterrupt); a second SIGTERM ends
@@ -56,6 +67,7 @@ def sigterm_as_interrupt():
 
     def terminate(signum, frame):
         signal.signal(signal.SIGTERM, signal.SIG_DFL)
+        _SIGTERM_RECEIVED.set()
         raise Terminated()
 
     signal.signal(signal.SIGTERM, terminate)

@@ -315,10 +315,14 @@ def write_tables(pools: Sequence[Pool], root: Path, *, seed: int, builder: str, 
 
 
 def write_pools_table(pools: Sequence[Pool], directory: Path) -> Path:
+    return write_pools_rows([p.row() for p in pools], directory)
+
+
+def write_pools_rows(rows: Sequence[dict], directory: Path) -> Path:
+    """The `pools` config from its rows (``Pool.row()``; a release merges its components' rows)."""
     import datasets
     import pyarrow as pa
 
-    rows = [p.row() for p in pools]
     features = datasets.Features({
         "pool": datasets.Value("string"), "task": datasets.Value("string"), "dataset": datasets.Value("string"),
         "difficulty": datasets.Value("string"), "length": datasets.Value("int64"),

@@ -5,7 +5,9 @@ that commit. The tag is created only after the commit has landed, so a failed pu
 tagged half-release, and an existing tag is never moved.
 
 A build is validated first (``mmle validate``); a build with any problem is refused, so nothing
-invalid leaves the machine.
+invalid leaves the machine. Nor does anything synthetic unasked: a build whose manifest lists
+generated or test-only parts (``synthetic``: generated videos, ``--llm none`` stand-in queries,
+test fixtures) is refused unless ``--allow-synthetic``.
 
 Several tasks may share a repo: a build replaces, as a unit, every pool of the (task, dataset)
 pairs it contains (their ``data/<dataset>/`` files are deleted in the same commit) and keeps the
@@ -206,6 +208,34 @@ def load_build(root: Path, token: str | None = None) -> Build:
     return Build(root, files, header, body, manifest, pools, specs["pools"].path)
 
 
+def synthetic_parts(manifest: dict) -> list[str]:
+    """What a build's manifest says is synthetic or test-only. Builds made before the manifest
+    had a ``synthetic`` field are read for the same facts: sources marked synthetic, stand-in
+    queries made without an LLM."""
+    if isinstance(manifest.get("synthetic"), list):
+        return [str(part) for part in manifest["synthetic"]]
+    from mmlongembed.llm.summaries import SYNTHETIC_QUERY
+
+    parts = []
+    if isinstance(manifest.get("sources"), dict) and manifest["sources"].get("synthetic") is True:
+        parts.append("sources marked SYNTHETIC")
+    if any(isinstance(step, dict) and step.get("model") == SYNTHETIC_QUERY for step in manifest.get("llm_steps") or ()):
+        parts.append("queries made without an LLM (--llm none)")
+    return parts
+
+
+def refuse_synthetic(root: Path, allow_synthetic: bool) -> None:
+    """One line refusing a build whose manifest lists synthetic parts, unless allowed."""
+    try:
+        manifest = json.loads((Path(root) / "manifest.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return  # load_build names what is wrong with it
+    parts = synthetic_parts(manifest) if isinstance(manifest, dict) else []
+    if parts and not allow_synthetic:
+        raise UserError(f"refusing to publish {root}: it is not all real data ({'; '.join(parts)}); pass "
+                        "--allow-synthetic to publish it anyway")
+
+
 def _pools_path(header: dict) -> str:
     """The pools table's path named by a card's `configs:` header (layout 1: a fixed name)."""
     for entry in header.get("configs") or []:
@@ -352,7 +382,7 @@ class _Pusher:
 def publish(build_dir: Path, repo_id: str, version: str, *, private: bool | None = None,
             message: str | None = None, notes: str = "", endpoint: str | None = None, token: str | None = None,
             large_folder: bool = False, attempts: int = 3, wait_s: float = 2.0,
-            log: Callable[[str], None] | None = None) -> PushResult:
+            log: Callable[[str], None] | None = None, allow_synthetic: bool = False) -> PushResult:
     """Publish `build_dir` to `repo_id` as release `version`. See the module docstring."""
     from huggingface_hub import CommitOperationAdd, CommitOperationCopy, CommitOperationDelete, HfApi, get_token
     from huggingface_hub.errors import HfHubHTTPError
@@ -362,6 +392,7 @@ def publish(build_dir: Path, repo_id: str, version: str, *, private: bool | None
     if not REPO_ID_RE.match(repo_id or ""):
         raise UserError(f"--repo {repo_id!r} is not of the form OWNER/NAME")
     tag = tag_name(parse_version(version))
+    refuse_synthetic(Path(build_dir), allow_synthetic)
     token = token or get_token()
     if not token:
         raise UserError("no Hub token: set HF_TOKEN or run `hf auth login`")
@@ -584,6 +615,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--large-folder", action="store_true",
                         help="for large builds: resumable multi-commit upload to a staging branch, "
                              "then one commit on main copying it")
+    parser.add_argument("--allow-synthetic", action="store_true",
+                        help="publish a build whose manifest lists synthetic or test-only parts (generated videos, "
+                             "--llm none stand-in queries, fixtures); refused without it")
     parser.add_argument("--retries", type=int, default=3,
                         help="attempts for the commit and the tag on transient errors (default: 3)")
 
@@ -596,7 +630,8 @@ def run(args: argparse.Namespace) -> int:
         except OSError as err:
             raise UserError(f"--notes-file: cannot read {args.notes_file}: {err.strerror}") from None
     result = publish(args.build_dir, args.repo, args.version, private=args.private, message=args.message,
-                     notes=notes, endpoint=args.endpoint, large_folder=args.large_folder, attempts=args.retries)
+                     notes=notes, endpoint=args.endpoint, large_folder=args.large_folder, attempts=args.retries,
+                     allow_synthetic=args.allow_synthetic)
     print(result.notes)
     print(f"repo: {result.repo_id}")
     print(f"commit: {result.commit}")

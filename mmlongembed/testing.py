@@ -58,6 +58,20 @@ def make_report(rng: random.Random, topic_words: list[str], n_paragraphs: int) -
     return "\n".join(paragraphs)
 
 
+FIXTURE_NOTE = ("SYNTHETIC sources written by mmlongembed.testing for tests: generated records in the source's "
+                "format. Never publish a build made from them.")
+
+
+def mark_synthetic(root: Path, note: str = FIXTURE_NOTE) -> None:
+    """Leave the SYNTHETIC marker (``mmlongembed.sources.SYNTHETIC_MARKER``) in a sources root
+    that a fixture writer filled: every build from it records so in its manifest, and ``mmle
+    push`` refuses it."""
+    from mmlongembed.sources import SYNTHETIC_MARKER
+
+    Path(root).mkdir(parents=True, exist_ok=True)
+    (Path(root) / SYNTHETIC_MARKER).write_text(note + "\n", encoding="utf-8")
+
+
 def write_govreport_jsonl(path: Path, n_reports: int = 40, seed: int = 7, paragraphs=(30, 260)) -> list[dict]:
     """Reports in GovReport's original JSONL format (`id`, `report`, `summary`)."""
     rng = random.Random(seed)
@@ -69,7 +83,7 @@ def write_govreport_jsonl(path: Path, n_reports: int = 40, seed: int = 7, paragr
             " ".join(rng.choice(topic) for _ in range(10)).capitalize() + "." for _ in range(5)
         )
         records.append({"id": f"gao_TEST-{i:03d}", "report": report, "summary": summary})
-    path.parent.mkdir(parents=True, exist_ok=True)
+    mark_synthetic(path.parent)
     with open(path, "w", encoding="utf-8") as handle:
         for record in records:
             handle.write(json.dumps(record) + "\n")
@@ -131,6 +145,7 @@ def write_needle_sources(root: Path) -> Path:
     for i, (w, h) in enumerate([(300, 200), (240, 240), (200, 320)]):
         pixels = (derive_rng(i, "photo").random((h, w, 3)) * 255).astype("uint8")
         Image.fromarray(pixels).save(root / "images" / f"photo{i}.png")
+    mark_synthetic(root)
     return root
 
 
@@ -167,6 +182,7 @@ def write_hotpotqa_sources(root: Path, padding_dir: Path = Path("haystack_text")
                 lines.append(f" = = {word().title()} = = ")
             lines.append(" " + " ".join(sentence(word().title()) for _ in range(rng.randint(3, 6))) + " ")
     (padding / "wiki.sample.raw").write_text("\r\n".join(lines) + "\r\n", encoding="utf-8")
+    mark_synthetic(root)
 
 
 def write_fixture_build(root: Path, pools, title: str = "Test benchmark", seed: int = 0,
@@ -265,7 +281,7 @@ def write_temporal_sources(root: Path, n_videos: int = 12, language: str = "en",
     rng = random.Random(seed)
     root = Path(root)
     root.mkdir(parents=True, exist_ok=True)
-    (root / "SYNTHETIC").write_text(TEMPORAL_FIXTURE_NOTE + "\n", encoding="utf-8")
+    mark_synthetic(root, TEMPORAL_FIXTURE_NOTE)
     translations: dict[str, str] = {}
     annotations: dict[str, dict] = {}
     for v in range(n_videos):
@@ -430,6 +446,7 @@ def write_paged_sources(root: Path, n_documents: int = 8, pages=(14, 22), seed: 
     mixes page sizes. Returns name -> page specs (with each element's box)."""
     rng = derive_rng(seed, "paged-fixture")
     base = Path(root) / "mmlongbench_doc"
+    mark_synthetic(root)
     out = {}
     with_samples = []
     for d in range(n_documents):
@@ -461,6 +478,7 @@ def write_mmdocir_sources(root: Path, n_documents: int = 8, n_pages: int = 12, q
     rng = derive_rng(seed, "mmdocir-fixture")
     pyrng = random.Random(seed)
     base = Path(root)
+    mark_synthetic(base)
     out = {}
     lines = []
     for d in range(n_documents):
@@ -521,6 +539,7 @@ def write_mmdocrag_jsonl(root: Path, n_documents: int = 6, records_per_document:
     pyrng = random.Random(seed)
     base = Path(root) / "mmdocrag"
     (base / "images").mkdir(parents=True, exist_ok=True)
+    mark_synthetic(root)
     prefix = "images/" if release else ""
 
     def records(first_document: int, count: int, first_id: int) -> list[dict]:

@@ -42,6 +42,7 @@ def build_training(builder: Builder, config, final_dir: Path, overwrite: bool = 
     data = builder.build_training(sources, config, report)
     if not any(t.rows for t in data.tables):
         raise UserError(f"{builder.name}: the sources gave no training rows ({dict(report.skipped)})")
+    synthetic = builder.synthetic_parts(config, [], report)
     with temporary_output(final_dir, overwrite) as tmp_dir:
         written = write_training_tables(data, tmp_dir)
         manifest = {
@@ -51,6 +52,7 @@ def build_training(builder: Builder, config, final_dir: Path, overwrite: bool = 
             "config": public_config(config),
             "seed": config.seed,
             "sources": builder.source_identity(config),
+            "synthetic": synthetic,
             "tokenizer": data.tokenizer or default_counter().identity,
             "llm_steps": report.llm_steps,
             "report": report.as_dict(),
@@ -71,5 +73,5 @@ def build_training(builder: Builder, config, final_dir: Path, overwrite: bool = 
         }
         write_card(builder, context, tmp_dir)
         validation = validate_training_build(tmp_dir, {s.name: s for s in written.specs}, manifest, builder)
-        finish(summary_table(data, report), written, validation, tmp_dir, final_dir, quiet)
+        finish(summary_table(data, report), written, validation, tmp_dir, final_dir, quiet, synthetic)
     return final_dir

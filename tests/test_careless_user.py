@@ -78,7 +78,9 @@ def test_quiet_build_prints_only_its_last_line(tmp_path, capsys):
     captured = capsys.readouterr()
     assert code == 0 and (tmp_path / "out" / "govreport" / "manifest.json").is_file()
     assert captured.out.splitlines() == [f"built govreport into {tmp_path / 'out' / 'govreport'}"]
-    assert captured.err == ""
+    # generated sources: the one line quiet keeps on stderr says so (what push would refuse)
+    assert captured.err.splitlines() and len(captured.err.splitlines()) == 1
+    assert captured.err.startswith("SYNTHETIC: ")
 
 
 @pytest.fixture(scope="module")
@@ -455,3 +457,49 @@ def test_sigterm_to_a_building_process_group_leaves_no_lock_temporary_folder_or_
     assert build.returncode == 143 and err.decode().strip().splitlines()[-1] == "mmle: terminated (SIGTERM)", err
     assert not out.exists() or not list(out.iterdir()), list(out.iterdir())  # no lock, no temporary folder
     assert not [pid for pid in workers if _running(pid)]
+
+
+def test_an_error_that_sigterm_caused_ends_as_sigterm(monkeypatch, capsys):
+    """The signal's own exception can be swallowed (raised inside an import-lock callback: Python
+    prints "Exception ignored"); what reaches the top is the consequence, a worker pipe at EOF.
+    That is SIGTERM's exit (143), not a traceback; the same error without the signal is not."""
+    import argparse
+    import os
+    import signal
+
+    from mmlongembed import cli, outdir
+
+    def worker_pipe_at_eof(args):
+        os.kill(os.getpid(), signal.SIGTERM) if args.signal else None
+        raise EOFError
+
+    for signalled in (False, True):
+        parser = argparse.ArgumentParser()
+        parser.set_defaults(func=worker_pipe_at_eof, signal=signalled)
+        monkeypatch.setattr(cli, "build_parser", lambda parser=parser: parser)
+        if not signalled:
+            with pytest.raises(EOFError):
+                cli.main([])
+            continue
+        swallowed = []
+
+        def install(handler):
+            """The real handler runs (it records the signal) and its exception is lost, as in
+            the callback that ate it."""
+            def wrapped(signum, frame):
+                try:
+                    handler(signum, frame)
+                except outdir.Terminated:
+                    swallowed.append(signum)
+            return wrapped
+
+        original_signal = signal.signal
+        monkeypatch.setattr(signal, "signal", lambda s, h: original_signal(s, install(h) if callable(h) else h))
+        try:
+            assert cli.main([]) == 143
+        finally:
+            monkeypatch.setattr(signal, "signal", original_signal)
+            original_signal(signal.SIGTERM, signal.SIG_DFL)
+            outdir._SIGTERM_RECEIVED.clear()
+        assert swallowed == [signal.SIGTERM]
+        assert capsys.readouterr().err.strip().splitlines()[-1] == "mmle: terminated (SIGTERM)"

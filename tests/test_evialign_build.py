@@ -168,7 +168,9 @@ def test_replay_reproduces_a_build_whose_teacher_failed_in_transport(sample, tmp
     failing = TeacherFaults(malformed_every=5, failing_every=4, repetitive_every=13)
     options = dict(subsets=SAMPLE_SUBSETS, llm_max_retries=1)
     with FakeOpenAIServer(responder=teacher_responder(failing)) as server:
-        server.fail_next(3, status=503)  # transient: the retry answers
+        # transient: the retry answers (one, so that no request can draw it twice in its two tries,
+        # whatever order the concurrent requests arrive in)
+        server.fail_next(1, status=503)
         first = build(sample, tmp_path / "a", tmp_path / "cache", server, **options)
     replayed = build(sample, tmp_path / "b", tmp_path / "cache", **options)  # --llm replay: no server at all
 

@@ -22,6 +22,8 @@ SYNTHETIC_LABEL = "Synthetic query (text layer, no LLM; for tests only):"
 WORDS_PER_PAGE = 16
 
 
+SYNTHETIC_QUERY_SOURCE = "synthetic_text_layer"  # the query source of --llm none stand-ins
+
 def pages_prompt_text(pages: Sequence[str], max_chars: int) -> str:
     """The pages for the prompt, each under a 'Page k' line; every page keeps an equal share of
     ``max_chars`` (its head), so the end of a long run is represented as well as its start."""
@@ -66,7 +68,7 @@ def summarise_documents(items: Sequence[tuple[str, Sequence[str]]], config: LLMC
                              answered=len(out), rejected={}, calls=0, cache_hits=0)
         record["prompt_hash"] = "fallback (no prompt)"
         report.llm_steps.append(record)
-        return out, "synthetic_text_layer"
+        return out, SYNTHETIC_QUERY_SOURCE
     result = run_llm_step(DOCUMENT_SUMMARY, prompt,
                           [(rid, {"pages": pages_prompt_text(pages, max_chars)}) for rid, pages in items],
                           config, report, **overrides)
