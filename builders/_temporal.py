@@ -34,7 +34,7 @@ from mmlongembed.ops.temporal import (
     caption_similarity, chains, choose_run, hard_order, nearest_run, video_events)
 from mmlongembed.pools import EASY_NEGATIVE, HARD_NEGATIVE, POSITIVE, Candidate, LengthBand, Pool, Query, pool_name
 from mmlongembed.rng import derive_rng
-from mmlongembed.sources import synthetic_marker
+from mmlongembed.synthetic import synthetic_marker
 from mmlongembed.tokens import default_counter, fit_image_size, image_tokens
 
 INSTRUCTION = ("Given a description of a sequence of events, retrieve the video whose frames show exactly "

@@ -175,7 +175,7 @@ class Builder:
         anything unless ``--allow-synthetic``). Here: sources whose root holds a SYNTHETIC marker
         (what ``mmlongembed.testing`` and the demo-source writers leave); builders that make
         fallback content (``mmlongbench``'s ``--llm none`` queries) add theirs."""
-        from mmlongembed.sources import synthetic_marker
+        from mmlongembed.synthetic import synthetic_marker
 
         marker = synthetic_marker(getattr(config, "sources", None))
         return [f"sources: {marker.split('. ')[0].rstrip('.')}"] if marker else []
