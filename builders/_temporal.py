@@ -26,7 +26,7 @@ from mmlongembed.documents import FRAME, Document, image_segment
 from mmlongembed.errors import UserError
 from mmlongembed.llm import LLMConfig, load_prompt, rewrite_captions, translate
 from mmlongembed.manifest import files_identity
-from mmlongembed.media.frames import DecodeOutcome, FrameStore, decode_all, file_sha256
+from mmlongembed.media.frames import DecodeOutcome, FrameStore, decode_all, video_file_sha256
 from mmlongembed.media.video import (
     DEFAULT_FRAME_PIXELS, FRAME_RULE, FrameSettings, audio_slice, decoder_identity, wav_bytes)
 from mmlongembed.ops.temporal import (
@@ -34,7 +34,7 @@ from mmlongembed.ops.temporal import (
     caption_similarity, chains, choose_run, hard_order, nearest_run, video_events)
 from mmlongembed.pools import EASY_NEGATIVE, HARD_NEGATIVE, POSITIVE, Candidate, LengthBand, Pool, Query, pool_name
 from mmlongembed.rng import derive_rng
-from mmlongembed.sources import synthetic_marker
+from mmlongembed.synthetic import synthetic_marker
 from mmlongembed.tokens import default_counter, fit_image_size, image_tokens
 
 INSTRUCTION = ("Given a description of a sequence of events, retrieve the video whose frames show exactly "
@@ -266,7 +266,7 @@ class TemporalBuilder(Builder):
         videos = self._read_files(root)[len(annotations):]
         return {"kind": "local", "name": self.source_name, "licence": self.source_licence,
                 "annotations": files_identity(annotations, root),
-                "videos": [{"file": self.video_label(p, root), "sha256": file_sha256(p),
+                "videos": [{"file": self.video_label(p, root), "sha256": video_file_sha256(p),
                             "bytes": p.stat().st_size} for p in sorted(videos, key=str)],
                 "synthetic": bool(synthetic_marker(root, annotations + videos)),
                 "decoder": decoder_identity(),

@@ -23,7 +23,7 @@ from mmlongembed.ops.evialign import (
     non_identity_permutation, parse_target, permute, remove_ids, repetition, unit_spans, units_for)
 from mmlongembed.rng import derive_rng
 from mmlongembed.sources import iter_jsonl, require_dir
-from mmlongembed.training import TrainingData, TrainingTable
+from mmlongembed.training_data import TrainingData, TrainingTable
 
 NAME = "evialign-evidence"
 STEP = "evidence_units"
@@ -488,12 +488,12 @@ class EviAlignEvidence(Builder):
     def input_features(units):
         import datasets
 
-        from mmlongembed.output import _list_of
+        from mmlongembed.output import list_of
 
         string, int64 = datasets.Value("string"), datasets.Value("int64")
-        ids = _list_of(datasets.Value("int32"))
+        ids = list_of(datasets.Value("int32"))
         columns = {"input_id": string, "source_id": string, "subset": string, "source_row": int64, "side": string,
-                   "text": string, "images": _list_of(datasets.Image()),
+                   "text": string, "images": list_of(datasets.Image()),
                    "units": {u.key: string for u in units}, "T": int64, "n_target_tokens": int64,
                    "mixed_permutation": ids}
         for condition in CONDITIONS:

@@ -23,7 +23,7 @@ from mmlongembed.builder import Builder, BuildReport, CommonConfig, Problem, reg
 from mmlongembed.documents import text_document
 from mmlongembed.errors import FitError, UserError
 from mmlongembed.manifest import files_identity
-from mmlongembed.ops.donor import exchangeable_offsets, replace_span_with_donor, text_sha256
+from mmlongembed.ops.donor import content_sha256, exchangeable_offsets, replace_span_with_donor
 from mmlongembed.ops.length import truncate_to_band
 from mmlongembed.pools import EASY_NEGATIVE, HARD_NEGATIVE, POSITIVE, Candidate, LengthBand, Pool, Query, pool_name
 from mmlongembed.rng import derive_rng
@@ -346,12 +346,12 @@ class GovReportBuilder(Builder):
             positive_text = text_of.get(positive_of.get(group, ""), "")
             a, b = provenance["replaced_char_range"]
             replaced = positive_text[a:b]
-            if text_sha256(replaced) != provenance["replaced_sha256"]:
+            if content_sha256(replaced) != provenance["replaced_sha256"]:
                 yield Problem(name, "replaced_span", f"{cid}: recorded span does not match its positive")
             elif replaced and replaced in text_of[cid]:
                 yield Problem(name, "replaced_span", f"{cid} still contains the replaced span")
             c, d = provenance["block_char_range"]
-            if text_sha256(text_of[cid][c:d]) != provenance["block_sha256"]:
+            if content_sha256(text_of[cid][c:d]) != provenance["block_sha256"]:
                 yield Problem(name, "donor_block", f"{cid} does not contain its donor block where recorded")
 
     def example_config(self, directory) -> GovReportConfig:

@@ -13,7 +13,6 @@ length.
 from __future__ import annotations
 
 import bisect
-import hashlib
 import json
 import re
 from collections import Counter
@@ -30,6 +29,7 @@ from mmlongembed.bm25 import BM25Index, bm25_tokenize
 from mmlongembed.capacity import LengthLimit
 from mmlongembed.builder import Builder, BuildReport, CommonConfig, Problem, register
 from mmlongembed.documents import TEXT, Document, Segment, text_segments
+from mmlongembed.digests import short_sha256
 from mmlongembed.errors import FitError, UserError
 from mmlongembed.llm import AuditItem, LLMConfig, audit_queries
 from mmlongembed.manifest import files_identity
@@ -273,10 +273,6 @@ def answer_pattern(answer: str) -> re.Pattern | None:
     left = r"\b" if re.match(r"\w", text) else ""
     right = r"\b" if re.search(r"\w$", text) else ""
     return re.compile(left + re.escape(text) + right, re.IGNORECASE)
-
-
-def sha(text: str) -> str:
-    return hashlib.sha256(text.encode("utf-8")).hexdigest()[:16]
 
 
 @dataclass
@@ -1120,7 +1116,7 @@ class HotpotQABuilder(Builder):
                 segment = unit.segments[s]
                 units[u] = Unit(unit.id, unit.kind, (*unit.segments[:s], *found.segments, *unit.segments[s + 1:]))
                 where = {"index": k} if isinstance(k, int) else {"paragraph": k[0].split(":", 1)[1], "sentence": k[1] - 1}
-                removed.append({**where, "sha256": sha(segment.text.strip()), "tokens": segment.tokens,
+                removed.append({**where, "sha256": short_sha256(segment.text.strip()), "tokens": segment.tokens,
                                 "replacement": {"source": found.unit.id, "kind": found.unit.kind,
                                                 "sentences": [found.start, found.end], "tokens": found.tokens,
                                                 "topic_rank": found.rank}})
@@ -1180,7 +1176,7 @@ class HotpotQABuilder(Builder):
             if role == HARD_NEGATIVE:
                 for removed in provenance.get("removed", []):
                     gone = evidence.get(removed["index"], "")
-                    if sha(gone) != removed["sha256"]:
+                    if short_sha256(gone) != removed["sha256"]:
                         yield Problem(name, "removed_segment", f"{cid}: removed segment does not match the positive's")
                     elif gone in text:
                         yield Problem(name, "removed_segment", f"{cid} still contains removed evidence {removed['index']}")
@@ -1307,7 +1303,7 @@ def _evidence_provenance(document: Document, n_tokens: int, offsets: dict[int, i
     for k, i in marked:
         start, end = offsets[i], offsets[i + 1]
         out.append({"index": k, "char_range": [chars[i], chars[i + 1]], "token_range": [start, end],
-                    "relative_position": round(start / n_tokens, 4), "sha256": sha(segments[i].text.strip())})
+                    "relative_position": round(start / n_tokens, 4), "sha256": short_sha256(segments[i].text.strip())})
     return out
 
 
@@ -1342,7 +1338,7 @@ def _check_positions(pool: str, cid: str, text: str, spans: list[dict], counter:
     offsets = token_offsets_at(text, [p for s in spans for p in s["char_range"]], counter, memo)
     for span in spans:
         a, b = span["char_range"]
-        if sha(text[a:b].strip()) != span["sha256"]:
+        if short_sha256(text[a:b].strip()) != span["sha256"]:
             yield Problem(pool, "evidence_positions", f"{cid}: evidence {span['index']} is not at {a}:{b}")
         elif [offsets[a], offsets[b]] != span["token_range"]:
             yield Problem(pool, "evidence_positions",

@@ -25,6 +25,7 @@ from typing import Iterable, Iterator
 from mmlongembed.capacity import LengthLimit
 from mmlongembed.builder import Builder, BuildReport, CommonConfig, Problem, register
 from mmlongembed.documents import IMAGE_PLACEHOLDER, TEXT, Document, Segment, image_segment, text_segments
+from mmlongembed.digests import short_sha256
 from mmlongembed.errors import FitError, UserError
 from mmlongembed.llm import AuditItem, LLMConfig, audit_queries
 from mmlongembed.manifest import files_identity
@@ -34,7 +35,7 @@ from mmlongembed.ops.evidence import (
 from mmlongembed.ops.length import edge_whitespace, exact_tokens, fit_block_edges, trim_edges
 from mmlongembed.ops.quotes import (
     Donor, chunk_sentences, closest_aspect, evidence_positions, replace_image_evidence,
-    replace_text_evidence, sha)
+    replace_text_evidence)
 from mmlongembed.pools import (
     EASY_NEGATIVE, HARD_NEGATIVE, POSITIVE, Candidate, LengthBand, Pool, Query, hard_negative_tolerance, pool_name)
 from mmlongembed.rng import derive_rng
@@ -96,7 +97,9 @@ class Quote:
     @property
     def key(self) -> str:
         """Content key: the same text or the same image bytes is the same quote."""
-        return "t:" + sha(self.text) if self.kind == "text" else "i:" + (self.image.sha256[:16] if self.image else "")
+        if self.kind == "text":
+            return "t:" + short_sha256(self.text)
+        return "i:" + (self.image.sha256[:16] if self.image else "")
 
 
 @dataclass(frozen=True)
@@ -529,7 +532,7 @@ def answer_pattern(answer: str) -> re.Pattern | None:
 def content_keys(document: Document) -> tuple[str, set[str]]:
     """(text, image hashes) of a candidate: what the gold checks look for."""
     text, images = document.render()
-    return text, {sha(b) for b in images}
+    return text, {short_sha256(b) for b in images}
 
 
 def holds(text: str, images: set[str], quote: Quote) -> bool:
@@ -949,7 +952,7 @@ class Supply:
     def donors_for(self, instance: Instance, used_docs: set) -> list[Donor]:
         """Images of other documents, those whose pages the positive does not already hold first."""
         gold = {q.image.sha256[:16] for q in instance.gold_quotes() if q.kind == "image"}
-        usable = [(doc, d) for doc, d in self.donors if doc != instance.doc and sha(d.data) not in gold]
+        usable = [(doc, d) for doc, d in self.donors if doc != instance.doc and short_sha256(d.data) not in gold]
         fresh = [d for doc, d in usable if doc not in used_docs]
         return fresh or [d for _, d in usable]
 
@@ -982,7 +985,7 @@ def check_quote_pool(pool_row: dict, corpus: dict, qrels: dict) -> Iterator[Prob
     """Gold-quote invariants on the data as written (issue: exactly one candidate per query holds
     all its gold quotes, and it is the positive; placeholders match the images in order)."""
     name = pool_row["pool"]
-    rows = {cid: {"text": corpus["text"][i], "images": [sha(im["bytes"]) for im in corpus["images"][i]],
+    rows = {cid: {"text": corpus["text"][i], "images": [short_sha256(im["bytes"]) for im in corpus["images"][i]],
                   "role": corpus["role"][i], "group": corpus["group"][i], "doc_name": corpus["doc_name"][i],
                   "provenance": json.loads(corpus["provenance"][i])}
             for i, cid in enumerate(corpus["_id"])}
@@ -998,7 +1001,7 @@ def check_quote_pool(pool_row: dict, corpus: dict, qrels: dict) -> Iterator[Prob
                     yield Problem(name, "image_slots", f"{cid}: evidence {e['index']} is not image {slot}")
             else:
                 a, b = e["char_range"]
-                if sha(row["text"][a:b].strip()) != e["sha256"]:
+                if short_sha256(row["text"][a:b].strip()) != e["sha256"]:
                     yield Problem(name, "evidence_positions", f"{cid}: evidence {e['index']} is not at {a}:{b}")
     for group, pid in positive_of.items():
         positive = rows.get(pid)

@@ -41,7 +41,8 @@ import numpy as np
 from harness.cache import EmbeddingCache, input_key, model_key
 from harness.data import Item
 from harness.models import (
-    DEFAULT_QUERY_TEMPLATE, READOUT_POOLINGS, DenseModel, HFModel, ModelError, RunSettings, directory_fingerprint)
+    DEFAULT_QUERY_TEMPLATE, READOUT_POOLINGS, DenseModel, HFModel, ModelError, RunSettings, directory_fingerprint,
+    register_model_kind)
 from harness.truncation import truncate_middle
 from mmlongembed.errors import UserError
 from mmlongembed.ops.evialign import locate_readout, units_for
@@ -340,3 +341,8 @@ def readout_report(generations: list[Generation], tokens, selected, location: st
         "mean_generated_tokens": round(sum(g.n_generated for g in generations) / n, 2) if n else None,
         "evidence_store": {"sqlite": location, "table": "boundary_generations"} if location else None,
     }
+
+
+@register_model_kind("hfgen", "hfgen:<path-or-name>")
+def _generative_readout(argument: str, settings: RunSettings) -> GenerativeReadoutModel:
+    return GenerativeReadoutModel(argument, settings)

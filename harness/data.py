@@ -17,12 +17,8 @@ from typing import Iterator
 
 from mmlongembed.documents import IMAGE_PLACEHOLDER
 from mmlongembed.errors import UserError
+from mmlongembed.layout import MODEL_COLUMNS, POOLS_CONFIG_COLUMNS, SPLIT
 
-SPLIT = "test"
-POOL_COLUMNS = ("pool", "task", "dataset", "difficulty", "length", "modality", "query_modality")
-CORPUS_COLUMNS = ("_id", "text", "images", "n_tokens")
-QUERY_COLUMNS = ("_id", "text", "images", "instruction")
-QREL_COLUMNS = ("query-id", "corpus-id", "score")
 IMAGE_MODALITIES = ("image", "mixed")  # pool modalities whose candidates carry images
 
 
@@ -167,7 +163,7 @@ class Benchmark:
             raise UserError(f"--dataset {self.ref!r}: not found ({_one_line(exc)})") from None
         except Exception as exc:  # noqa: BLE001  (any loader failure is a user-facing one-liner)
             raise UserError(f"--dataset {self.ref!r}: cannot load config 'pools' ({_one_line(exc)})") from None
-        missing = [c for c in POOL_COLUMNS if c not in table.column_names]
+        missing = [c for c in POOLS_CONFIG_COLUMNS if c not in table.column_names]
         if missing:
             raise UserError(f"--dataset {self.ref!r}: config 'pools' lacks columns {missing}")
         infos = []
@@ -230,7 +226,7 @@ class PoolData:
         self.benchmark = benchmark
         name = info.name
         tables = {}
-        for part, columns in (("corpus", CORPUS_COLUMNS), ("queries", QUERY_COLUMNS), ("qrels", QREL_COLUMNS)):
+        for part, columns in MODEL_COLUMNS.items():
             try:
                 table = benchmark.load(f"{name}-{part}")
             except Exception as exc:  # noqa: BLE001

@@ -24,6 +24,7 @@ import os
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Callable
 
 import numpy as np
 
@@ -32,6 +33,7 @@ from harness.data import Item, PoolData, PoolError
 from harness.truncation import truncate_middle
 from mmlongembed.documents import IMAGE_PLACEHOLDER
 from mmlongembed.errors import UserError
+from mmlongembed.plugins import PluginRegistry
 
 DEFAULT_QUERY_TEMPLATE = "Instruct: {instruction}\nQuery: {text}"
 READOUT_POOLINGS = ("boundary", "trailing", "distributed", "last")  # generative readouts (harness.boundary)
@@ -589,30 +591,77 @@ def _hide_library_progress_bars() -> None:
     transformers_logging.disable_progress_bar()
 
 
+@dataclass(frozen=True)
+class ModelKind:
+    """One `--model` kind: ``make(argument, settings)`` builds its adapter (None: a malformed argument)."""
+
+    usage: str
+    make: Callable[[str, RunSettings], "Model | None"]
+    takes_argument: bool = True  # `st:<path>`; False: the bare name (`bm25`)
+    uses_libraries: bool = True  # False: no library progress bars to hide (bm25 imports no transformers)
+
+
+# Every kind `--model` accepts, in the order the usage lists them -> the module that registers it.
+MODEL_KINDS: PluginRegistry[ModelKind] = PluginRegistry("model kind", {
+    "bm25": "harness.models", "minilm": "harness.models", "st": "harness.models", "hf": "harness.models",
+    "hfgen": "harness.boundary", "vllm": "harness.models", "openai": "harness.models"})
+
+
+def register_model_kind(name: str, usage: str, takes_argument: bool = True, uses_libraries: bool = True):
+    """Decorator: ``make(argument, settings)`` is the factory of the `--model` kind ``name``."""
+    def add(make):
+        MODEL_KINDS.register(name)(ModelKind(usage, make, takes_argument, uses_libraries))
+        return make
+
+    return add
+
+
 def load_model(spec: str, settings: RunSettings) -> Model:
     """Build the adapter a `--model` item names; a bad spec is a one-line UserError."""
     spec = spec.strip()
-    kind, _, rest = spec.partition(":")
-    if spec == "bm25":
-        return BM25Model()
-    if not settings.progress:
-        _hide_library_progress_bars()
-    if spec == "minilm":
-        return SentenceTransformerModel(minilm_path(), settings, label="minilm")
-    if kind == "st" and rest:
-        return SentenceTransformerModel(rest, settings)
-    if (kind == "hfgen" and rest) or (kind == "hf" and rest and settings.pooling in READOUT_POOLINGS[:3]):
-        from harness.boundary import GenerativeReadoutModel
+    name, colon, argument = spec.partition(":")
+    kind = MODEL_KINDS.get(name)
+    model = None
+    if kind is not None and (bool(argument) if kind.takes_argument else not colon):
+        if kind.uses_libraries and not settings.progress:
+            _hide_library_progress_bars()
+        model = kind.make(argument, settings)
+    if model is None:
+        usages = [MODEL_KINDS.get(known).usage for known in MODEL_KINDS.names()]
+        raise UserError(f"--model {spec!r}: expected {', '.join(usages[:-1])} or {usages[-1]}")
+    return model
 
-        return GenerativeReadoutModel(rest, settings)
-    if kind == "hf" and rest:
-        return HFModel(rest, settings)
-    if kind == "vllm" and rest:
-        return VLLMModel(rest, settings)
-    if kind == "openai" and "@" in rest:
-        model, _, url = rest.partition("@")
-        if model and url.startswith(("http://", "https://")):
-            return OpenAIModel(model, url, settings)
-    raise UserError(
-        f"--model {spec!r}: expected bm25, minilm, st:<path>, hf:<path-or-name>, hfgen:<path-or-name>, "
-        f"vllm:<name> or openai:<model>@<base_url>")
+
+@register_model_kind("bm25", "bm25", takes_argument=False, uses_libraries=False)
+def _bm25(argument: str, settings: RunSettings) -> Model:
+    return BM25Model()
+
+
+@register_model_kind("minilm", "minilm", takes_argument=False)
+def _minilm(argument: str, settings: RunSettings) -> Model:
+    return SentenceTransformerModel(minilm_path(), settings, label="minilm")
+
+
+@register_model_kind("st", "st:<path>")
+def _sentence_transformer(argument: str, settings: RunSettings) -> Model:
+    return SentenceTransformerModel(argument, settings)
+
+
+@register_model_kind("hf", "hf:<path-or-name>")
+def _transformers(argument: str, settings: RunSettings) -> Model | None:
+    if settings.pooling in READOUT_POOLINGS[:3]:  # a generative readout, whichever prefix names it
+        return MODEL_KINDS.get("hfgen").make(argument, settings)
+    return HFModel(argument, settings)
+
+
+@register_model_kind("vllm", "vllm:<name>")
+def _vllm(argument: str, settings: RunSettings) -> Model:
+    return VLLMModel(argument, settings)
+
+
+@register_model_kind("openai", "openai:<model>@<base_url>")
+def _openai(argument: str, settings: RunSettings) -> Model | None:
+    model, at, url = argument.partition("@")
+    if at and model and url.startswith(("http://", "https://")):
+        return OpenAIModel(model, url, settings)
+    return None

@@ -157,7 +157,7 @@ class Builder:
 
     def build_training(self, sources: Any, config, report: BuildReport):
         """Training builders (``output_kind = "training"``): records in, a
-        ``mmlongembed.training.TrainingData`` out, every random choice from derive_rng(seed, ...)."""
+        ``mmlongembed.training_data.TrainingData`` out, every random choice from derive_rng(seed, ...)."""
         raise NotImplementedError
 
     def validate_training(self, tables: dict[str, dict[str, list]], manifest: dict) -> Iterable[Problem]:
@@ -175,7 +175,7 @@ class Builder:
         anything unless ``--allow-synthetic``). Here: sources whose root holds a SYNTHETIC marker
         (what ``mmlongembed.testing`` and the demo-source writers leave); builders that make
         fallback content (``mmlongbench``'s ``--llm none`` queries) add theirs."""
-        from mmlongembed.sources import synthetic_marker
+        from mmlongembed.synthetic import synthetic_marker
 
         marker = synthetic_marker(getattr(config, "sources", None))
         return [f"sources: {marker.split('. ')[0].rstrip('.')}"] if marker else []

@@ -166,7 +166,7 @@ class _OptionParser(argparse.ArgumentParser):
 def parse_component_option(text: str) -> tuple[str, dict]:
     """``needle.lengths=256,1024`` -> ("needle", {"lengths": (256, 1024)}), typed and checked by
     the component's own option parser (the one `mmle build needle` has)."""
-    from mmlongembed.cli import add_dataclass_arguments
+    from mmlongembed.flags import add_dataclass_arguments
 
     match = re.fullmatch(r"([\w-]+)\.([\w-]+)=(.*)", text.strip(), flags=re.S)
     if not match:

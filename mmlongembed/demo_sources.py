@@ -82,7 +82,7 @@ def zip_split(root: Path, category: str, split: str = "train") -> int:
 def write_demo_sources(root: Path, n_videos: int = 16, seed: int = 5) -> dict[str, Path]:
     """Write both demo sources under ``root`` (refusing to write into an existing subfolder);
     returns {source: folder to pass as --sources}."""
-    from mmlongembed.sources import SYNTHETIC_MARKER
+    from mmlongembed.synthetic import SYNTHETIC_MARKER
     from mmlongembed.testing import write_temporal_sources
 
     try:

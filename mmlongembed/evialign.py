@@ -10,10 +10,14 @@
   (``mmlongembed.llm.fake_server``): deterministic evidence built from the request, wrapped in a
   GLM-style reasoning block, with scripted faults (malformed JSON that a repair turn fixes, a
   missing unit, HTTP failures, repetitive or over-long units, a boundary token inside a unit).
+  Stand-alone, it serves on loopback (prints the base URL, serves until interrupted)::
+
+      python -m mmlongembed.evialign [--malformed-every N --broken-every N --failing-every N]
 """
 
 from __future__ import annotations
 
+import argparse
 import dataclasses
 import functools
 import hashlib
@@ -24,6 +28,7 @@ from pathlib import Path
 from typing import Sequence
 
 from mmlongembed.errors import UserError
+from mmlongembed.llm.fake_server import Canned, FakeOpenAIServer, serve_until_interrupted
 from mmlongembed.llm.prompts import Prompt, load_prompt
 from mmlongembed.ops.evialign import EvidenceUnit, units_for
 
@@ -164,8 +169,6 @@ def fake_units(side: str, text: str, image_urls: Sequence[str], keys: Sequence[s
 
 def teacher_responder(faults: TeacherFaults = TeacherFaults(), think: bool = True):
     """A responder for ``FakeOpenAIServer`` that answers the evidence prompt (see the module doc)."""
-    from mmlongembed.llm.fake_server import Canned
-
     def respond(body: dict):
         text, urls = _user_turn(body)
         side, given = _SIDE.search(text), _INPUT.search(text)
@@ -195,3 +198,24 @@ def teacher_responder(faults: TeacherFaults = TeacherFaults(), think: bool = Tru
         return answer
 
     return respond
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description="The stand-in EviAlign teacher on a loopback OpenAI-compatible server")
+    parser.add_argument("--malformed-every", type=int, default=0, help="malformed JSON for every n-th input")
+    parser.add_argument("--broken-every", type=int, default=0, help="a missing unit for every n-th input")
+    parser.add_argument("--failing-every", type=int, default=0, help="HTTP 500 for every n-th input")
+    parser.add_argument("--model", default="fake-model")
+    args = parser.parse_args(argv)
+    responder = teacher_responder(TeacherFaults(malformed_every=args.malformed_every,
+                                                missing_unit_every=args.broken_every,
+                                                failing_every=args.failing_every))
+    return serve_until_interrupted(FakeOpenAIServer(responder=responder, model=args.model).start())
+
+
+if __name__ == "__main__":
+    # run the importable module's main, so the server and its replies share one set of classes
+    # (as `python -m`, this file is also `__main__`)
+    from mmlongembed.evialign import main as _main
+
+    raise SystemExit(_main())

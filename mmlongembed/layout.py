@@ -32,6 +32,8 @@ QUERY_COLUMNS = ("_id", "text", "images", "instruction", "n_tokens")
 QREL_COLUMNS = ("query-id", "corpus-id", "score")
 AUDIT_COLUMNS = ("_id", "kind", "internal_id", "role", "group", "source_id", "variant", "provenance")
 MODEL_COLUMNS = {"corpus": CORPUS_COLUMNS, "queries": QUERY_COLUMNS, "qrels": QREL_COLUMNS}
+# The `pools` config columns that every reader of a build relies on (the harness checks them).
+POOLS_CONFIG_COLUMNS = ("pool", "task", "dataset", "difficulty", "length", "modality", "query_modality")
 QUERY_KIND, CANDIDATE_KIND = "query", "candidate"
 
 

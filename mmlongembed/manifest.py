@@ -3,26 +3,18 @@
 from __future__ import annotations
 
 import dataclasses
-import hashlib
 import re
 import subprocess
 from pathlib import Path
 from typing import Iterable
 
 from mmlongembed import __version__
+from mmlongembed.digests import file_sha256
 from mmlongembed.layout import LAYOUT_VERSION
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 # Whole words only: `hf_token` or `api_key` is a secret, `needle_tokens` a length.
 SECRET_FIELD = re.compile(r"(^|_)(token|api_key|password|secret)$")
-
-
-def file_sha256(path: Path) -> str:
-    digest = hashlib.sha256()
-    with open(path, "rb") as handle:
-        for block in iter(lambda: handle.read(1 << 20), b""):
-            digest.update(block)
-    return digest.hexdigest()
 
 
 def files_identity(paths: Iterable[Path], root: Path | None = None) -> list[dict]:

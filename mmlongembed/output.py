@@ -118,7 +118,7 @@ def pool_rows(pool: Pool, seed: int, builder: str) -> dict[str, list[dict]]:
 
 # -- arrow tables ----------------------------------------------------------------------------------
 
-def _list_of(feature):
+def list_of(feature):
     import datasets
 
     return datasets.List(feature) if hasattr(datasets, "List") else datasets.Sequence(feature)
@@ -138,11 +138,11 @@ def _value_feature(values: Sequence):
         return datasets.Value("float64")
     if isinstance(sample, (list, tuple)):
         inner = _value_feature([x for v in values if v for x in v])
-        return _list_of(inner)
+        return list_of(inner)
     return datasets.Value("string")
 
 
-def _images_array(rows: list[dict], dictionary: dict[bytes, int], store: list[bytes]):
+def images_array(rows: list[dict], dictionary: dict[bytes, int], store: list[bytes]):
     """list<struct<bytes, path>> whose bytes are dictionary-encoded: each distinct image is held
     (and written) once, however many rows place it."""
     import pyarrow as pa
@@ -166,9 +166,9 @@ def _features(part: str, rows: list[dict]):
 
     string, int64 = datasets.Value("string"), datasets.Value("int64")
     fixed = {
-        "corpus": {"_id": string, "title": string, "text": string, "images": _list_of(datasets.Image()),
+        "corpus": {"_id": string, "title": string, "text": string, "images": list_of(datasets.Image()),
                    "n_tokens": int64, "n_text_tokens": int64, "n_image_tokens": int64},
-        "queries": {"_id": string, "text": string, "images": _list_of(datasets.Image()), "instruction": string,
+        "queries": {"_id": string, "text": string, "images": list_of(datasets.Image()), "instruction": string,
                     "n_tokens": int64},
         "qrels": {"query-id": string, "corpus-id": string, "score": int64},
         "audit": {c: string for c in AUDIT_COLUMNS},
@@ -192,7 +192,7 @@ def shard_table(part: str, pool_rows_in_order: list[tuple[str, list[dict]]]):
     store: list[bytes] = []
     for name in features:
         if name == "images":
-            columns[name] = _images_array(rows, dictionary, store)
+            columns[name] = images_array(rows, dictionary, store)
         else:
             columns[name] = pa.array([row.get(name) for row in rows], type=schema.field(name).type)
     table = pa.table(columns)

@@ -12,7 +12,7 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Iterable, Iterator
+from typing import Iterator
 
 from mmlongembed.builder import BuildReport
 from mmlongembed.errors import UserError
@@ -74,30 +74,6 @@ def hub_rows(source: HubSource, builder_name: str, streaming: bool = True) -> It
         yield from dataset
     except Exception as error:  # noqa: BLE001  (any failure to reach the Hub is reported the same way)
         raise _hub_error(f"{source.repo}@{source.revision[:12]}", builder_name, error) from None
-
-
-SYNTHETIC_MARKER = "SYNTHETIC"  # a file of this name in a sources root marks generated or test-written sources
-
-
-def synthetic_marker(root: str | Path | None, files: Iterable[Path] = ()) -> str:
-    """The text of the first SYNTHETIC marker file in ``root`` or in any folder between it and one
-    of ``files`` (what the build reads), so demo folders copied into a larger tree stay marked:
-    what was generated, and by what; "" where there is none: the sources are real."""
-    if not root:
-        return ""
-    root = Path(root).resolve()
-    folders = [root]
-    for file in files:
-        for folder in Path(file).resolve().parents:
-            if folder == root or root not in folder.parents:
-                break
-            folders.append(folder)
-    for folder in dict.fromkeys(folders):
-        marker = folder / SYNTHETIC_MARKER
-        if marker.is_file():
-            return (marker.read_text(encoding="utf-8", errors="replace").strip()
-                    or "synthetic sources (SYNTHETIC marker)")
-    return ""
 
 
 def require_dir(path: str | Path, what: str) -> Path:

@@ -63,10 +63,10 @@ FIXTURE_NOTE = ("SYNTHETIC sources written by mmlongembed.testing for tests: gen
 
 
 def mark_synthetic(root: Path, note: str = FIXTURE_NOTE) -> None:
-    """Leave the SYNTHETIC marker (``mmlongembed.sources.SYNTHETIC_MARKER``) in a sources root
+    """Leave the SYNTHETIC marker (``mmlongembed.synthetic.SYNTHETIC_MARKER``) in a sources root
     that a fixture writer filled: every build from it records so in its manifest, and ``mmle
     push`` refuses it."""
-    from mmlongembed.sources import SYNTHETIC_MARKER
+    from mmlongembed.synthetic import SYNTHETIC_MARKER
 
     Path(root).mkdir(parents=True, exist_ok=True)
     (Path(root) / SYNTHETIC_MARKER).write_text(note + "\n", encoding="utf-8")

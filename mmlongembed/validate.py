@@ -31,9 +31,10 @@ from mmlongembed.errors import UserError
 from mmlongembed.manifest import file_sha256
 from mmlongembed.layout import MODEL_COLUMNS, PARTS, ConfigSpec, PoolTables, config_name, configs_from_card, \
     read_config, read_pool
-from mmlongembed.pools import POSITIVE, hard_negative_tolerance
+from mmlongembed.pools import HARD_NEGATIVE, POSITIVE, hard_negative_tolerance
 from mmlongembed.shortcuts import audit_pool
 from mmlongembed.tokens import counting_threads, default_counter
+from mmlongembed.training_data import TRAIN_SPLIT, read_training_tables
 
 
 class InvalidBuild(UserError):
@@ -154,7 +155,7 @@ def check_pool(tables: PoolTables, advance: Callable[[int], object] | None = Non
 
     positive_of_group = {q: c[0] for q, c in positives.items() if len(c) == 1}
     for cid, role, group in zip(ids, corpus["role"], corpus["group"]):
-        if role == "hard_negative" and group in positive_of_group and cid in lengths:
+        if role == HARD_NEGATIVE and group in positive_of_group and cid in lengths:
             positive_len = lengths.get(positive_of_group[group])
             if positive_len is not None and abs(lengths[cid] - positive_len) > hard_negative_tolerance(positive_len):
                 problem("hard_negative_length",
@@ -378,8 +379,6 @@ def validate_build(root: Path, progress: bool = False) -> Validation:
     try:
         builder = get_builder(manifest["builder"]["name"])
         if builder.output_kind == "training":
-            from mmlongembed.training import validate_training_build
-
             return validate_training_build(root, specs, manifest, builder)
         result = validate_tables(root, specs, manifest["builder"]["name"], progress)
     except InvalidBuild:
@@ -387,6 +386,35 @@ def validate_build(root: Path, progress: bool = False) -> Validation:
     except UserError as error:
         raise InvalidBuild(str(error)) from None
     result.problems = damaged + result.problems
+    return result
+
+
+def validate_training_build(root: Path, specs: dict[str, ConfigSpec], manifest: dict, builder: Builder):
+    """The generic checks (every data file is the one the build wrote, every config is a train
+    split with the rows the manifest counts) and the builder's own (``validate_training``)."""
+    result = Validation()
+    result.problems += check_files(root, specs, manifest)
+    counted = manifest.get("tables") or {}
+    for name, spec in specs.items():
+        if spec.split != TRAIN_SPLIT:
+            result.problems.append(Problem(name, "split",
+                                           f"config {name} is split {spec.split!r}, not {TRAIN_SPLIT!r}"))
+    for name in counted:
+        if name not in specs:
+            result.problems.append(Problem(name, "configs", f"the manifest counts config {name}, the card lacks it"))
+    try:
+        tables = read_training_tables(root, specs)
+    except UserError as error:
+        result.problems.append(Problem("*", "files", str(error)))
+        return result
+    for name, columns in tables.items():
+        rows = len(next(iter(columns.values()), []))
+        if name in counted and counted[name] != rows:
+            result.problems.append(Problem(name, "row_count", f"the manifest counts {counted[name]} rows, "
+                                                              f"the file holds {rows}"))
+        result.checked["configs"] += 1
+        result.checked["rows"] += rows
+    result.problems += list(builder.validate_training(tables, manifest))
     return result
 
 

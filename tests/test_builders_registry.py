@@ -10,7 +10,7 @@ from mmlongembed.builder import Builder, register, registered
 from mmlongembed.card import CARDS_DIR
 from mmlongembed.cli import build_parser
 from mmlongembed.pools import TASKS
-from mmlongembed.training import TRAINING_TASKS
+from mmlongembed.training_data import TRAINING_TASKS
 from mmlongembed.validate import format_report, validate_dir
 
 BUILDERS = sorted(name for name, cls in registered().items() if cls.__module__.startswith("builders."))

@@ -15,7 +15,7 @@ from mmlongembed.evialign import TeacherFaults, student_tokenizer, teacher_respo
 from mmlongembed.llm.fake_server import FakeOpenAIServer
 from mmlongembed.ops.evialign import units_for
 from mmlongembed.testing import write_mmeb_fixture
-from mmlongembed.training import read_training_tables
+from mmlongembed.training_data import read_training_tables
 from mmlongembed.validate import InvalidBuild, format_report, validate_dir
 from tests._realdata import shared_data_dir
 

@@ -29,9 +29,13 @@ from typing import Callable, Optional
 
 from mmlongembed.errors import UserError
 from mmlongembed.llm.config import LLMConfig
+from mmlongembed.plugins import PluginRegistry
 
 API_KEY_VARIABLES = ("MMLE_LLM_API_KEY", "OPENAI_API_KEY")
 MAX_RETRY_AFTER_SECONDS = 60.0
+# The backends that call a model -> the module that registers each (Ray's pulls in the optional extra).
+BACKENDS: PluginRegistry[Callable[[LLMConfig], object]] = PluginRegistry("LLM backend", {
+    "openai": "mmlongembed.llm.backends", "vllm": "mmlongembed.llm.backends", "ray": "mmlongembed.llm.ray_backend"})
 
 
 @dataclass(frozen=True)
@@ -85,6 +89,7 @@ def reply_text(body: dict) -> str:
     return content if isinstance(content, str) else ""
 
 
+@BACKENDS.register("openai")
 class OpenAIBackend:
     name = "openai"
 
@@ -163,6 +168,7 @@ def _retry_after_seconds(value: str | None) -> float | None:
         return None  # an HTTP date: fall back to our own backoff
 
 
+@BACKENDS.register("vllm")
 class VLLMBackend:
     """In-process vLLM. Import-guarded: the extra is optional and needs a GPU."""
 
@@ -230,12 +236,7 @@ def vllm_sampling_params(request: ChatRequest):
 
 def make_backend(config: LLMConfig):
     """The live backend for ``config.llm`` (not ``none`` or ``replay``, which never call a model)."""
-    if config.llm == "openai":
-        return OpenAIBackend(config)
-    if config.llm == "vllm":
-        return VLLMBackend(config)
-    if config.llm == "ray":
-        from mmlongembed.llm.ray_backend import RayBackend
-
-        return RayBackend(config)
-    raise ValueError(f"backend {config.llm!r} does not call a model")
+    backend = BACKENDS.get(config.llm)
+    if backend is None:
+        raise ValueError(f"backend {config.llm!r} does not call a model")
+    return backend(config)

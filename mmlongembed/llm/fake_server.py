@@ -12,7 +12,9 @@ Run it standing alone (prints its base URL, serves until interrupted)::
     python -m mmlongembed.llm.fake_server --audit --malformed-every 7 --broken-every 23
 
 ``--audit`` answers the query-audit prompt with a fixed rule (below), so a build can run
-``--llm openai --llm-base-url <URL>`` end to end without a GPU.
+``--llm openai --llm-base-url <URL>`` end to end without a GPU. Domain stand-ins serve themselves
+through this server (``python -m mmlongembed.evialign``, ``python -m mmlongembed.llm.fake_captions``):
+this module knows no domain.
 """
 
 from __future__ import annotations
@@ -238,20 +240,11 @@ def audit_responder(malformed_every: int = 0, broken_every: int = 0) -> Responde
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--audit", action="store_true", help="answer the query-audit prompt (see audit_responder)")
-    parser.add_argument("--evidence", action="store_true",
-                        help="answer the EviAlign evidence prompt (mmlongembed.evialign.teacher_responder)")
     parser.add_argument("--malformed-every", type=int, default=0)
     parser.add_argument("--broken-every", type=int, default=0)
-    parser.add_argument("--failing-every", type=int, default=0, help="--evidence: HTTP 500 for every n-th input")
     parser.add_argument("--model", default="fake-model")
     args = parser.parse_args(argv)
     responder = audit_responder(args.malformed_every, args.broken_every) if args.audit else None
-    if args.evidence:
-        from mmlongembed.evialign import TeacherFaults, teacher_responder
-
-        responder = teacher_responder(TeacherFaults(malformed_every=args.malformed_every,
-                                                    missing_unit_every=args.broken_every,
-                                                    failing_every=args.failing_every))
     return serve_until_interrupted(FakeOpenAIServer(responder=responder, model=args.model).start())
 
 

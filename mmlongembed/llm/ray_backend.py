@@ -23,12 +23,13 @@ from __future__ import annotations
 import os
 
 from mmlongembed.errors import UserError
-from mmlongembed.llm.backends import ChatRequest, Reply, api_key, chat_payload
+from mmlongembed.llm.backends import BACKENDS, ChatRequest, Reply, api_key, chat_payload, reply_text
 from mmlongembed.llm.config import LLMConfig
 
 REQUEST_INDEX = "mmle_request_index"
 
 
+@BACKENDS.register("ray")
 class RayBackend:
     name = "ray"
 
@@ -124,8 +125,6 @@ class RayBackend:
 
 
 def _http_postprocess(row: dict) -> dict:
-    from mmlongembed.llm.backends import reply_text
-
     try:
         return {REQUEST_INDEX: row[REQUEST_INDEX], "text": reply_text(row["http_response"]), "error": ""}
     except (KeyError, IndexError, TypeError):

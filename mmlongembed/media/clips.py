@@ -24,7 +24,7 @@ from typing import Sequence
 
 import numpy as np
 
-from mmlongembed.media.video import Frame, _require_av
+from mmlongembed.media.video import Frame, require_av
 
 CLIP_FORMAT = "mp4 (Motion JPEG packets = the stored JPEG frames, +bitexact)"
 MTEB_FPS = 2.0  # mteb's FramesCollator defaults for variable-length models (MVEB §3.2)
@@ -39,7 +39,7 @@ def mux_clip(frames: Sequence[Frame], fps: float) -> bytes:
     sizes = {(f.height, f.width) for f in frames}
     if len(sizes) != 1:
         raise ValueError(f"a clip's frames must share one size, got {sorted(sizes)}")
-    av = _require_av()
+    av = require_av()
     rate = Fraction(fps).limit_denominator(1000)
     step = 1 / rate / _TIME_BASE
     buffer = io.BytesIO()
@@ -62,7 +62,7 @@ def mux_clip(frames: Sequence[Frame], fps: float) -> bytes:
 def clip_frames(data: bytes) -> tuple[list[bytes], float]:
     """The JPEG frames of a clip made by ``mux_clip`` (its packets, in order) and its duration
     in seconds. Raises ValueError for anything else (a clip must be Motion JPEG)."""
-    av = _require_av()
+    av = require_av()
     try:
         with av.open(io.BytesIO(data)) as container:
             if not container.streams.video:

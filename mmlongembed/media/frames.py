@@ -24,22 +24,27 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Iterable
 
+from mmlongembed.digests import file_sha256
+from mmlongembed.errors import UserError
 from mmlongembed.media.video import DecodedVideo, Frame, FrameSettings, VideoDecodeError, decode_video, \
     decoder_identity
+from mmlongembed.plugins import PluginRegistry
 
 STORE_VERSION = 1
+# How the videos missing from the store get decoded -> the module that registers each (Ray's
+# pulls in the optional extra).
+DECODE_BACKENDS: PluginRegistry[Callable[..., list[tuple]]] = PluginRegistry("decode backend", {
+    "local": "mmlongembed.media.frames", "ray": "mmlongembed.media.ray_decode"})
 
 
-def file_sha256(path: Path, _cache: dict = {}) -> str:  # noqa: B006  (memo per process: each file hashed once)
+def video_file_sha256(path: Path, _cache: dict = {}) -> str:  # noqa: B006  (memo per process: each file hashed once)
+    """``file_sha256`` of a video, remembered per (file, size, modification time): a build names each
+    video by its hash more than once, and videos are large."""
     path = Path(path)
     stat = path.stat()
     memo = (str(path.resolve()), stat.st_size, stat.st_mtime_ns)
     if memo not in _cache:
-        digest = hashlib.sha256()
-        with open(path, "rb") as handle:
-            for block in iter(lambda: handle.read(1 << 20), b""):
-                digest.update(block)
-        _cache[memo] = digest.hexdigest()
+        _cache[memo] = file_sha256(path)
     return _cache[memo]
 
 
@@ -84,7 +89,7 @@ class FrameStore:
         self.decoder = decoder_identity()
 
     def job(self, video_id: str, path: str | Path) -> DecodeJob:
-        return DecodeJob(video_id, str(path), store_key(file_sha256(Path(path)), self.settings, self.decoder))
+        return DecodeJob(video_id, str(path), store_key(video_file_sha256(Path(path)), self.settings, self.decoder))
 
     def _path(self, key: str, suffix: str) -> Path:
         return self.root / key[:2] / f"{key}{suffix}"
@@ -185,13 +190,10 @@ def decode_all(store: FrameStore, jobs: Iterable[DecodeJob], backend: str = "loc
             missing.append(job)
         else:
             outcome.status[job.video_id] = known
-    if backend == "ray" and missing:
-        from mmlongembed.media.ray_decode import decode_with_ray
-
-        results = decode_with_ray(store, missing, concurrency=ray_concurrency)
-    else:
-        iterator = progress(missing) if progress else missing
-        results = [(job.video_id, *store.decode_into(job)) for job in iterator]
+    decode = DECODE_BACKENDS.get(backend)
+    if decode is None:
+        raise UserError(f"decode backend {backend!r}: expected one of {', '.join(DECODE_BACKENDS.names())}")
+    results = decode(store, missing, progress=progress, concurrency=ray_concurrency) if missing else []
     for video_id, status, source_frames, grid_frames, seconds in results:
         outcome.status[video_id] = status
         outcome.decoded_now += 1
@@ -199,3 +201,11 @@ def decode_all(store: FrameStore, jobs: Iterable[DecodeJob], backend: str = "loc
         outcome.grid_frames += grid_frames
         outcome.seconds += seconds
     return outcome
+
+
+@DECODE_BACKENDS.register("local")
+def decode_here(store: FrameStore, jobs: list[DecodeJob], progress=None, concurrency: int = 0) -> list[tuple]:
+    """Decode ``jobs`` into ``store`` one after another in this process (``concurrency``: unused);
+    returns (video id, status, source frames, grid frames, seconds) per job, in order."""
+    iterator = progress(jobs) if progress else jobs
+    return [(job.video_id, *store.decode_into(job)) for job in iterator]

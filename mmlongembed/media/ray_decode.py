@@ -19,7 +19,7 @@ import os
 from dataclasses import asdict
 
 from mmlongembed.errors import UserError
-from mmlongembed.media.frames import DecodeJob, FrameStore
+from mmlongembed.media.frames import DECODE_BACKENDS, DecodeJob, FrameStore
 from mmlongembed.media.video import FrameSettings
 
 
@@ -36,9 +36,10 @@ class _DecodeRow:
                 "grid_frames": grid_frames, "seconds": seconds}
 
 
-def decode_with_ray(store: FrameStore, jobs: list[DecodeJob], concurrency: int = 0) -> list[tuple]:
-    """Decode ``jobs`` into ``store`` on Ray workers; returns (video id, status, source frames,
-    grid frames, seconds) per job, in the order of ``jobs``."""
+@DECODE_BACKENDS.register("ray")
+def decode_with_ray(store: FrameStore, jobs: list[DecodeJob], progress=None, concurrency: int = 0) -> list[tuple]:
+    """Decode ``jobs`` into ``store`` on Ray workers (``progress``: unused, Ray reports its own);
+    returns (video id, status, source frames, grid frames, seconds) per job, in the order of ``jobs``."""
     try:
         import ray
         import ray.data

@@ -107,7 +107,7 @@ class DecodedVideo:
                 "has_audio_track": self.has_audio_track}
 
 
-def _require_av():
+def require_av():
     try:
         import av
     except ImportError:
@@ -117,7 +117,7 @@ def _require_av():
 
 def decoder_identity() -> dict:
     """What decodes: PyAV and the FFmpeg libraries it bundles (manifest and frame-store keys)."""
-    av = _require_av()
+    av = require_av()
     libs = {name: ".".join(map(str, version)) for name, version in sorted(av.library_versions.items())}
     return {"name": "pyav", "av": av.__version__, "ffmpeg_libraries": libs}
 
@@ -173,7 +173,7 @@ def _duration(container, stream, last_pts: float | None, interval: float | None)
 def decode_video(path: str | Path, settings: FrameSettings, video_id: str | None = None) -> DecodedVideo:
     """Decode one file once: its grid frames (encoded) and, if asked, its audio as 16 kHz mono.
     Raises ``VideoDecodeError`` for anything that is not a decodable video."""
-    av = _require_av()
+    av = require_av()
     path = Path(path)
     video_id = video_id or path.stem
     try:

@@ -9,11 +9,11 @@ its positive and length gives nothing away.
 
 from __future__ import annotations
 
-import hashlib
 from dataclasses import dataclass
 
 import numpy as np
 
+from mmlongembed.digests import content_sha256
 from mmlongembed.documents import Document
 from mmlongembed.errors import FitError
 from mmlongembed.ops.length import (
@@ -40,10 +40,6 @@ def exchangeable_offsets(positive_tokens: int, n_variants: int, rng: np.random.G
     half = max(0, (hard_negative_tolerance(positive_tokens) - RECOUNT_MARGIN) // 2)
     draws = rng.integers(-half, half + 1, size=n_variants + 1)
     return [int(d - draws[0]) for d in draws[1:]]
-
-
-def text_sha256(text: str) -> str:
-    return hashlib.sha256(text.encode("utf-8")).hexdigest()
 
 
 def replace_span_with_donor(
@@ -92,11 +88,11 @@ def replace_span_with_donor(
             provenance = {
                 "replaced_token_range": [sums[start], sums[end]],
                 "replaced_char_range": [char_start, char_end],
-                "replaced_sha256": text_sha256(positive_text[char_start:char_end]),
+                "replaced_sha256": content_sha256(positive_text[char_start:char_end]),
                 "donor_id": donor.id,
                 "donor_token_range": [donor_sums[block_start], donor_sums[block_end]],
                 "block_char_range": [char_start, char_start + len(block_text)],
-                "block_sha256": text_sha256(block_text),
+                "block_sha256": content_sha256(block_text),
                 "block_tokens": sum(s.tokens for s in block),
             }
             return SpanReplacement(negative, n_tokens, provenance)

@@ -16,21 +16,16 @@ quote is one image segment; both end with a blank-line separator segment. Gold q
 
 from __future__ import annotations
 
-import hashlib
 from dataclasses import dataclass, replace
 from typing import Sequence
 
 import numpy as np
 
+from mmlongembed.digests import short_sha256
 from mmlongembed.documents import IMAGE, TEXT, Document, Segment, count_rendered
 from mmlongembed.errors import FitError
 from mmlongembed.ops.evidence import EVIDENCE_ORIGIN, Unit, find_evidence
 from mmlongembed.tokens import TokenCounter
-
-
-def sha(data: bytes | str) -> str:
-    raw = data.encode("utf-8") if isinstance(data, str) else data
-    return hashlib.sha256(raw).hexdigest()[:16]
 
 
 def chunk_sentences(sentences: Sequence[str], counts: Sequence[int], target: int) -> list[tuple[int, int]]:
@@ -82,9 +77,9 @@ def replace_image_evidence(units: Sequence[Unit], k: int, refill: Segment, donor
     if removed.kind != IMAGE or (refill.height, refill.width) != (removed.height, removed.width):
         raise ValueError(f"evidence {k}: an image refill must have the removed image's size")
     return _swap(units, u, s, [refill]), {
-        "index": k, "kind": "image", "sha256": sha(removed.image or b""), "tokens": removed.tokens,
+        "index": k, "kind": "image", "sha256": short_sha256(removed.image or b""), "tokens": removed.tokens,
         "size": [removed.height, removed.width],
-        "replacement": {"source": donor_id, "sha256": sha(refill.image or b""), "tokens": refill.tokens}}
+        "replacement": {"source": donor_id, "sha256": short_sha256(refill.image or b""), "tokens": refill.tokens}}
 
 
 def replace_text_evidence(units: Sequence[Unit], k: int, run: Sequence[Segment], source_id: str,
@@ -95,7 +90,7 @@ def replace_text_evidence(units: Sequence[Unit], k: int, run: Sequence[Segment],
     if removed.kind != TEXT:
         raise ValueError(f"evidence {k} is not a text quote")
     return _swap(units, u, s, run), {
-        "index": k, "kind": "text", "sha256": sha(removed.text.strip()), "tokens": removed.tokens,
+        "index": k, "kind": "text", "sha256": short_sha256(removed.text.strip()), "tokens": removed.tokens,
         "replacement": {"source": source_id, "sentences": list(sentences), "tokens": sum(x.tokens for x in run)}}
 
 
@@ -115,9 +110,10 @@ def evidence_positions(document: Document, n_tokens: int, counter: TokenCounter)
             entry = {"index": k, "kind": segment.kind, "token_start": start,
                      "relative_position": round(start / n_tokens, 4) if n_tokens else 0.0}
             if segment.is_visual:
-                entry.update(image_slot=slot, sha256=sha(segment.image or b""), size=[segment.height, segment.width])
+                entry.update(image_slot=slot, sha256=short_sha256(segment.image or b""),
+                             size=[segment.height, segment.width])
             else:
-                entry.update(char_range=[chars, chars + len(segment.text)], sha256=sha(segment.text.strip()))
+                entry.update(char_range=[chars, chars + len(segment.text)], sha256=short_sha256(segment.text.strip()))
             out.append(entry)
         if segment.is_visual:
             text_parts.append("<|image|>")

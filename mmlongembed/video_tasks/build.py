@@ -26,7 +26,7 @@ from mmlongembed.builder import BuildReport
 from mmlongembed.errors import UserError
 from mmlongembed.manifest import public_config, toolkit_identity
 from mmlongembed.media.clips import CLIP_FORMAT, MTEB_FPS, MTEB_MAX_FRAMES, mux_clip
-from mmlongembed.media.frames import FrameStore, decode_all, file_sha256
+from mmlongembed.media.frames import FrameStore, decode_all, video_file_sha256
 from mmlongembed.media.video import DEFAULT_FRAME_PIXELS, FrameSettings, audio_slice, decoder_identity, wav_bytes
 from mmlongembed.ops.mveb import (
     MVEB_PAIRS_PER_SIDE, MVEB_SEED, TEST, Clip, Dropped, assign_splits, cap_per_class, cut_windows,
@@ -229,7 +229,7 @@ def run_mveb_build(config: MvebConfig, output: Path, overwrite: bool = False, pr
         "builder": {"name": "mveb", "version": VERSION, "kind": "mteb-video-tasks"},
         "toolkit": toolkit_identity(), "config": public_config(config), "seed": config.seed,
         "sources": {"kind": "local", "layout": prepared.layout,
-                    "videos": [{"file": s, "sha256": file_sha256(_source_path(prepared.root, s)),
+                    "videos": [{"file": s, "sha256": video_file_sha256(_source_path(prepared.root, s)),
                                 "bytes": _source_path(prepared.root, s).stat().st_size,
                                 "duration": round(f["duration"], 3), "has_audio_track": f["has_audio"]}
                                for s, f in sorted(prepared.sources.items())]},

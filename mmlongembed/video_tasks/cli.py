@@ -16,7 +16,8 @@ from pathlib import Path
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    from mmlongembed.cli import OneLineErrorParser, add_dataclass_arguments
+    from mmlongembed.cli import OneLineErrorParser
+    from mmlongembed.flags import add_dataclass_arguments
     from mmlongembed.video_tasks.build import MvebConfig
 
     parser.description = __doc__.split("\n\n")[0]
@@ -82,7 +83,7 @@ def run(args) -> int:
 
 
 def _run_build(args) -> int:
-    from mmlongembed.cli import config_from_args
+    from mmlongembed.flags import config_from_args
     from mmlongembed.video_tasks.build import MvebConfig, run_mveb_build
 
     final = run_mveb_build(config_from_args(MvebConfig, args), args.output, overwrite=args.overwrite,

@@ -1,0 +1,164 @@
+"""The packages' import graph: no cycle, and no import from a lower layer to a higher one.
+
+Every module of mmlongembed, builders and harness is parsed with ``ast`` (imports inside functions
+count: a lazy import is still a dependency) and placed in a layer by the longest prefix of its name
+in ``LAYERS``. What is known to be wrong today is listed, edge by edge, in ``KNOWN_DEBT``: the test
+fails when a new cycle or upward import appears, and also when a listed one is gone (delete its
+line), so the list only shrinks.
+"""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+PACKAGES = ("mmlongembed", "builders", "harness")
+
+# Declared once: module-name prefix -> layer (a module may import its own layer and those below).
+LAYERS = {
+    # 0 core: data types, text, tokens, seeds, the layout and manifest of a build
+    "mmlongembed": 0,
+    # 1 pure operations (no I/O)
+    "mmlongembed.ops": 1, "mmlongembed.needles": 1,
+    # 2 services: media decoding, the LLM layer, what a builder is
+    "mmlongembed.media": 2, "mmlongembed.llm": 2, "mmlongembed.builder": 2, "mmlongembed.sources": 2,
+    "mmlongembed.mmeb_samples": 2,
+    # 3 pipelines: checks, writers, builds, validation, fixtures the builders' examples use
+    "mmlongembed.evialign": 3, "mmlongembed.shortcuts": 3, "mmlongembed.output": 3, "mmlongembed.testing": 3,
+    "mmlongembed.training": 3, "mmlongembed.training_data": 3, "mmlongembed.validate": 3, "mmlongembed.build": 3,
+    "mmlongembed.publish": 3,
+    "mmlongembed.video_tasks": 3,
+    # 4 the builders, and the release that builds them all (a builder too: `mmle build mmlongembed`)
+    "builders": 4, "mmlongembed.composite": 4,
+    # 5 the scoring harness (reads builds as a user does; imports no builder)
+    "harness": 5,
+    # 6 command lines
+    "mmlongembed.cli": 6, "mmlongembed.video_tasks.cli": 6, "mmlongembed.demo_sources": 6,
+}
+
+# Known debt (issue 20), as (importer, imported). Remove a line when its import is gone.
+KNOWN_DEBT = {
+    # "builder.py imports the builders package": registered() scans it to register every builder
+    ("mmlongembed.builder", "builders"),
+    ("mmlongembed.builder", "mmlongembed.composite"),  # the same scan registers the release
+    # "build.py -> training.py -> build.py": the training pipeline reuses build.py's shared part
+    # (lock, temporary folder, card, finish); it goes once that part moves down (one pipeline per kind)
+    ("mmlongembed.training", "mmlongembed.build"),
+}
+
+
+def module_files(root: Path, packages) -> dict[str, Path]:
+    modules = {}
+    for package in packages:
+        for path in sorted((root / package).rglob("*.py")):
+            parts = list(path.relative_to(root).with_suffix("").parts)
+            if parts[-1] == "__init__":
+                parts.pop()
+            modules[".".join(parts)] = path
+    return modules
+
+
+def import_graph(root: Path = ROOT, packages=PACKAGES) -> dict[str, set[str]]:
+    """Module -> the package modules it imports (``from a import b`` counts as a.b when b is one)."""
+    modules = module_files(root, packages)
+
+    def resolve(name: str) -> str | None:
+        while name and name not in modules:
+            name = name.rpartition(".")[0]
+        return name or None
+
+    graph = {}
+    for module, path in modules.items():
+        package = module.split(".") if path.name == "__init__.py" else module.split(".")[:-1]
+        targets = set()
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"), str(path))):
+            if isinstance(node, ast.Import):
+                targets.update(resolve(alias.name) for alias in node.names)
+            elif isinstance(node, ast.ImportFrom):
+                base = node.module or ""
+                if node.level:
+                    base = ".".join(package[: len(package) - node.level + 1] + ([node.module] if node.module else []))
+                targets.update(resolve(f"{base}.{alias.name}") for alias in node.names)
+        graph[module] = {t for t in targets if t and t != module}
+    return graph
+
+
+def layer_of(module: str) -> int | None:
+    prefixes = [p for p in LAYERS if module == p or module.startswith(p + ".")]
+    return LAYERS[max(prefixes, key=len)] if prefixes else None
+
+
+def cycles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """The strongly connected components with more than one module (Tarjan, iterative)."""
+    index, low, on_stack, stack, found, counter = {}, {}, set(), [], [], 0
+    for start in sorted(graph):
+        if start in index:
+            continue
+        work = [(start, iter(sorted(graph[start])))]
+        index[start] = low[start] = counter
+        counter += 1
+        stack.append(start)
+        on_stack.add(start)
+        while work:
+            node, successors = work[-1]
+            for successor in successors:
+                if successor not in index:
+                    index[successor] = low[successor] = counter
+                    counter += 1
+                    stack.append(successor)
+                    on_stack.add(successor)
+                    work.append((successor, iter(sorted(graph[successor]))))
+                    break
+                if successor in on_stack:
+                    low[node] = min(low[node], index[successor])
+            else:
+                work.pop()
+                if work:
+                    low[work[-1][0]] = min(low[work[-1][0]], low[node])
+                if low[node] == index[node]:
+                    component = []
+                    while True:
+                        member = stack.pop()
+                        on_stack.discard(member)
+                        component.append(member)
+                        if member == node:
+                            break
+                    if len(component) > 1:
+                        found.append(sorted(component))
+    return found
+
+
+def test_every_module_has_a_declared_layer():
+    assert [m for m in import_graph() if layer_of(m) is None] == []
+
+
+def test_no_new_upward_import():
+    graph = import_graph()
+    upward = {(a, b) for a, targets in graph.items() for b in targets if layer_of(b) > layer_of(a)}
+    assert sorted(upward - KNOWN_DEBT) == [], "an import from a lower layer to a higher one (see LAYERS)"
+
+
+def test_no_new_cycle():
+    graph = import_graph()
+    allowed = {a: targets - {b for x, b in KNOWN_DEBT if x == a} for a, targets in graph.items()}
+    assert cycles(allowed) == [], "an import cycle (move the shared piece down, or use a registry)"
+
+
+def test_the_known_debt_only_shrinks():
+    graph = import_graph()
+    assert sorted((a, b) for a, b in KNOWN_DEBT if b not in graph.get(a, ())) == [], \
+        "this import is gone: delete its line from KNOWN_DEBT"
+
+
+def test_the_checks_catch_what_they_are_for(tmp_path):
+    # the walk sees imports inside functions, relative ones, and `from package import module`
+    (tmp_path / "pkg" / "sub").mkdir(parents=True)
+    (tmp_path / "pkg" / "__init__.py").write_text("")
+    (tmp_path / "pkg" / "sub" / "__init__.py").write_text("from . import leaf\n")
+    (tmp_path / "pkg" / "sub" / "leaf.py").write_text("def later():\n    from pkg import top\n")
+    (tmp_path / "pkg" / "top.py").write_text("from .sub.leaf import later\nimport pkg.sub\n")
+    assert import_graph(tmp_path, ["pkg"]) == {"pkg": set(), "pkg.sub": {"pkg.sub.leaf"}, "pkg.sub.leaf": {"pkg.top"},
+                                               "pkg.top": {"pkg.sub.leaf", "pkg.sub"}}
+    assert cycles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c"]]
+    assert layer_of("mmlongembed.video_tasks.cli") == 6 and layer_of("mmlongembed.video_tasks.build") == 3

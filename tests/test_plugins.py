@@ -1,0 +1,49 @@
+"""The plug-in registries: a plug-in's home module is imported by name on first use, never before."""
+
+import sys
+
+import pytest
+
+from mmlongembed.plugins import PluginRegistry
+
+
+def test_a_plugin_is_imported_from_its_home_on_first_use(tmp_path, monkeypatch):
+    (tmp_path / "fake_plugin_home.py").write_text(
+        "from tests.test_plugins import REGISTRY\n@REGISTRY.register('later')\ndef later():\n    return 'loaded'\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    monkeypatch.delitem(sys.modules, "fake_plugin_home", raising=False)
+    assert "fake_plugin_home" not in sys.modules
+    assert REGISTRY.names() == ["here", "later"]
+    assert "fake_plugin_home" not in sys.modules  # listing the names imports nothing
+    assert REGISTRY.get("later")() == "loaded"
+    assert REGISTRY.get("here")() == "here" and REGISTRY.get("unknown") is None
+
+
+def test_two_plugins_under_one_name_fail_loudly():
+    with pytest.raises(RuntimeError, match="two test plug-ins are registered as 'here'"):
+        REGISTRY.register("here")(lambda: "impostor")
+
+
+def test_the_three_registries_find_their_plugins_in_modules_they_do_not_import():
+    from harness.models import MODEL_KINDS
+    from mmlongembed.llm.backends import BACKENDS
+    from mmlongembed.media.frames import DECODE_BACKENDS
+
+    assert MODEL_KINDS.get("hfgen").make.__module__ == "harness.boundary"
+    assert BACKENDS.get("ray").__module__ == "mmlongembed.llm.ray_backend"
+    assert DECODE_BACKENDS.get("ray").__module__ == "mmlongembed.media.ray_decode"
+
+
+REGISTRY = PluginRegistry("test plug-in", {"here": __name__, "later": "fake_plugin_home"})
+REGISTRY.register("here")(lambda: "here")
+
+
+@pytest.mark.parametrize("spec", ["bm25:x", "minilm:", "st:", "openai:model", "openai:@http://h", "nope:x", "hfgen"])
+def test_a_malformed_model_spec_is_one_line_naming_every_kind(spec):
+    from harness.models import RunSettings, load_model
+    from mmlongembed.errors import UserError
+
+    with pytest.raises(UserError) as error:
+        load_model(spec, RunSettings(progress=False))
+    assert str(error.value) == (f"--model {spec!r}: expected bm25, minilm, st:<path>, hf:<path-or-name>, "
+                                "hfgen:<path-or-name>, vllm:<name> or openai:<model>@<base_url>")
