@@ -86,15 +86,15 @@ class LLMCache:
 
     def find_for_replay(self, lookup: str, backend: str = "") -> dict[str, str]:
         """Cached replies to this request, by the backend that produced them."""
-        query, args = "SELECT backend, reply FROM answers WHERE lookup = ?", [lookup]
-        if backend:
-            query, args = query + " AND backend = ?", [lookup, backend]
-        with self._lock:
-            return dict(self._db.execute(query, args).fetchall())
+        return self._by_backend("answers", "reply", lookup, backend)
 
     def failures_for_replay(self, lookup: str, backend: str = "") -> dict[str, str]:
         """Recorded transport failures of this request (the error reason), by backend."""
-        query, args = "SELECT backend, error FROM failures WHERE lookup = ?", [lookup]
+        return self._by_backend("failures", "error", lookup, backend)
+
+    def _by_backend(self, table: str, column: str, lookup: str, backend: str) -> dict[str, str]:
+        """backend -> ``column`` of the rows of ``table`` for this request (one backend, if named)."""
+        query, args = f"SELECT backend, {column} FROM {table} WHERE lookup = ?", [lookup]
         if backend:
             query, args = query + " AND backend = ?", [lookup, backend]
         with self._lock:
