@@ -508,13 +508,10 @@ class TemporalBuilder(Builder):
 
         return check_temporal_pool(pool_row, corpus, queries, qrels)
 
-    def synthetic_parts(self, config: TemporalConfig, pools: list[Pool], report: BuildReport) -> list[str]:
+    def sources_marker(self, config: TemporalConfig) -> str:
         """Also a SYNTHETIC marker between the sources root and the files read (demo folders
-        copied into a larger tree stay marked)."""
-        marker = getattr(self, "_synthetic", "")
-        if not marker:
-            return super().synthetic_parts(config, pools, report)
-        return [f"sources: {marker.split('. ')[0].rstrip('.')}"]
+        copied into a larger tree stay marked), as load_sources found it."""
+        return getattr(self, "_synthetic", "") or super().sources_marker(config)
 
     def card_context(self, config: TemporalConfig, pools: list[Pool], report: BuildReport) -> dict:
         per_pool = []

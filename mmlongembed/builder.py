@@ -175,10 +175,15 @@ class Builder:
         anything unless ``--allow-synthetic``). Here: sources whose root holds a SYNTHETIC marker
         (what ``mmlongembed.testing`` and the demo-source writers leave); builders that make
         fallback content (``mmlongbench``'s ``--llm none`` queries) add theirs."""
+        marker = self.sources_marker(config)
+        return [f"sources: {marker.split('. ')[0].rstrip('.')}"] if marker else []
+
+    def sources_marker(self, config) -> str:
+        """The text of the SYNTHETIC marker of this build's sources ("" when they are real): here
+        the one in the sources root; builders that know which files they read look further."""
         from mmlongembed.synthetic import synthetic_marker
 
-        marker = synthetic_marker(getattr(config, "sources", None))
-        return [f"sources: {marker.split('. ')[0].rstrip('.')}"] if marker else []
+        return synthetic_marker(getattr(config, "sources", None))
 
     def card_context(self, config, pools: list[Pool], report: BuildReport) -> dict:
         """Extra variables for this builder's card template (``report`` holds the build's
