@@ -142,13 +142,19 @@ def read_activitynet_json(path: Path, report: BuildReport) -> list[VideoRecord]:
     return records
 
 
-def is_activitynet_json(path: Path) -> bool:
+def activitynet_annotations(path: Path) -> dict | None:
+    """The file's video id -> annotation mapping when it is ActivityNet Captions JSON, else None."""
     try:
         data = json.loads(path.read_text(encoding="utf-8"))
     except (OSError, UnicodeDecodeError, json.JSONDecodeError):
-        return False
-    return isinstance(data, dict) and bool(data) and all(
+        return None
+    shaped = isinstance(data, dict) and bool(data) and all(
         isinstance(v, dict) and "timestamps" in v and "sentences" in v for v in list(data.values())[:20])
+    return data if shaped else None
+
+
+def is_activitynet_json(path: Path) -> bool:
+    return activitynet_annotations(path) is not None
 
 
 def _relative(path: Path, root: Path) -> str:

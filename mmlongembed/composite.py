@@ -70,15 +70,15 @@ class Component:
         are of no use without their videos: the sample data has the annotations only)."""
         if self.builder != "activitynet":
             return True
-        from builders._temporal import VIDEO_EXTENSIONS, is_activitynet_json
+        from builders._temporal import VIDEO_EXTENSIONS, activitynet_annotations
 
         ids, stems = set(), set()
         for folder in folders:
             for path in folder.rglob("*"):
                 if path.suffix.lower() in VIDEO_EXTENSIONS:
                     stems.add(path.stem)
-                elif path.suffix == ".json" and is_activitynet_json(path):
-                    ids |= set(json.loads(path.read_text(encoding="utf-8")))
+                elif path.suffix == ".json":
+                    ids |= set(activitynet_annotations(path) or ())
         return any(i in stems or i.removeprefix("v_") in stems for i in ids)
 
 
@@ -420,7 +420,7 @@ def assemble(builder: "MMLongEmbedBuilder", config: MMLongEmbedConfig, component
     from mmlongembed.card import render_card
     from mmlongembed.layout import ConfigSpec, configs_from_card, read_config
     from mmlongembed.output import write_json, write_pools_rows
-    from mmlongembed.tokens import default_counter
+    from mmlongembed.build import made_by
     from mmlongembed.validate import load_manifest
 
     rows, specs, files, placed = [], [], {}, {}
@@ -473,11 +473,9 @@ def assemble(builder: "MMLongEmbedBuilder", config: MMLongEmbedConfig, component
                if image_bytes + text_bytes else 0.0}
     synthetic = [f"{name}: {part}" for name, facts in recorded.items() for part in facts["synthetic"]]
     table1 = measured_table1(rows)
+    head = made_by(builder, config)
     manifest = {
-        "builder": {"name": builder.name, "version": builder.version, "task": builder.task,
-                    "output_kind": builder.output_kind},
-        "toolkit": toolkit_identity(), "config": public_config(config), "seed": config.seed,
-        "tokenizer": default_counter().identity,
+        **head, "builder": {**head["builder"], "output_kind": builder.output_kind},
         "sources": {name: facts["sources"] for name, facts in recorded.items()},
         "synthetic": synthetic,
         "components": [{"name": name, **facts} for name, facts in recorded.items()],  # in the paper's order
@@ -502,6 +500,13 @@ def assemble(builder: "MMLongEmbedBuilder", config: MMLongEmbedConfig, component
     }
     (tmp_dir / "README.md").write_text(render_card(builder.card_template, context), encoding="utf-8")
     return manifest
+
+
+def _same(a, b) -> bool:
+    """Equal as the manifest records them (the up-to-date rule's reading, build._as_json)."""
+    from mmlongembed.build import _as_json
+
+    return _as_json(a) == _as_json(b)
 
 
 def non_default_options(name: str, config: dict) -> dict:
@@ -553,10 +558,6 @@ def check_release(root: Path, manifest: dict) -> list:
     specs = configs_from_card(root / "README.md")
     check_readable(root, specs)
     return check_configs(pools_table(root, specs)["pool"], specs) + check_files(root, specs, manifest)
-
-
-def _same(a, b) -> bool:
-    return json.dumps(a, sort_keys=True, default=str) == json.dumps(b, sort_keys=True, default=str)
 
 
 def why_release_not_current(builder: "MMLongEmbedBuilder", config: MMLongEmbedConfig, components: dict[str, Path],
