@@ -379,7 +379,7 @@ def validate_build(root: Path, progress: bool = False) -> Validation:
     try:
         builder = get_builder(manifest["builder"]["name"])
         if builder.output_kind == "training":
-            return validate_training_build(root, specs, manifest, builder)
+            return validate_training_build(root, specs, manifest, builder, file_problems=damaged)
         result = validate_tables(root, specs, manifest["builder"]["name"], progress)
     except InvalidBuild:
         raise
@@ -389,11 +389,13 @@ def validate_build(root: Path, progress: bool = False) -> Validation:
     return result
 
 
-def validate_training_build(root: Path, specs: dict[str, ConfigSpec], manifest: dict, builder: Builder):
+def validate_training_build(root: Path, specs: dict[str, ConfigSpec], manifest: dict, builder: Builder,
+                            file_problems: list[Problem] | None = None):
     """The generic checks (every data file is the one the build wrote, every config is a train
-    split with the rows the manifest counts) and the builder's own (``validate_training``)."""
+    split with the rows the manifest counts) and the builder's own (``validate_training``);
+    ``file_problems``: what ``check_files`` already found (validate_build hashes first)."""
     result = Validation()
-    result.problems += check_files(root, specs, manifest)
+    result.problems += file_problems if file_problems is not None else check_files(root, specs, manifest)
     counted = manifest.get("tables") or {}
     for name, spec in specs.items():
         if spec.split != TRAIN_SPLIT:
@@ -430,7 +432,7 @@ def format_report(problems: list[Problem], checked: dict, limit: int = 50) -> st
         head = f"validated {checked['rows']} rows in {checked.get('configs', 0)} configs: "
     if not problems:
         return head + "all invariants hold"
-    if not checked:  # damaged files: nothing was parsed (validate_build)
+    if all(p.check == "file_hashes" for p in problems):  # damaged files: nothing was parsed (validate_build)
         head = "data files damaged since the build, so none was parsed: "
     by_check = Counter(p.check for p in problems)
     lines = [head + f"{len(problems)} problems (" + ", ".join(f"{k}: {v}" for k, v in by_check.most_common()) + ")"]

@@ -48,6 +48,8 @@ class ChatRequest:
 
 OnReply = Callable[[int, "Reply"], None]
 
+NOT_SENT = "not_sent"  # a Reply's error for a request an interrupt left unsent: not a failure to record
+
 
 @dataclass(frozen=True)
 class Reply:
@@ -123,7 +125,7 @@ class OpenAIBackend:
         finally:
             # On an interrupt, queued requests are dropped; the ones in flight finish unrecorded.
             pool.shutdown(wait=True, cancel_futures=True)
-        return [r or Reply(error="not_sent") for r in replies]
+        return [r or Reply(error=NOT_SENT) for r in replies]
 
     def _complete_one(self, request: ChatRequest) -> Reply:
         data = json.dumps(chat_payload(self.model, request)).encode("utf-8")

@@ -103,19 +103,21 @@ class LLMCache:
     def put(self, key: str, lookup: str, *, backend: str, model: str, prompt_hash: str, messages: list[dict],
             reply: str) -> None:
         with self._lock:
-            self._db.execute(
-                "INSERT OR REPLACE INTO answers VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
-                (key, lookup, backend, model, prompt_hash,
-                 json.dumps(keyed_messages(messages), ensure_ascii=False), reply, time.time()))
+            self._insert("answers", key, lookup, backend, model, prompt_hash, messages, reply)
             self._db.execute("DELETE FROM failures WHERE key = ?", (key,))
 
     def put_failure(self, key: str, lookup: str, *, backend: str, model: str, prompt_hash: str,
                     messages: list[dict], error: str) -> None:
         with self._lock:
-            self._db.execute(
-                "INSERT OR REPLACE INTO failures VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
-                (key, lookup, backend, model, prompt_hash,
-                 json.dumps(keyed_messages(messages), ensure_ascii=False), error, time.time()))
+            self._insert("failures", key, lookup, backend, model, prompt_hash, messages, error)
+
+    def _insert(self, table: str, key: str, lookup: str, backend: str, model: str, prompt_hash: str,
+                messages: list[dict], value: str) -> None:
+        """One row of ``table`` (answers: the reply; failures: the error), under the lock."""
+        self._db.execute(
+            f"INSERT OR REPLACE INTO {table} VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+            (key, lookup, backend, model, prompt_hash,
+             json.dumps(keyed_messages(messages), ensure_ascii=False), value, time.time()))
 
     def __len__(self) -> int:
         with self._lock:

@@ -21,12 +21,11 @@ from typing import Mapping, Sequence
 
 from mmlongembed.builder import BuildReport
 from mmlongembed.errors import UserError
-from mmlongembed.llm.backends import ChatRequest, Reply, make_backend
+from mmlongembed.llm.backends import NOT_SENT, ChatRequest, Reply, make_backend
 from mmlongembed.llm.cache import LLMCache, request_keys
 from mmlongembed.llm.config import LLMConfig, decoding_parameters
 from mmlongembed.llm.prompts import Prompt
 
-NOT_SENT = "not_sent"  # a request an interrupt left unsent: not a failure to record
 
 REPAIR_MESSAGE = (
     "Your reply does not meet the output contract: {detail}. Answer the same request again, "
@@ -85,10 +84,13 @@ def run_llm_step(step: str, prompt: Prompt, items: Sequence[tuple[str, dict]], c
                     backend=backend_name, model=config.llm_model, model_revision=config.llm_model_revision,
                     prompt_hash=prompt.hash, messages=messages[record_id], decoding=decoding)
                 if replaying:
-                    # answers and recorded transport failures, by the backend that produced them
+                    # answers, by the backend that produced them; recorded transport failures
+                    # only where no backend answered (an answer replays as it did before failures
+                    # were recorded)
                     found = {b: Reply(text=t) for b, t in cache.find_for_replay(lookup, config.llm_replay_from).items()}
-                    for failed_backend, error in cache.failures_for_replay(lookup, config.llm_replay_from).items():
-                        found.setdefault(failed_backend, Reply(error=error))
+                    if not found:
+                        found = {b: Reply(error=error)
+                                 for b, error in cache.failures_for_replay(lookup, config.llm_replay_from).items()}
                     if not found:
                         raise UserError(
                             f"replay: no cached answer for step {step}, record {record_id} (request {lookup[:16]}, "

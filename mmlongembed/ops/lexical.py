@@ -18,20 +18,19 @@ from __future__ import annotations
 import numpy as np
 
 
-def choose_balanced(differences: np.ndarray, sides: np.ndarray, weights: np.ndarray | None = None) -> int:
+def choose_balanced(differences: np.ndarray, sides: np.ndarray) -> int:
     """The row of ``differences`` (edits x statistics: the edited document's value minus the
     original's) to take, given ``sides`` (+1 or -1 per statistic: the side the edit should move
     it to). A statistic on its drawn side, or unmoved, costs its size; one on the wrong side
-    costs its weight (``weights``, default 1) and its size. Sizes are measured against the
+    costs one more than its size. Sizes are measured against the
     typical move of that statistic among the edits offered (its median absolute difference), so
     no statistic's unit dominates. Ties: the earlier row (the edits come in order of preference)."""
     d = np.asarray(differences, dtype=float)
     if d.ndim != 2 or not len(d):
         raise ValueError("choose_balanced needs a non-empty (edits x statistics) array")
-    weights = np.ones(d.shape[1]) if weights is None else np.asarray(weights, dtype=float)
     scale = np.median(np.abs(d), axis=0)
     scale = np.where(scale > 0, scale, 1.0)
     size = np.abs(d) / scale
     wrong = np.sign(d) == -np.asarray(sides)
-    cost = (wrong * weights * (1.0 + size)).sum(axis=1) + 0.1 * size.sum(axis=1)
+    cost = (wrong * (1.0 + size)).sum(axis=1) + 0.1 * size.sum(axis=1)
     return int(np.argmin(cost))  # argmin takes the first of equal costs
