@@ -158,6 +158,8 @@ def _run(args) -> int:
     output.mkdir(parents=True, exist_ok=True)
     datasets = [{"ref": b.ref, "path": b.path, "revision": b.revision} for b in benchmarks]
     stats = {"n_resamples": args.bootstrap, "seed": args.seed}
+    table3_cells = reports.table3_data(outcome.results, outcome.skipped, **stats)
+    table4_cells = reports.table4_data(outcome.results, outcome.skipped, **stats)
     embedded = sum(r["embedded"] for r in outcome.results if r["model"] != "bm25")
     embed_seconds = sum(r["timings"]["embed_s"] for r in outcome.results if r["model"] != "bm25")
     result = {
@@ -174,13 +176,13 @@ def _run(args) -> int:
                      "seed": args.seed, "pools": _split(args.pools)},
         "results": outcome.results,
         "skipped": outcome.skipped,
-        "table3": reports.table3_records(reports.table3_data(outcome.results, outcome.skipped, **stats)),
-        "table4": reports.table4_data(outcome.results, outcome.skipped, **stats),
+        "table3": reports.table3_records(table3_cells),
+        "table4": table4_cells,
         "timings": {"total_s": round(time.perf_counter() - started, 3),
                     "dense_embed_items_per_s": round(embedded / embed_seconds, 2) if embed_seconds else None},
     }
     reports.write_json(result, output / "results.json")
-    table = reports.markdown(result)
+    table = reports.markdown(result, table3_cells, table4_cells)
     (output / "table.md").write_text(table, encoding="utf-8")
     plots = []
     if not args.no_plots and outcome.results:

@@ -214,9 +214,10 @@ def table3_markdown(entries: list[dict], columns: list[str], task_of: dict[str, 
     return "\n".join(lines)
 
 
-def table3(rows, skipped=(), n_resamples: int = 1000, seed: int = 0) -> str:
-    """Rows: models. Columns: paper Table 3's (see table3_columns), then Avg."""
-    data = table3_data(rows, skipped, n_resamples, seed)
+def table3(rows, skipped=(), n_resamples: int = 1000, seed: int = 0, data: list[dict] | None = None) -> str:
+    """Rows: models. Columns: paper Table 3's (see table3_columns), then Avg. ``data``: what
+    ``table3_data`` gave for the same arguments (the bootstraps are not drawn again)."""
+    data = table3_data(rows, skipped, n_resamples, seed) if data is None else data
     columns = table3_columns(rows, skipped)
     if not data or not columns:
         return ""
@@ -330,10 +331,11 @@ def table4_data(rows, skipped=(), n_resamples: int = 1000, seed: int = 0) -> lis
     return out
 
 
-def table4(rows, skipped=(), n_resamples: int = 1000, seed: int = 0) -> str:
+def table4(rows, skipped=(), n_resamples: int = 1000, seed: int = 0, data: list[dict] | None = None) -> str:
     """Rows: model x needle modality. Columns: Text / Mix / Image background (P@1 over the cell's
-    queries), Mean ± std across the three backgrounds."""
-    data = table4_data(rows, skipped, n_resamples, seed)
+    queries), Mean ± std across the three backgrounds. ``data``: what ``table4_data`` gave for
+    the same arguments."""
+    data = table4_data(rows, skipped, n_resamples, seed) if data is None else data
     if not data:
         return ""
     lines = ["| Model | Needle | " + " | ".join(BACKGROUND_HEADERS[b] for b in BACKGROUNDS) + " | Mean ± std |",
@@ -401,7 +403,9 @@ def readout_table(rows) -> str:
     return "\n".join(lines)
 
 
-def markdown(report: dict) -> str:
+def markdown(report: dict, table3_cells: list[dict] | None = None, table4_cells: list[dict] | None = None) -> str:
+    """The report's tables; ``table3_cells``, ``table4_cells``: what ``table3_data`` and
+    ``table4_data`` gave for this report, when the caller has them (drawn once, not again)."""
     rows, skipped = report["results"], report["skipped"]
     settings = report.get("settings") or {}
     stats = {"n_resamples": settings.get("bootstrap", 1000), "seed": settings.get("seed", 0)}
@@ -413,13 +417,13 @@ def markdown(report: dict) -> str:
              "positive (e.g. inputs identical after middle truncation) count by expectation over their possible "
              "orders: a model that cannot tell them apart gets chance.", ""]
     for title, body in ((f"Table 3 layout: by task and dataset ({VG_NOTE}; Avg over every column)",
-                         table3(rows, skipped, **stats)),
+                         table3(rows, skipped, **stats, data=table3_cells)),
                         ("Table 12 layout: by task and length (the task's datasets together)",
                          table12(rows, skipped, **stats)),
                         ("Table 4 layout: Visual Grounding by needle modality and background "
                          "(P@1 over every length and depth; mean ± sample standard deviation (n-1) "
                          "across the three backgrounds, as the paper prints it)",
-                         table4(rows, skipped, **stats)),
+                         table4(rows, skipped, **stats, data=table4_cells)),
                         ("Per variant: how often the positive beats each kind of negative", variant_table(rows)),
                         ("Needle grid (P@1 by depth and length)", grid_table(rows)),
                         (f"Per pool ({HIT_K_NOTE})", pool_table(rows) if rows else ""),
