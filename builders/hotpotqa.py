@@ -729,9 +729,8 @@ class HotpotQABuilder(Builder):
             hard_positives: dict[str, tuple[Built, list[dict]]] = {}
             hard = self._hard_pool(band, level, order, positives_of, refills, config, counter, report, planned,
                                    hard_positives)
-            paired = {q.source_id for q in hard.queries}
-            easy = self._easy_pool(bands, level, [i for i in order if i.id in paired], instances, units_of, supply,
-                                   config, counter, report, hard_positives)
+            easy = self._easy_pool(bands, level, [i for i in order if i.id in hard_positives], instances, units_of,
+                                   supply, config, counter, report, hard_positives)
             pools += [easy, hard]
         report.stats["refills"] = refill_statistics(pools)
         # how many of each file's records the pools use, as a query or in a negative
@@ -826,8 +825,6 @@ class HotpotQABuilder(Builder):
                 break
             if instance.id in claimed:
                 continue  # already an easy negative of an earlier query
-            if instance.id not in hard_positives:
-                continue  # not a query of the hard pool (counted there)
             positive, refilled = hard_positives[instance.id]
             titles = {t for t, _ in instance.context}
             rng = derive_rng(config.seed, self.name, pool.name, instance.id, "negatives")
