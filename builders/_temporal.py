@@ -254,11 +254,13 @@ class TemporalBuilder(Builder):
         return TemporalSources(kept, store, keys, meta, outcome, synthetic, layout)
 
     def _read_files(self, root: Path) -> list[Path]:
-        """The annotation files and the videos this build reads (all videos under the root before
-        the sources were loaded)."""
+        """The annotation files and the videos this build reads."""
+        return self.annotation_files(root) + self._videos(root)
+
+    def _videos(self, root: Path) -> list[Path]:
+        """The videos this build reads (all videos under the root before the sources were loaded)."""
         used = getattr(self, "_videos_read", None)
-        videos = used if used is not None else [str(p) for p in find_videos(root).values()]
-        return self.annotation_files(root) + [Path(p) for p in videos]
+        return [Path(p) for p in (used if used is not None else find_videos(root).values())]
 
     def video_label(self, path: Path, root: Path) -> str:
         """How the manifest names a video read: its path under the sources root."""
@@ -268,8 +270,7 @@ class TemporalBuilder(Builder):
         """Annotation files by sha256, and the videos the build read (hashed once already, for
         the frame store's keys; a folder's other videos are not read at all)."""
         root = Path(config.sources)
-        annotations = self.annotation_files(root)
-        videos = self._read_files(root)[len(annotations):]
+        annotations, videos = self.annotation_files(root), self._videos(root)
         return {"kind": "local", "name": self.source_name, "licence": self.source_licence,
                 "annotations": files_identity(annotations, root),
                 "videos": [{"file": self.video_label(p, root), "sha256": video_file_sha256(p),
