@@ -33,6 +33,7 @@ from mmlongembed.digests import short_sha256
 from mmlongembed.errors import FitError, UserError
 from mmlongembed.llm import AuditItem, LLMConfig, audit_queries
 from mmlongembed.manifest import files_identity
+from mmlongembed.ops.answers import answer_pattern as whole_word_answer
 from mmlongembed.ops.donor import exchangeable_offsets
 from mmlongembed.ops.evidence import (
     EVIDENCE_ORIGIN, LineIndex, Refill, SentenceRuns, Unit, find_evidence, find_refill, grow, texts_holding,
@@ -265,14 +266,9 @@ def evidence_texts(instance: Instance) -> list[str]:
 
 
 def answer_pattern(answer: str) -> re.Pattern | None:
-    """Case-insensitive whole-word pattern of the answer; None for yes/no answers, which every
-    article contains as words and which are not a retrievable anchor."""
-    text = answer.strip()
-    if not text or text.lower() in YES_NO:
-        return None
-    left = r"\b" if re.match(r"\w", text) else ""
-    right = r"\b" if re.search(r"\w$", text) else ""
-    return re.compile(left + re.escape(text) + right, re.IGNORECASE)
+    """Whole-word pattern of the answer; None for yes/no answers, which every article contains
+    as words and which are not a retrievable anchor."""
+    return whole_word_answer(answer, not_anchors=YES_NO)
 
 
 @dataclass

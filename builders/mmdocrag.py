@@ -30,6 +30,7 @@ from mmlongembed.errors import FitError, UserError
 from mmlongembed.llm import AuditItem, LLMConfig, audit_queries
 from mmlongembed.manifest import files_identity
 from mmlongembed.media.pdf import Box, PageRenderer, PdfFile, RenderOptions, StoredImage
+from mmlongembed.ops.answers import answer_pattern as whole_word_answer
 from mmlongembed.ops.evidence import (
     EVIDENCE_ORIGIN, Unit, find_evidence, find_sentence_run, grow, units_document)
 from mmlongembed.ops.length import edge_whitespace, exact_tokens, fit_block_edges, trim_edges
@@ -50,6 +51,7 @@ RECOUNT_MARGIN = 4
 GROWTH_PIECES = 4
 PIECE_SHARE = 0.25  # share of padding pages used quote by quote (the rest as whole-page blocks)
 SEPARATOR = "\n\n"
+NOT_ANCHORS = frozenset({"yes", "no", "not answerable"})  # answers any document holds as words
 TEXT_TYPES = frozenset({"Pure-text (Plain-text)", "Generalized-text (Layout)", "Text", "Pure-text"})
 VISUAL_TYPES = frozenset({"Table", "Chart", "Figure", "Image"})
 SUBSTITUTE = "MMDocIR layout annotations over the MMLongBench-Doc PDFs (substitute for MMDocRAG)"
@@ -521,12 +523,7 @@ def refill_unit(doc: str, rid: str, text: str, counter: TokenCounter) -> Unit:
 def answer_pattern(answer: str) -> re.Pattern | None:
     """Whole-word pattern of a distinctive answer (4+ characters with a letter); short or
     numeric answers ("8", "21%") occur in any document and are not checked."""
-    text = answer.strip()
-    if len(text) < 4 or not re.search(r"[A-Za-z]", text) or text.lower() in ("yes", "no", "not answerable"):
-        return None
-    left = r"\b" if re.match(r"\w", text) else ""
-    right = r"\b" if re.search(r"\w$", text) else ""
-    return re.compile(left + re.escape(text) + right, re.IGNORECASE)
+    return whole_word_answer(answer, not_anchors=NOT_ANCHORS, min_chars=4, needs_letter=True)
 
 
 def content_keys(document: Document) -> tuple[str, set[str]]:

@@ -23,7 +23,7 @@ LAYERS = {
     "mmlongembed.ops": 1, "mmlongembed.needles": 1,
     # 2 services: media decoding, the LLM layer, what a builder is
     "mmlongembed.media": 2, "mmlongembed.llm": 2, "mmlongembed.builder": 2, "mmlongembed.sources": 2,
-    "mmlongembed.mmeb_samples": 2, "mmlongembed.pool_plan": 2,
+    "mmlongembed.mmeb_samples": 2, "mmlongembed.pool_plan": 2, "mmlongembed.readers": 2,
     # 3 pipelines: checks, writers, builds, validation, fixtures the builders' examples use
     "mmlongembed.evialign": 3, "mmlongembed.shortcuts": 3, "mmlongembed.output": 3, "mmlongembed.testing": 3,
     "mmlongembed.training": 3, "mmlongembed.training_data": 3, "mmlongembed.validate": 3, "mmlongembed.build": 3,
