@@ -7,13 +7,15 @@ from collections import Counter, defaultdict
 
 import pytest
 
-from builders.mmdocrag import MMDocRAGBuilder, MMDocRAGConfig, check_quote_pool, quote_kind, reads_as_prose
+from builders._mmdocrag_checks import check_quote_pool
+from builders._mmdocrag_fixtures import write_mmdocir_sources, write_mmdocrag_jsonl
+from builders.mmdocrag import MMDocRAGBuilder, MMDocRAGConfig
 from mmlongembed.build import run_build
 from mmlongembed.documents import IMAGE_PLACEHOLDER
 from mmlongembed.errors import UserError
 from mmlongembed.layout import pool_rows, read_built_pool
 from mmlongembed.pools import hard_negative_tolerance
-from mmlongembed.testing import write_mmdocir_sources, write_mmdocrag_jsonl
+from mmlongembed.readers.mmdocir import quote_kind, reads_as_prose
 from mmlongembed.tokens import image_tokens
 from mmlongembed.validate import format_report, validate_dir
 from tests._realdata import shared_data_dir
