@@ -44,7 +44,7 @@ from mmlongembed.ops.quotes import (
 from mmlongembed.pool_plan import Made, PoolContext, Skip, fill_pool, seeded_order
 from mmlongembed.pools import (
     EASY_NEGATIVE, HARD_NEGATIVE, POSITIVE, Candidate, LengthBand, Pool, Query, hard_negative_tolerance, pool_name)
-from mmlongembed.readers.mmdocir import SubstituteReader
+from mmlongembed.readers.mmdocir import SubstituteOptions, SubstituteReader
 from mmlongembed.readers.mmdocrag import (
     HUB_SOURCE, IMAGE_ARCHIVE, Sources, hub_files, hub_source, image_files, read_original, source_layout)
 from mmlongembed.rng import derive_rng
@@ -189,7 +189,9 @@ class MMDocRAGBuilder(Builder):
         if original:
             sources = read_original(original, self._renderer, report)
         elif annotations and pdf_dirs:
-            reader = SubstituteReader(annotations, pdf_dirs, self._renderer, config, default_counter(), report)
+            options = SubstituteOptions(config.seed, config.quotes_per_instance, config.chunk_tokens,
+                                        config.min_figure_points)
+            reader = SubstituteReader(annotations, pdf_dirs, self._renderer, options, default_counter(), report)
             sources = reader.read()
             sources.files = [*annotations, *(reader.pdf_paths[n] for n in sorted(reader.pdfs))]
         else:

@@ -13,6 +13,7 @@ from __future__ import annotations
 import ast
 import re
 from collections import defaultdict
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterable
 
@@ -64,14 +65,23 @@ def quote_kind(types: Iterable[str], text: str) -> str:
     return "text" if reads_as_prose(text) else "image"
 
 
+@dataclass(frozen=True)
+class SubstituteOptions:
+    """What reading the substitute takes from the build's config."""
+
+    seed: int
+    quotes_per_instance: int  # quotes in an instance's own context, gold included
+    chunk_tokens: int  # tokens of a text quote cut from a page's text layer
+    min_figure_points: float  # smallest side (PDF points) of an embedded picture used as a padding image
+
+
 class SubstituteReader:
     """MMDocIR annotations (questions, evidence pages, layout boxes in PDF points) over the PDFs:
     text quotes from the text layer inside a box, image quotes as crops of the rendered page."""
 
     def __init__(self, annotation_files: list[Path], pdf_dirs: list[Path], renderer: PageRenderer,
-                 config, counter: TokenCounter, report: BuildReport):
-        # config: the builder's (seed, chunk_tokens, min_figure_points, quotes_per_instance)
-        self.files, self.renderer, self.config, self.counter, self.report = annotation_files, renderer, config, \
+                 options: SubstituteOptions, counter: TokenCounter, report: BuildReport):
+        self.files, self.renderer, self.options, self.counter, self.report = annotation_files, renderer, options, \
             counter, report
         self.pdf_paths = {p.name: p for d in pdf_dirs for p in sorted(d.rglob("*.pdf"))}
         self.pdfs: dict[str, PdfFile] = {}
@@ -178,7 +188,7 @@ class SubstituteReader:
             return []
         sentences = [s.strip() for s in split_sentences(body) if s.strip()]
         counts = self.counter.count_many(sentences)
-        ranges = chunk_sentences(sentences, counts, self.config.chunk_tokens)
+        ranges = chunk_sentences(sentences, counts, self.options.chunk_tokens)
         height = pdf.page_size(page)[1]
         return [Quote(f"c{page}.{k}", "text", page, height * a / max(1, len(sentences)),
                       text=" ".join(sentences[a:b])) for k, (a, b) in enumerate(ranges)]
@@ -189,7 +199,7 @@ class SubstituteReader:
         out = []
         for k, box in enumerate(pdf.image_boxes(page)):
             box = box.clipped(width, height)
-            small = min(box.width, box.height) < self.config.min_figure_points
+            small = min(box.width, box.height) < self.options.min_figure_points
             if small or box.width * box.height > 0.5 * width * height:
                 continue
             out.append(Quote(f"f{page}.{k}", "image", page, box.y1, image=self.renderer.region(pdf, page, box)))
@@ -201,14 +211,14 @@ class SubstituteReader:
         if len({q.key for q in gold}) != len(gold):
             self.report.skip("duplicate_evidence", rid)
             return None
-        rng = derive_rng(self.config.seed, "mmdocrag", "quotes", rid)
+        rng = derive_rng(self.options.seed, "mmdocrag", "quotes", rid)
         # Non-evidence quotes: other questions' boxes of the document that overlap no gold box,
         # then text-layer chunks of pages without evidence, to quotes_per_instance in all.
         others = [q for (page, key), q in sorted(box_quotes.items(), key=lambda kv: kv[0])
                   if q.key not in {g.key for g in gold}
                   and not any(Box(*key).intersects(b) for b in gold_boxes.get(page, []))]
         chunks = [q for page, quotes in sorted(page_chunks.items()) if page not in gold_boxes for q in quotes]
-        room = max(0, self.config.quotes_per_instance - len(gold))
+        room = max(0, self.options.quotes_per_instance - len(gold))
         picked = [others[int(i)] for i in rng.permutation(len(others))][:room]
         picked += [chunks[int(i)] for i in rng.permutation(len(chunks))][: room - len(picked)]
         quotes = sorted([*gold, *picked], key=lambda q: (q.page, q.order, q.id))
