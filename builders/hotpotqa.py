@@ -10,10 +10,11 @@ exactly the same token length; easy negatives are other questions' documents pad
 length.
 
 The recipe, top-down: sources (``mmlongembed.readers.hotpotqa``, ``mmlongembed.readers.wikitext``);
-operations (the question's paragraphs as units, ``ops.padding.context_units``; growth by whole units, ``ops.evidence.grow``; padding that holds
-neither answer nor evidence, ``ops.padding``; refills, ``ops.refill``, planned and assembled in
-``builders._hotpotqa_hard``); the pool plan (``build_pools``: per length the hard pool, then the
-easy pool among its queries). The checks of a written pool are ``builders._hotpotqa_checks``.
+operations (the question's paragraphs as units and the padding that holds neither its answer nor
+its evidence, ``ops.padding``; growth by whole units, ``ops.evidence.grow``; refills, ``ops.refill``,
+planned and assembled in ``builders._hotpotqa_hard``); the pool plan (``build_pools``: per length
+the hard pool, then the easy pool among its queries). The checks of a written pool are
+``builders._hotpotqa_checks``.
 """
 
 from __future__ import annotations

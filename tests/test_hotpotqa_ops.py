@@ -6,8 +6,8 @@ from __future__ import annotations
 import pytest
 
 from mmlongembed.ops.padding import answer_pattern, context_pieces, context_units
-from mmlongembed.readers.hotpotqa import parse_instance
-from mmlongembed.readers.wikitext import detokenize_wikitext, wikitext_articles
+from mmlongembed.readers.hotpotqa import parse_instance, read_instances
+from mmlongembed.readers.wikitext import detokenize_wikitext, wikitext_articles, wikitext_rows_articles
 from mmlongembed.documents import TEXT, Segment, text_segments
 from mmlongembed.errors import FitError
 from mmlongembed.ops.evidence import (
@@ -173,6 +173,33 @@ def test_wikitext_articles_are_whole_and_detokenised():
     assert articles[0][1] == ("Robert Boulter\nRobert Boulter is an English film, television and theatre actor.\n\n"
                               "Career\nHe had a guest-starring role in 2000.\n\n")
     assert detokenize_wikitext(" ( born 1 May ) , he 's here . ") == "(born 1 May), he's here."
+
+
+def test_hub_wikitext_rows_are_read_only_as_far_as_the_articles_asked_for():
+    rows = [" = Alpha = \n", " Alpha is first @-@ born . \n", " = = Life = = \n", " It lived .\n",
+            " = Beta = \n", " Beta follows .\n", " = Gamma = \n", " Gamma is last .\n"]
+    read = []
+
+    def stream():
+        for row in rows:
+            read.append(row)
+            yield {"text": row}
+
+    assert wikitext_rows_articles(stream(), "w", 1) == [("w:0:Alpha", "Alpha\nAlpha is first-born.\n\nLife\nIt lived.\n\n")]
+    assert len(read) == 5  # up to the next article's title line, no further
+
+
+def test_reading_counts_bad_and_repeated_records_and_what_each_file_gave():
+    from mmlongembed.builder import BuildReport
+
+    report = BuildReport()
+    later = {**RECORD, "_id": "abd"}
+    instances, files = read_instances([(later, "dev.jsonl:1"), (RECORD, "dev.jsonl:2"), (RECORD, "train.json:1"),
+                                       ({"_id": "x"}, "train.json:2")], report)
+    assert [i.id for i in instances] == ["abc", "abd"]  # sorted by id
+    assert dict(report.skipped) == {"duplicate_id": 1, "malformed_record": 1}
+    assert files == [{"file": "dev.jsonl", "split": "dev", "records": 2, "usable": 2},
+                     {"file": "train.json", "split": "train", "records": 2, "usable": 0}]
 
 
 def test_missing_sources_is_a_one_line_error(tmp_path):
