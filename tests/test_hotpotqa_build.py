@@ -198,7 +198,8 @@ def test_every_refill_is_exactly_as_long_as_the_sentence_it_replaces(builds):
 
 
 def test_a_refill_gives_back_neither_the_answer_nor_the_removed_fact_and_repeats_nothing(builds):
-    from builders.hotpotqa import answer_pattern, fact_anchors
+    from mmlongembed.ops.padding import answer_pattern
+    from mmlongembed.ops.refill import fact_anchors
     from mmlongembed.text import split_sentences
 
     checked = 0

@@ -1,11 +1,13 @@
-"""mmlongembed.ops.evidence (whole-unit padding, evidence positions) and HotpotQA parsing."""
+"""mmlongembed.ops.evidence (whole-unit padding, evidence positions), the HotpotQA operations
+(ops.padding, ops.refill, builders._hotpotqa_hard) and HotpotQA parsing (readers)."""
 
 from __future__ import annotations
 
 import pytest
 
-from builders.hotpotqa import (
-    answer_pattern, context_pieces, context_units, detokenize_wikitext, parse_instance, wikitext_articles)
+from mmlongembed.ops.padding import answer_pattern, context_pieces, context_units
+from mmlongembed.readers.hotpotqa import parse_instance, read_instances
+from mmlongembed.readers.wikitext import detokenize_wikitext, wikitext_articles, wikitext_rows_articles
 from mmlongembed.documents import TEXT, Segment, text_segments
 from mmlongembed.errors import FitError
 from mmlongembed.ops.evidence import (
@@ -173,6 +175,33 @@ def test_wikitext_articles_are_whole_and_detokenised():
     assert detokenize_wikitext(" ( born 1 May ) , he 's here . ") == "(born 1 May), he's here."
 
 
+def test_hub_wikitext_rows_are_read_only_as_far_as_the_articles_asked_for():
+    rows = [" = Alpha = \n", " Alpha is first @-@ born . \n", " = = Life = = \n", " It lived .\n",
+            " = Beta = \n", " Beta follows .\n", " = Gamma = \n", " Gamma is last .\n"]
+    read = []
+
+    def stream():
+        for row in rows:
+            read.append(row)
+            yield {"text": row}
+
+    assert wikitext_rows_articles(stream(), "w", 1) == [("w:0:Alpha", "Alpha\nAlpha is first-born.\n\nLife\nIt lived.\n\n")]
+    assert len(read) == 5  # up to the next article's title line, no further
+
+
+def test_reading_counts_bad_and_repeated_records_and_what_each_file_gave():
+    from mmlongembed.builder import BuildReport
+
+    report = BuildReport()
+    later = {**RECORD, "_id": "abd"}
+    instances, files = read_instances([(later, "dev.jsonl:1"), (RECORD, "dev.jsonl:2"), (RECORD, "train.json:1"),
+                                       ({"_id": "x"}, "train.json:2")], report)
+    assert [i.id for i in instances] == ["abc", "abd"]  # sorted by id
+    assert dict(report.skipped) == {"duplicate_id": 1, "malformed_record": 1}
+    assert files == [{"file": "dev.jsonl", "split": "dev", "records": 2, "usable": 2},
+                     {"file": "train.json", "split": "train", "records": 2, "usable": 0}]
+
+
 def test_missing_sources_is_a_one_line_error(tmp_path):
     from mmlongembed.build import run_build
     from mmlongembed.builder import get_builder
@@ -202,7 +231,8 @@ def test_refill_sources_are_ranked_by_topic_and_exclude_what_may_not_be_used():
     """The most similar usable paragraph comes first; a paragraph already in the document, one
     that holds the answer, one of the question's own, and any question's gold paragraph never
     come at all."""
-    from builders.hotpotqa import PaddingSupply, RefillSource
+    from mmlongembed.ops.padding import PaddingSupply
+    from mmlongembed.ops.refill import RefillSource
 
     counter = default_counter()
 
@@ -237,13 +267,16 @@ def test_a_refill_never_brings_back_the_removed_fact(tmp_path, monkeypatch):
     of character lengths, so that the trap would be taken if the fact check were missing.)"""
     import json
 
-    monkeypatch.setattr("builders.hotpotqa.REFILL_CHOICES", 1)
+    monkeypatch.setattr("mmlongembed.ops.refill.REFILL_CHOICES", 1)
 
-    from builders.hotpotqa import Built, RefillSource
+    from builders._hotpotqa_fixtures import write_hotpotqa_sources
+    from builders._hotpotqa_hard import hard_variants
     from mmlongembed.builder import BuildReport, get_builder
     from mmlongembed.ops.length import exact_tokens, trim_edges
+    from mmlongembed.ops.measured import Built
+    from mmlongembed.ops.refill import RefillSource
+    from mmlongembed.pool_plan import PoolContext
     from mmlongembed.pools import LengthBand
-    from mmlongembed.testing import write_hotpotqa_sources
 
     write_hotpotqa_sources(tmp_path, n_instances=12)
     evidence = "Quillbrook Tower is a granite lighthouse that stands in Varnemouth harbour."
@@ -270,7 +303,8 @@ def test_a_refill_never_brings_back_the_removed_fact(tmp_path, monkeypatch):
             handle.write(json.dumps(record) + "\n")
     builder = get_builder("hotpotqa")
     config = builder.config_class(sources=str(tmp_path))
-    sources = builder.load_sources(config, BuildReport())
+    report = BuildReport()
+    sources = builder.load_sources(config, report)
     units_of = {}
     for instance in sources.instances:
         pieces = context_pieces(instance)
@@ -281,7 +315,7 @@ def test_a_refill_never_brings_back_the_removed_fact(tmp_path, monkeypatch):
     document = trim_edges(units_document("tower", units_of["tower"]), counter)
     positive = Built(units_of["tower"], document, exact_tokens(document, counter))
     band = LengthBand(target=4096, lo=1, hi=4096)
-    assembled = builder._hard_variants(tower, positive, band, "test", refills, config, counter)
+    assembled = hard_variants(PoolContext(builder.name, config, counter, report), tower, positive, band, "test", refills)
     assert not isinstance(assembled, str), assembled
     refilled_positive, refilled, variants = assembled
     # the positive has one of its other sentences refilled (no evidence), at its exact length
@@ -317,7 +351,7 @@ def test_every_easy_query_is_one_of_the_hard_pool_queries_of_its_length(tmp_path
     from the whole seeded order instead, the easy pool would take instances the hard pool never
     reached (its negatives claim some of the first ones), as it did before 1.4."""
     from mmlongembed.builder import BuildReport, get_builder
-    from mmlongembed.testing import write_hotpotqa_sources
+    from builders._hotpotqa_fixtures import write_hotpotqa_sources
 
     write_hotpotqa_sources(tmp_path, n_instances=40)
     builder = get_builder("hotpotqa")
@@ -340,7 +374,7 @@ def test_the_pools_are_the_same_on_one_core_as_on_several(tmp_path, monkeypatch)
     pools must not depend on it (nor on how the instances were shared out)."""
     from mmlongembed import parallel
     from mmlongembed.builder import BuildReport, get_builder
-    from mmlongembed.testing import write_hotpotqa_sources
+    from builders._hotpotqa_fixtures import write_hotpotqa_sources
 
     if not parallel.can_fork():
         pytest.skip("no fork on this platform")

@@ -23,11 +23,12 @@ from builders.mmlongbench import DOC_HUB as MMLONGBENCH_DOC
 from builders.mmlongbench import DOC_HUB_SAMPLES
 from builders.hotpotqa import HUB_PADDING as WIKITEXT
 from builders.hotpotqa import HUB_SOURCE as HOTPOTQA
-from builders.hotpotqa import parse_instance
+from builders._hotpotqa_fixtures import write_hotpotqa_sources
 from builders.visual_grounding import NEEDLEBENCH, OBELICS
+from mmlongembed.readers.hotpotqa import parse_instance
 from mmlongembed.rng import derive_rng
 from mmlongembed.testing import (
-    NAMES, NEEDLE_RECORDS, needle_prose, write_govreport_jsonl, write_hotpotqa_sources,
+    NAMES, NEEDLE_RECORDS, needle_prose, write_govreport_jsonl,
     write_paged_sources)
 from mmlongembed.validate import format_report, validate_dir
 from tests._publish_support import TOKEN, client_env
