@@ -442,7 +442,7 @@ class NeedleBuilder(Builder):
     task = "visual_grounding"
     title = "MMLongEmbed Visual Grounding: multimodal needles in interleaved haystacks"
     config_class = NeedleConfig
-    card_template = "visual_grounding.md.j2"
+    card_template = "needle.md.j2"
     licence = "other"
 
     def __init__(self):

@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 from PIL import Image
 
-from builders.visual_grounding import (
+from builders.needle import (
     NeedleBuilder, NeedleConfig, cell_name, read_local_sources, sigmoid_depths)
 from mmlongembed.build import run_build
 from mmlongembed.builder import BuildReport
