@@ -23,7 +23,7 @@ from builders.mmlongbench import DOC_HUB_SAMPLES
 from builders.hotpotqa import HUB_PADDING as WIKITEXT
 from builders.hotpotqa import HUB_SOURCE as HOTPOTQA
 from builders.hotpotqa import parse_instance
-from builders.needle import NEEDLEBENCH, OBELICS
+from mmlongembed.readers.needle import NEEDLEBENCH, OBELICS
 from mmlongembed.rng import derive_rng
 from mmlongembed.testing import (
     NAMES, NEEDLE_RECORDS, needle_prose, write_govreport_jsonl, write_hotpotqa_sources, write_mmdocrag_jsonl,

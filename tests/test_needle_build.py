@@ -11,12 +11,13 @@ import pytest
 from PIL import Image
 
 from builders.needle import (
-    NeedleBuilder, NeedleConfig, cell_name, read_local_sources, sigmoid_depths)
+    NeedleBuilder, NeedleConfig, cell_name, sigmoid_depths)
 from mmlongembed.build import run_build
 from mmlongembed.builder import BuildReport
 from mmlongembed.cli import main as cli_main
 from mmlongembed.documents import IMAGE_PLACEHOLDER
 from mmlongembed.pools import LengthBand
+from mmlongembed.readers.needle import read_local_sources
 from mmlongembed.report import expected_p_at_1
 from mmlongembed.testing import write_needle_sources
 from mmlongembed.layout import pools_table, read_built_pool
