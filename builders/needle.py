@@ -15,8 +15,6 @@ from __future__ import annotations
 import hashlib
 import io
 import json
-import math
-import re
 from collections import defaultdict
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -24,14 +22,17 @@ from typing import Iterable
 
 from mmlongembed.capacity import LengthLimit, planned_memory
 from mmlongembed.builder import Builder, BuildReport, CommonConfig, Problem, register
-from mmlongembed.documents import IMAGE, IMAGE_PLACEHOLDER, TEXT, Document, Segment, image_segment, text_segments
+from mmlongembed.documents import IMAGE, IMAGE_PLACEHOLDER, TEXT, Document, Segment, image_segment
 from mmlongembed.errors import UserError
 from mmlongembed.manifest import files_identity
 from mmlongembed.needles import images as synth
-from mmlongembed.needles.text import SUBJECT_KINDS, TextNeedle, draw_text_family, parse_templates
+from mmlongembed.needles.sets import draw_needle_set, encode_needle
+from mmlongembed.needles.text import SUBJECT_KINDS, parse_templates
+from mmlongembed.ops.haystacks import Haystacks
 from mmlongembed.ops.length import exact_tokens, trim_edges
 from mmlongembed.ops.needle import (
-    Stream, fit_to_patches, nearest_boundary, needle_token_index, patch_grid, text_needle_segment)
+    cell_name, nearest_boundary, needle_side, needle_token_index, pool_modality, sigmoid_depths, text_needle_segment)
+from mmlongembed.pool_plan import PoolContext
 from mmlongembed.pools import POSITIVE, Candidate, LengthBand, Pool, Query
 from mmlongembed.readers.needle import (
     NEEDLEBENCH, NEEDLEBENCH_FILES, OBELICS, Sources, local_source_paths, read_hub_sources, read_local_sources)
@@ -101,152 +102,6 @@ class NeedleConfig(CommonConfig):
         default=200, metadata={"help": "without --sources: OBELICS images fetched for the image haystacks"})
     image_timeout: float = field(
         default=10.0, metadata={"help": "seconds to wait for one OBELICS image URL; failed fetches are skipped"})
-
-
-# -- the build -------------------------------------------------------------------------------
-
-def sigmoid_depths(points: int, steepness: float = 4.0) -> tuple[float, ...]:
-    """``points`` depths from 0 to 100 whose spacing follows a logistic curve: uniform steps on
-    the curve's input put more depths near the ends, where retrieval is known to change most."""
-    if points < 2:
-        raise UserError("--depth-points must be at least 2")
-    lo, hi = 1 / (1 + math.exp(steepness)), 1 / (1 + math.exp(-steepness))
-    xs = [-steepness + 2 * steepness * i / (points - 1) for i in range(points)]
-    return tuple(round(100 * (1 / (1 + math.exp(-x)) - lo) / (hi - lo), 1) for x in xs)
-
-
-def depth_label(depth: float) -> str:
-    """40.0 -> "40", 4.7 -> "4.7" (the harness reads the depth back from the `-d<depth>` suffix)."""
-    return f"{depth:g}"
-
-
-def cell_name(needle_modality: str, background: str, band: LengthBand, depth: float, family: str | None = None) -> str:
-    """`needle-<needle modality>-<background>-<length>-d<depth>`; with a family (one grid per
-    family), `needle-<needle modality>-<family>-<background>-<length>-d<depth>`."""
-    modality = needle_modality if family is None else f"{needle_modality}-{family}"
-    return f"needle-{modality}-{background}-{band.name}-d{depth_label(depth)}".lower()
-
-
-def pool_modality(needle_modality: str, background: str) -> str:
-    if background == "mixed" or needle_modality != background:
-        return "mixed"
-    return background
-
-
-@dataclass
-class Needle:
-    """One needle, either modality, with what the query and the checks need."""
-
-    id: str
-    family: str
-    modality: str
-    text: str = ""  # text needle
-    answer: str = ""
-    question: str = ""
-    spec: synth.ImageSpec | None = None  # image needle
-    spec_json: dict = field(default_factory=dict)
-
-
-class _Haystacks:
-    """Per-build caches: the text stream (tokenised once), the encoded photos per size, and the
-    mixed stream per haystack image size."""
-
-    def __init__(self, sources: Sources, config: NeedleConfig, counter):
-        self.config, self.counter, self.sources = config, counter, sources
-        rng = derive_rng(config.seed, "needle", "stream-order")
-        order = rng.permutation(len(sources.documents))
-        segments: list[Segment] = []
-        for i in order:
-            source_id, text = sources.documents[int(i)]
-            segments.extend(text_segments(text if text.endswith("\n") else text + "\n", counter, origin=source_id))
-        self.text_stream = Stream(segments)
-        self.corpus_lower = "".join(s.text for s in segments).lower()
-        self._photo_cache: dict[tuple[int, int, int], Segment] = {}
-        self._mixed: dict[int, Stream] = {}
-
-    def image_cap(self, length: int) -> int:
-        """Haystack images never exceed L/8 tokens, so that a short document still holds several
-        images and the needle is not one image among one or two."""
-        return max(4, min(self.config.haystack_image_budget, length // 8))
-
-    def photo(self, index: int, cap: int, tokens: int | None = None) -> Segment:
-        """Photo ``index`` at the largest 32-px patch grid within ``cap`` (or exactly near ``tokens``)."""
-        source_id, pil = self.sources.photos[index]
-        aspect = pil.height / pil.width
-        grid = patch_grid(tokens if tokens is not None else cap, aspect)
-        if grid is None:
-            raise ValueError(f"no patch grid for {tokens or cap} tokens")
-        key = (index, *grid)
-        if key not in self._photo_cache:
-            fitted = fit_to_patches(pil, *grid)
-            buffer = io.BytesIO()
-            fitted.save(buffer, format="JPEG", quality=self.config.haystack_jpeg_quality, optimize=True)
-            self._photo_cache[key] = image_segment(buffer.getvalue(), fitted.height, fitted.width,
-                                                   origin=source_id)
-        return self._photo_cache[key]
-
-    def mixed_stream(self, length: int) -> Stream:
-        """The text stream with a photo after a paragraph whenever the text since the last photo
-        reaches the gap that gives the configured image share."""
-        cap = self.image_cap(length)
-        if cap not in self._mixed:
-            rng = derive_rng(self.config.seed, "needle", "mixed-stream", cap)
-            share = min(max(self.config.mixed_image_share, 0.01), 0.95)
-            gap = cap * (1 - share) / share
-            out: list[Segment] = []
-            since, previous = 0.0, -1
-            for s in self.text_stream.segments:
-                out.append(s)
-                since += s.tokens
-                if s.paragraph_end and since >= gap:
-                    previous = self._next_photo(rng, previous)
-                    out.append(self.photo(previous, cap))
-                    since = 0.0
-            self._mixed[cap] = Stream(out)
-        return self._mixed[cap]
-
-    def _next_photo(self, rng, previous: int) -> int:
-        """A random photo other than the previous one (no photo twice in a row)."""
-        n = len(self.sources.photos)
-        if n == 1:
-            return 0
-        if previous < 0:
-            return int(rng.integers(n))
-        choice = int(rng.integers(n - 1))
-        return choice + (choice >= previous)
-
-    def image_haystack(self, length: int, need_lo: int, need_hi: int, rng) -> list[Segment] | None:
-        """Photos in random order (never the same twice in a row) up to the budget, then one photo
-        cropped to the patch grid that fills what is left."""
-        cap = self.image_cap(length)
-        out: list[Segment] = []
-        total, previous = 0, -1
-        for _ in range(need_hi + 1):  # every photo costs at least one token
-            candidate_index = self._next_photo(rng, previous)
-            segment = self.photo(candidate_index, cap)
-            if total + segment.tokens > need_hi:
-                break
-            out.append(segment)
-            total += segment.tokens
-            previous = candidate_index
-        aim = (need_lo + need_hi) // 2
-        if total < aim:
-            filler_index = self._next_photo(rng, previous)
-            if patch_grid(aim - total, 1.0) is not None:
-                segment = self.photo(filler_index, cap, tokens=aim - total)
-                out.append(segment)
-                total += segment.tokens
-        return out if need_lo <= total <= need_hi else None
-
-
-def _encode_needle(spec: synth.ImageSpec, side: int, quality: int) -> tuple[bytes, int, int]:
-    return synth.encode(spec, side, quality), side, side
-
-
-def _needle_side(config: NeedleConfig, length: int) -> int:
-    """Square needle of at most ``needle_image_budget`` and at most L/8 tokens, in whole patches."""
-    budget = max(1, min(config.needle_image_budget, length // 8))
-    return max(1, math.isqrt(budget)) * 32
 
 
 @register
@@ -346,10 +201,12 @@ class NeedleBuilder(Builder):
                 report.skip(reason)
         if "text" in config.needle_modalities and not templates:
             raise UserError("no usable NeedleBench needle template (needle, retrieval_question, arg1, arg2)")
-        haystacks = _Haystacks(sources, config, counter)
+        context = PoolContext(self.name, config, counter, report)
+        haystacks = Haystacks(sources.documents, sources.photos, config, counter, context.rng)
         n_per_pool = min(config.needles_per_pool, config.max_queries_per_pool)
-        needle_sets = [(modality, family, *self._draw_needles(modality, family, templates, sources, haystacks,
-                                                              n_per_pool, config))
+        needle_sets = [(modality, family, *draw_needle_set(modality, family, templates, sources.names,
+                                                           haystacks.corpus_lower, n_per_pool,
+                                                           context.rng("needle-set", f"{modality}-{family}")))
                        for modality in config.needle_modalities for family in self.families(modality, config)]
         cells = [(needle_set, b, LengthBand.tight(length, config.band_slack), d)
                  for needle_set in needle_sets for b in config.backgrounds
@@ -382,43 +239,6 @@ class NeedleBuilder(Builder):
             usable = [a for a in config.image_families if synth.attribute_capacity(a) >= n]
         return usable if config.needle_sets == "per_family" else usable[:1]
 
-    def _draw_needles(self, needle_modality, family_name, templates, sources, haystacks, n, config):
-        """The set of ``n`` needles of one family, drawn once for the whole grid: every cell
-        (background, length, depth) holds the same needles and asks the same queries."""
-        label = f"{needle_modality}-{family_name}"
-        rng = derive_rng(config.seed, self.name, "needle-set", label)
-        if needle_modality == "text":
-            template = templates[int(rng.integers(len(templates)))]
-            kind = family_name
-            family_id = f"{template.id}/{kind}"
-            corpus = haystacks.corpus_lower
-
-            def occurs(subject: str) -> bool:
-                """A subject the haystack corpus mentions could answer the query without the needle."""
-                lowered = subject.lower()
-                if lowered not in corpus:  # fast substring test first; the word-bounded search is slower
-                    return False
-                return re.search(r"\b" + re.escape(lowered) + r"\b", corpus) is not None
-
-            drawn: list[TextNeedle] = draw_text_family(template, rng, n, sources.names, kind, family_id, occurs)
-            needles = [Needle(id=f"{label}-n{i:02d}", family=family_id, modality="text", text=t.text, answer=t.answer,
-                              question=t.question,
-                              spec_json={"template": template.needle, "question_template": template.question,
-                                         "subject": t.subject, "answer": t.answer, "needle": t.text})
-                       for i, t in enumerate(drawn)]
-            family = {"id": family_id, "kind": "text", "template": template.needle,
-                      "question_template": template.question, "varying": f"subject ({kind})",
-                      "subjects": [t.subject for t in drawn]}
-            return needles, family
-        varying = family_name
-        family_id = f"img-{varying}"
-        drawn_family = synth.draw_family(rng, varying, n, family_id)
-        needles = [Needle(id=f"{label}-n{i:02d}", family=family_id, modality="image", spec=spec,
-                          question=synth.describe(spec),
-                          spec_json={**json.loads(spec.to_json()), "description": synth.describe(spec)})
-                   for i, spec in enumerate(drawn_family.members)]
-        return needles, {"kind": "image", **drawn_family.as_dict()}
-
     def _haystack_plans(self, name, background, band, n, need_hi, haystacks, config):
         """Per document, the start indices to try in its stream (text and mixed backgrounds)."""
         if background == "image":
@@ -441,13 +261,13 @@ class NeedleBuilder(Builder):
                       "family": family, "haystack": "shared" if config.shared_haystack else "distinct",
                       "image_query": config.image_query if needle_modality == "image" else None,
                       "band_slack": config.band_slack}
-        side = _needle_side(config, band.target)
+        side = needle_side(config.needle_image_budget, band.target)
         needle_segments: dict[str, Segment] = {}
         # haystack budget per needle: the band minus the needle, whichever spacing it gets
         need: dict[str, tuple[int, int]] = {}
         for needle in needles:
             if needle_modality == "image":
-                data, h, w = _encode_needle(needle.spec, side, config.needle_jpeg_quality)
+                data, h, w = encode_needle(needle.spec, side, config.needle_jpeg_quality)
                 needle_segments[needle.id] = image_segment(data, h, w, kind=IMAGE, origin="needle")
                 shortest = longest = image_tokens(h, w)
             else:
@@ -488,7 +308,7 @@ class NeedleBuilder(Builder):
         for needle, _ in placed:
             qid = f"q:{needle.id}"
             if pool.query_modality == "image":
-                query_image, h, w = _encode_needle(needle.spec, QUERY_IMAGE_SIDE, config.needle_jpeg_quality)
+                query_image, h, w = encode_needle(needle.spec, QUERY_IMAGE_SIDE, config.needle_jpeg_quality)
                 query = Query(id=qid, text=IMAGE_PLACEHOLDER, instruction=instruction, source_id=needle.id,
                               n_tokens=image_tokens(h, w), images=[query_image])
             else:

@@ -10,8 +10,7 @@ import numpy as np
 import pytest
 from PIL import Image
 
-from builders.needle import (
-    NeedleBuilder, NeedleConfig, cell_name, sigmoid_depths)
+from builders.needle import NeedleBuilder, NeedleConfig
 from mmlongembed.build import run_build
 from mmlongembed.builder import BuildReport
 from mmlongembed.cli import main as cli_main
@@ -21,6 +20,7 @@ from mmlongembed.readers.needle import read_local_sources
 from mmlongembed.report import expected_p_at_1
 from mmlongembed.testing import write_needle_sources
 from mmlongembed.layout import pools_table, read_built_pool
+from mmlongembed.ops.needle import cell_name, sigmoid_depths
 from tests._realdata import shared_data_dir
 
 @pytest.fixture(scope="module")

@@ -21,7 +21,9 @@ from typing import Sequence
 import numpy as np
 
 from mmlongembed.documents import IMAGE_PLACEHOLDER, TEXT, Segment, count_rendered
+from mmlongembed.errors import UserError
 from mmlongembed.ops.length import prefix_sums
+from mmlongembed.pools import LengthBand
 from mmlongembed.tokens import IMAGE_PATCH_PIXELS, TokenCounter
 
 
@@ -130,4 +132,41 @@ def fit_to_patches(pil_image, rows: int, cols: int):
     resized = pil_image.resize((new_w, new_h), Image.Resampling.BICUBIC)
     left, top = (new_w - width) // 2, (new_h - height) // 2
     return resized.crop((left, top, left + width, top + height))
+
+
+# -- the grid: its depths, its cells' names ---------------------------------------------------
+
+def sigmoid_depths(points: int, steepness: float = 4.0) -> tuple[float, ...]:
+    """``points`` depths from 0 to 100 whose spacing follows a logistic curve: uniform steps on
+    the curve's input put more depths near the ends, where retrieval is known to change most."""
+    if points < 2:
+        raise UserError("--depth-points must be at least 2")
+    lo, hi = 1 / (1 + math.exp(steepness)), 1 / (1 + math.exp(-steepness))
+    xs = [-steepness + 2 * steepness * i / (points - 1) for i in range(points)]
+    return tuple(round(100 * (1 / (1 + math.exp(-x)) - lo) / (hi - lo), 1) for x in xs)
+
+
+def depth_label(depth: float) -> str:
+    """40.0 -> "40", 4.7 -> "4.7" (the harness reads the depth back from the `-d<depth>` suffix)."""
+    return f"{depth:g}"
+
+
+def cell_name(needle_modality: str, background: str, band: LengthBand, depth: float, family: str | None = None) -> str:
+    """`needle-<needle modality>-<background>-<length>-d<depth>`; with a family (one grid per
+    family), `needle-<needle modality>-<family>-<background>-<length>-d<depth>`."""
+    modality = needle_modality if family is None else f"{needle_modality}-{family}"
+    return f"needle-{modality}-{background}-{band.name}-d{depth_label(depth)}".lower()
+
+
+def pool_modality(needle_modality: str, background: str) -> str:
+    if background == "mixed" or needle_modality != background:
+        return "mixed"
+    return background
+
+
+def needle_side(image_budget: int, length: int) -> int:
+    """Square needle of at most ``image_budget`` (``--needle-image-budget``) and at most L/8
+    tokens, in whole patches: its side in pixels."""
+    budget = max(1, min(image_budget, length // 8))
+    return max(1, math.isqrt(budget)) * 32
 
