@@ -13,14 +13,13 @@ length and background (``--needle-sets per_family`` builds one grid per family i
 from __future__ import annotations
 
 import hashlib
-import io
 import json
-from collections import defaultdict
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Iterable
 
 from mmlongembed.capacity import LengthLimit, planned_memory
+from builders._needle_checks import card_statistics, check_needle_pool, confusability
 from mmlongembed.builder import Builder, BuildReport, CommonConfig, Problem, register
 from mmlongembed.documents import IMAGE, IMAGE_PLACEHOLDER, TEXT, Document, Segment, image_segment
 from mmlongembed.errors import UserError
@@ -35,7 +34,8 @@ from mmlongembed.ops.needle import (
 from mmlongembed.pool_plan import PoolContext
 from mmlongembed.pools import POSITIVE, Candidate, LengthBand, Pool, Query
 from mmlongembed.readers.needle import (
-    NEEDLEBENCH, NEEDLEBENCH_FILES, OBELICS, Sources, local_source_paths, read_hub_sources, read_local_sources)
+    NEEDLEBENCH, NEEDLEBENCH_FILES, OBELICS, Sources, card_sources, local_source_paths, read_hub_sources,
+    read_local_sources)
 from mmlongembed.report import shortcut_check
 from mmlongembed.rng import derive_rng
 from mmlongembed.sources import require_dir
@@ -223,7 +223,7 @@ class NeedleBuilder(Builder):
         # measured here for the notes below; the build reuses them
         for pool in report.bar(pools, "BM25 shortcut check", "pool", min_items=8):
             report.shortcuts[pool.name] = shortcut_check(pool)
-        for modality, figures in sorted(self.confusability(pools, report.shortcuts)["by_modality"].items()):
+        for modality, figures in sorted(confusability(pools, report.shortcuts)["by_modality"].items()):
             shown = ", ".join(f"{length}: {p:.3f}" for length, p in sorted(figures.items()))
             report.notes.append(f"BM25 P@1 of {modality}-needle queries against their pools, by length: {shown}")
         return pools
@@ -390,86 +390,9 @@ class NeedleBuilder(Builder):
             return document, n_tokens, provenance, extra
         return None
 
-    # -- measures ------------------------------------------------------------------------
-    @staticmethod
-    def confusability(pools: list[Pool], shortcuts: dict[str, dict]) -> dict:
-        """BM25 P@1 of each pool's queries ranking all of the pool's candidates (the build's
-        shortcut check, ties at the top shared), averaged per needle modality and length."""
-        per_pool = {}
-        sums: dict[tuple[str, int], list[float]] = defaultdict(list)
-        by_background: dict[tuple[str, str, int], list[float]] = defaultdict(list)
-        for pool in pools:
-            p = shortcuts[pool.name]["bm25"]
-            per_pool[pool.name] = round(p, 4)
-            modality = pool.facts["needle_modality"]
-            sums[(modality, pool.band.target)].append(p)
-            by_background[(modality, pool.facts["background"], pool.band.target)].append(p)
-        by_modality: dict[str, dict[int, float]] = defaultdict(dict)
-        for (modality, length), values in sums.items():
-            by_modality[modality][length] = round(sum(values) / len(values), 4)
-        table = defaultdict(dict)
-        for (modality, background, length), values in by_background.items():
-            table[f"{modality}/{background}"][length] = round(sum(values) / len(values), 4)
-        return {"per_pool": per_pool, "by_modality": dict(by_modality), "by_background": dict(table)}
-
     # -- checks and card -----------------------------------------------------------------
     def validate_pool(self, pool_row: dict, corpus: dict, queries: dict, qrels: dict) -> Iterable[Problem]:
-        from PIL import Image
-
-        name = pool_row["pool"]
-        counter = default_counter()
-        provenances = [json.loads(p) for p in corpus["provenance"]]
-        needle_texts = [p["needle_text"] for p in provenances if p.get("needle_text")]
-        answers = [p["answer"] for p in provenances if p.get("answer")]
-        needle_hashes = [p["needle_sha256"] for p in provenances if p.get("needle_sha256")]
-        for i, (cid, provenance) in enumerate(zip(corpus["_id"], provenances)):
-            text, images = corpus["text"][i], corpus["images"][i]
-            a, b = provenance["needle_char_range"]
-            image_bytes = [im["bytes"] for im in images]
-            if provenance["needle_modality"] == "text":
-                needle = provenance["needle_text"]
-                if text[a:b] != needle:
-                    yield Problem(name, "needle_position", f"{cid}: the recorded range does not hold its needle")
-                    continue
-                if text.count(needle) != 1:
-                    yield Problem(name, "one_needle", f"{cid} holds its needle {text.count(needle)} times")
-                haystack_text, haystack_images = text[:a] + text[b:], image_bytes
-            else:
-                index = provenance["needle_image_index"]
-                if text[a:b] != IMAGE_PLACEHOLDER or text[:a].count(IMAGE_PLACEHOLDER) != index \
-                        or index >= len(image_bytes) \
-                        or hashlib.sha256(image_bytes[index]).hexdigest() != provenance["needle_sha256"]:
-                    yield Problem(name, "needle_position", f"{cid}: the recorded image is not its needle")
-                    continue
-                haystack_text = text[:a] + text[b:]
-                haystack_images = image_bytes[:index] + image_bytes[index + 1:]
-            lowered = haystack_text.lower()
-            leaked = [s for s in needle_texts + answers if s.lower() in lowered]
-            leaked += [h[:12] for h in needle_hashes
-                       if any(hashlib.sha256(x).hexdigest() == h for x in haystack_images)]
-            if leaked:
-                yield Problem(name, "needle_in_haystack", f"{cid}: haystack holds needle material {leaked[:3]}")
-            sizes = []
-            for im in images:
-                with Image.open(io.BytesIO(im["bytes"])) as opened:
-                    sizes.append((opened.height, opened.width))
-            token_index = needle_token_index(text, sizes, a, counter)
-            if token_index != corpus["realised_token_index"][i]:
-                yield Problem(name, "needle_token_index",
-                              f"{cid}: recorded {corpus['realised_token_index'][i]}, recounted {token_index}")
-            haystack_tokens = corpus["n_tokens"][i] - provenance["needle_tokens"]
-            expected = round(min(1.0, token_index / max(1, haystack_tokens)), 6)
-            if abs(expected - corpus["realised_depth"][i]) > 1e-6:
-                yield Problem(name, "realised_depth", f"{cid}: recorded {corpus['realised_depth'][i]}, "
-                                                      f"recomputed {expected}")
-        needle_of_query = dict(zip(queries["_id"], queries["needle_id"]))
-        needle_of_candidate = dict(zip(corpus["_id"], corpus["needle_id"]))
-        for q, c, s in zip(qrels["query-id"], qrels["corpus-id"], qrels["score"]):
-            if s > 0 and needle_of_query.get(q) != needle_of_candidate.get(c):
-                yield Problem(name, "needle_qrel", f"query {q} and its positive {c} name different needles")
-        if len(corpus["_id"]) != len(queries["_id"]):
-            yield Problem(name, "one_document_per_needle",
-                          f"{len(corpus['_id'])} documents for {len(queries['_id'])} needles")
+        return check_needle_pool(pool_row, corpus, queries, qrels)
 
     def example_config(self, directory) -> NeedleConfig:
         from mmlongembed.testing import write_needle_sources
@@ -478,54 +401,14 @@ class NeedleBuilder(Builder):
         return NeedleConfig(sources=str(directory), lengths=(256, 512), depths=(0.0, 100.0), needles_per_pool=4)
 
     def card_context(self, config: NeedleConfig, pools: list[Pool], report: BuildReport) -> dict:
-        confusability = self.confusability(pools, report.shortcuts)
-        cells = []
-        for pool in pools:
-            payload = 0
-            for c in pool.candidates:
-                text, images = c.document.render()
-                payload += len(text.encode()) + sum(len(b) for b in images)
-            realised = [c.extra["realised_depth"] for c in pool.candidates]
-            cells.append({"pool": pool.name, "payload_mb": round(payload / 1e6, 2),
-                          "realised_depth_mean": round(100 * sum(realised) / len(realised), 1),
-                          "bm25": confusability["per_pool"].get(pool.name)})
-        total_mb = round(sum(c["payload_mb"] for c in cells), 1)
-        sets: dict[tuple[str, str], dict] = {}
-        for pool in pools:
-            facts = pool.facts
-            entry = sets.setdefault((facts["needle_modality"], facts["needle_family"]), {
-                "modality": facts["needle_modality"], "family": facts["needle_family"],
-                "varying": facts["family"].get("varying", ""), "needles": len(pool.queries), "cells": 0})
-            entry["cells"] += 1
+        statistics = card_statistics(pools, report.shortcuts)
         return {
-            "needle_sets": list(sets.values()),
+            "needle_sets": statistics["needle_sets"],
             "instructions": {"text": TEXT_INSTRUCTION, "image_text": IMAGE_TEXT_INSTRUCTION,
                              "image_image": IMAGE_IMAGE_INSTRUCTION},
             "depths": list(self.depths(config)),
-            "cells": cells,
-            "payload_total_mb": total_mb,
-            "confusability": confusability,
-            "sources": self._hub_card_sources() if not config.sources else [
-                {"name": "NeedleBench needles and names (OpenCompass)", "licence": "not stated",
-                 "identity": "local `needlebench/needles.jsonl`, `names.json` (sha256 in manifest.json)"},
-                {"name": "Haystack text: WikiText-2 raw test, Project Gutenberg books, Paul Graham essays",
-                 "licence": "CC BY-SA 3.0 / public domain / copyrighted (see the caveats)",
-                 "identity": "local `haystack_text/`, `needlebench/PaulGrahamEssays.jsonl` (sha256 in manifest.json)"},
-                {"name": "Haystack images: scikit-image sample photos", "licence": "public domain / CC0",
-                 "identity": "local `images/` (sha256 in manifest.json)"},
-                {"name": "Image needles", "licence": "generated by this toolkit",
-                 "identity": "drawn from their specs (stored with each query and pool)"},
-            ],
+            "cells": statistics["cells"],
+            "payload_total_mb": statistics["payload_total_mb"],
+            "confusability": statistics["confusability"],
+            "sources": card_sources(local=bool(config.sources)),
         }
-
-    @staticmethod
-    def _hub_card_sources() -> list[dict]:
-        return [
-            {"name": "NeedleBench needles and names (OpenCompass)", "licence": NEEDLEBENCH.licence,
-             "identity": f"`{NEEDLEBENCH.repo}` @ `{NEEDLEBENCH.revision}` ({', '.join(NEEDLEBENCH_FILES)})"},
-            {"name": "Haystack text and photos: OBELICS web documents (images fetched from their URLs)",
-             "licence": OBELICS.licence,
-             "identity": f"`{OBELICS.repo}` `{OBELICS.config}` @ `{OBELICS.revision}`"},
-            {"name": "Image needles", "licence": "generated by this toolkit",
-             "identity": "drawn from their specs (stored with each query and pool)"},
-        ]

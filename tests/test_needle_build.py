@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 from PIL import Image
 
+from builders._needle_checks import confusability
 from builders.needle import NeedleBuilder, NeedleConfig
 from mmlongembed.build import run_build
 from mmlongembed.builder import BuildReport
@@ -205,7 +206,7 @@ def test_image_queries_carry_the_needle_picture(sources_dir):
 
 def test_confusability_is_measured_per_pool(sources_dir):
     builder, pools, report = build(tiny_config(sources_dir, lengths=(256,), depths=(50.0,), backgrounds=("text",)))
-    figures = builder.confusability(pools, report.shortcuts)
+    figures = confusability(pools, report.shortcuts)
     assert set(figures["by_modality"]) == {"text", "image"}
     # a description query shares no words with documents whose needle is a picture: BM25 is at chance
     assert figures["by_modality"]["image"][256] == pytest.approx(1 / 4, abs=0.26)
