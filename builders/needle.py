@@ -395,7 +395,7 @@ class NeedleBuilder(Builder):
         return check_needle_pool(pool_row, corpus, queries, qrels)
 
     def example_config(self, directory) -> NeedleConfig:
-        from mmlongembed.testing import write_needle_sources
+        from builders._needle_fixtures import write_needle_sources
 
         write_needle_sources(Path(directory))
         return NeedleConfig(sources=str(directory), lengths=(256, 512), depths=(0.0, 100.0), needles_per_pool=4)

@@ -11,6 +11,7 @@ import pytest
 from PIL import Image
 
 from builders._needle_checks import confusability
+from builders._needle_fixtures import write_needle_sources
 from builders.needle import NeedleBuilder, NeedleConfig
 from mmlongembed.build import run_build
 from mmlongembed.builder import BuildReport
@@ -19,7 +20,6 @@ from mmlongembed.documents import IMAGE_PLACEHOLDER
 from mmlongembed.pools import LengthBand
 from mmlongembed.readers.needle import read_local_sources
 from mmlongembed.report import expected_p_at_1
-from mmlongembed.testing import write_needle_sources
 from mmlongembed.layout import pools_table, read_built_pool
 from mmlongembed.ops.needle import cell_name, sigmoid_depths
 from tests._realdata import shared_data_dir
