@@ -16,28 +16,27 @@ import hashlib
 import json
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Iterable
+from typing import Iterable, Iterator
 
 from mmlongembed.capacity import LengthLimit, planned_memory
 from builders._needle_checks import card_statistics, check_needle_pool, confusability
 from mmlongembed.builder import Builder, BuildReport, CommonConfig, Problem, register
-from mmlongembed.documents import IMAGE, IMAGE_PLACEHOLDER, TEXT, Document, Segment, image_segment
+from mmlongembed.documents import IMAGE, IMAGE_PLACEHOLDER, Segment, image_segment
 from mmlongembed.errors import UserError
 from mmlongembed.manifest import files_identity
 from mmlongembed.needles import images as synth
-from mmlongembed.needles.sets import draw_needle_set, encode_needle
+from mmlongembed.needles.sets import Needle, draw_needle_set, encode_needle
 from mmlongembed.needles.text import SUBJECT_KINDS, parse_templates
 from mmlongembed.ops.haystacks import Haystacks
-from mmlongembed.ops.length import exact_tokens, trim_edges
+from mmlongembed.ops.length import exact_tokens
 from mmlongembed.ops.needle import (
-    cell_name, nearest_boundary, needle_side, needle_token_index, pool_modality, sigmoid_depths, text_needle_segment)
+    Stream, cell_name, insert_needle, locate_needle, nearest_boundary, needle_side, pool_modality, sigmoid_depths)
 from mmlongembed.pool_plan import PoolContext
 from mmlongembed.pools import POSITIVE, Candidate, LengthBand, Pool, Query
 from mmlongembed.readers.needle import (
     NEEDLEBENCH, NEEDLEBENCH_FILES, OBELICS, Sources, card_sources, local_source_paths, read_hub_sources,
     read_local_sources)
 from mmlongembed.report import shortcut_check
-from mmlongembed.rng import derive_rng
 from mmlongembed.sources import require_dir
 from mmlongembed.tokens import default_counter, image_tokens
 
@@ -102,6 +101,26 @@ class NeedleConfig(CommonConfig):
         default=200, metadata={"help": "without --sources: OBELICS images fetched for the image haystacks"})
     image_timeout: float = field(
         default=10.0, metadata={"help": "seconds to wait for one OBELICS image URL; failed fetches are skipped"})
+
+
+@dataclass
+class Cell:
+    """One cell of the grid while it is built: its place in the grid and its needle set, then each
+    needle's haystack budget, the stream and per-document start plans its haystacks are cut from,
+    and the needle material no haystack of the cell may hold."""
+
+    name: str
+    needle_modality: str
+    background: str
+    band: LengthBand
+    depth: float  # nominal, in percent of the haystack
+    needles: list[Needle]
+    family: dict
+    need: dict[str, tuple[int, int]] = field(default_factory=dict)  # needle id -> haystack tokens (lo, hi)
+    needle_segments: dict[str, Segment] = field(default_factory=dict)  # image needles, encoded once
+    stream: Stream | None = None  # text and mixed backgrounds
+    plans: list[list[int]] | None = None  # per document, the stream starts it tries in turn
+    forbidden: list[str] = field(default_factory=list)  # lower-cased needles and answers of the cell
 
 
 @register
@@ -216,8 +235,8 @@ class NeedleBuilder(Builder):
                 cells, "building cells", "pool", min_items=8):
             name = cell_name(needle_modality, background, band, depth,
                              family_name if config.needle_sets == "per_family" else None)
-            pool = self._build_cell(name, needle_modality, background, band, depth, needles, family, haystacks,
-                                    config, report, counter)
+            cell = Cell(name, needle_modality, background, band, depth, needles, family)
+            pool = self._build_cell(cell, haystacks, context)
             if pool is not None:
                 pools.append(pool)
         # measured here for the notes below; the build reuses them
@@ -239,144 +258,144 @@ class NeedleBuilder(Builder):
             usable = [a for a in config.image_families if synth.attribute_capacity(a) >= n]
         return usable if config.needle_sets == "per_family" else usable[:1]
 
-    def _haystack_plans(self, name, background, band, n, need_hi, haystacks, config):
+    def _haystack_plans(self, cell: Cell, need_hi: int, haystacks: Haystacks, context: PoolContext):
         """Per document, the start indices to try in its stream (text and mixed backgrounds)."""
-        if background == "image":
+        if cell.background == "image":
             return None, None
-        stream = haystacks.text_stream if background == "text" else haystacks.mixed_stream(band.target)
-        rng = derive_rng(config.seed, self.name, name, "haystack")
-        plans = stream.stratified_starts(n, need_hi, rng)
-        if config.shared_haystack:
-            plans = [plans[0]] * n
+        stream = haystacks.text_stream if cell.background == "text" else haystacks.mixed_stream(cell.band.target)
+        plans = stream.stratified_starts(len(cell.needles), need_hi, context.rng(cell.name, "haystack"))
+        if context.config.shared_haystack:
+            plans = [plans[0]] * len(cell.needles)
         return stream, plans
 
-    def _build_cell(self, name, needle_modality, background, band, depth, needles, family, haystacks, config,
-                    report, counter) -> Pool | None:
-        n = len(needles)
-        pool = Pool(name=name, task=self.task, dataset=self.name, difficulty="grid", band=band,
-                    modality=pool_modality(needle_modality, background),
-                    query_modality="image" if needle_modality == "image" and config.image_query == "image" else "text",
-                    depth=depth)
-        pool.facts = {"needle_modality": needle_modality, "background": background, "needle_family": family["id"],
-                      "family": family, "haystack": "shared" if config.shared_haystack else "distinct",
-                      "image_query": config.image_query if needle_modality == "image" else None,
-                      "band_slack": config.band_slack}
-        side = needle_side(config.needle_image_budget, band.target)
-        needle_segments: dict[str, Segment] = {}
-        # haystack budget per needle: the band minus the needle, whichever spacing it gets
-        need: dict[str, tuple[int, int]] = {}
-        for needle in needles:
-            if needle_modality == "image":
+    def _pool_of(self, cell: Cell, config: NeedleConfig) -> Pool:
+        """The cell's empty pool, with the facts of its place in the grid."""
+        image_needle = cell.needle_modality == "image"
+        pool = Pool(name=cell.name, task=self.task, dataset=self.name, difficulty="grid", band=cell.band,
+                    modality=pool_modality(cell.needle_modality, cell.background),
+                    query_modality="image" if image_needle and config.image_query == "image" else "text",
+                    depth=cell.depth)
+        pool.facts = {"needle_modality": cell.needle_modality, "background": cell.background,
+                      "needle_family": cell.family["id"], "family": cell.family,
+                      "haystack": "shared" if config.shared_haystack else "distinct",
+                      "image_query": config.image_query if image_needle else None, "band_slack": config.band_slack}
+        return pool
+
+    @staticmethod
+    def _budget_haystacks(cell: Cell, config: NeedleConfig, counter) -> bool:
+        """Each needle's haystack budget (the band minus the needle, whichever spacing it gets) and
+        each image needle's segment, encoded once; False when a needle leaves no haystack room."""
+        side = needle_side(config.needle_image_budget, cell.band.target)
+        for needle in cell.needles:
+            if cell.needle_modality == "image":
                 data, h, w = encode_needle(needle.spec, side, config.needle_jpeg_quality)
-                needle_segments[needle.id] = image_segment(data, h, w, kind=IMAGE, origin="needle")
+                cell.needle_segments[needle.id] = image_segment(data, h, w, kind=IMAGE, origin="needle")
                 shortest = longest = image_tokens(h, w)
             else:
                 t = needle.text
                 counts = counter.count_many([t, " " + t, t + "\n", " " + t + " "])
                 shortest, longest = min(counts), max(counts)
-            need[needle.id] = (band.lo + LENGTH_MARGIN - shortest, band.hi - LENGTH_MARGIN - longest)
+            cell.need[needle.id] = (cell.band.lo + LENGTH_MARGIN - shortest, cell.band.hi - LENGTH_MARGIN - longest)
         if config.shared_haystack:  # one haystack must fit every needle of the cell
-            common = (max(lo for lo, _ in need.values()), min(hi for _, hi in need.values()))
-            need = {needle_id: common for needle_id in need}
-        if any(hi < 1 or lo > hi for lo, hi in need.values()):
-            report.skip("needle_larger_than_band", name)
+            common = (max(lo for lo, _ in cell.need.values()), min(hi for _, hi in cell.need.values()))
+            cell.need = {needle_id: common for needle_id in cell.need}
+        return not any(hi < 1 or lo > hi for lo, hi in cell.need.values())
+
+    def _build_cell(self, cell: Cell, haystacks: Haystacks, context: PoolContext) -> Pool | None:
+        config, report = context.config, context.report
+        pool = self._pool_of(cell, config)
+        if not self._budget_haystacks(cell, config, context.counter):
+            report.skip("needle_larger_than_band", cell.name)
             return None
-        widest = max(hi for _, hi in need.values())
-        stream, plans = self._haystack_plans(name, background, band, n, widest, haystacks, config)
-        forbidden = [nd.text.lower() for nd in needles if nd.text] + [nd.answer.lower() for nd in needles if nd.answer]
-        order_rng = derive_rng(config.seed, self.name, name, "candidate-order")
+        widest = max(hi for _, hi in cell.need.values())
+        cell.stream, cell.plans = self._haystack_plans(cell, widest, haystacks, context)
+        cell.forbidden = ([nd.text.lower() for nd in cell.needles if nd.text]
+                          + [nd.answer.lower() for nd in cell.needles if nd.answer])
         placed = []
-        for k, needle in enumerate(needles):
-            made = self._place(needle, k, name, background, band, depth / 100, stream, plans, *need[needle.id],
-                               needle_segments.get(needle.id), forbidden, haystacks, config, counter)
+        for k, needle in enumerate(cell.needles):
+            made = self._place(needle, k, cell, haystacks, context)
             if made is None:
-                report.skip("no_haystack_window_in_band", f"{name}/{needle.id}")
+                report.skip("no_haystack_window_in_band", f"{cell.name}/{needle.id}")
                 continue
             placed.append((needle, made))
         if len(placed) < 2:
-            report.skip("cell_without_enough_documents", name)
+            report.skip("cell_without_enough_documents", cell.name)
             return None
-        instruction = TEXT_INSTRUCTION if needle_modality == "text" else (
+        self._fill(pool, placed, cell, context)
+        return pool
+
+    def _fill(self, pool: Pool, placed: list, cell: Cell, context: PoolContext) -> None:
+        """The placed documents as the pool's candidates, in a seeded order (candidate order says
+        nothing about the needle), and one query per needle, in needle order."""
+        instruction = TEXT_INSTRUCTION if cell.needle_modality == "text" else (
             IMAGE_IMAGE_INSTRUCTION if pool.query_modality == "image" else IMAGE_TEXT_INSTRUCTION)
-        for index in order_rng.permutation(len(placed)):  # candidate order says nothing about the needle
+        for index in context.rng(cell.name, "candidate-order").permutation(len(placed)):
             needle, made = placed[int(index)]
             document, n_tokens, provenance, extra = made
             qid, cid = f"q:{needle.id}", f"d:{needle.id}"
             pool.candidates.append(Candidate(
                 id=cid, document=document, role=POSITIVE, group=qid, source_id=needle.id, n_tokens=n_tokens,
-                provenance=provenance, extra={**extra, "depth": float(depth)}))
+                provenance=provenance, extra={**extra, "depth": float(cell.depth)}))
         for needle, _ in placed:
             qid = f"q:{needle.id}"
             if pool.query_modality == "image":
-                query_image, h, w = encode_needle(needle.spec, QUERY_IMAGE_SIDE, config.needle_jpeg_quality)
+                query_image, h, w = encode_needle(needle.spec, QUERY_IMAGE_SIDE, context.config.needle_jpeg_quality)
                 query = Query(id=qid, text=IMAGE_PLACEHOLDER, instruction=instruction, source_id=needle.id,
                               n_tokens=image_tokens(h, w), images=[query_image])
             else:
                 query = Query(id=qid, text=needle.question, instruction=instruction, source_id=needle.id,
-                              n_tokens=counter.count(needle.question))
+                              n_tokens=context.counter.count(needle.question))
             query.extra = {"needle_id": needle.id, "needle_family": needle.family,
                            "needle_spec": json.dumps(needle.spec_json, sort_keys=True, ensure_ascii=False)}
             pool.queries.append(query)
             pool.qrels.append((qid, f"d:{needle.id}", 1))
-        return pool
 
-    def _place(self, needle, k, name, background, band, depth, stream, plans, need_lo, need_hi, needle_segment,
-               forbidden, haystacks, config, counter):
-        """Cut a haystack, put the needle at the nearest boundary to ``depth``, recount. Tries other
-        haystack windows until the document lies in the band and no needle or answer of the pool
-        occurs in its haystack. Returns (document, n_tokens, provenance, extra) or None."""
-        shared_key = "shared" if config.shared_haystack else k
+    @staticmethod
+    def _windows(k: int, need: tuple[int, int], cell: Cell, haystacks: Haystacks,
+                 context: PoolContext) -> Iterator[tuple[list[Segment], int | None]]:
+        """The haystack windows (with their stream start) that document ``k`` of the cell tries in
+        turn: an image haystack drawn afresh at each attempt, or the stream's window from each start
+        of the document's plan that fits ``need`` (haystack tokens lo, hi)."""
+        need_lo, need_hi = need
+        shared_key = "shared" if context.config.shared_haystack else k
         for attempt in range(MAX_WINDOW_TRIES):
-            if background == "image":
-                rng = derive_rng(config.seed, self.name, name, "image-haystack", shared_key, attempt)
-                window = haystacks.image_haystack(band.target, need_lo, need_hi, rng)
-                if window is None:
-                    continue
-                start = None
-            else:
-                plan = plans[k]
-                if attempt >= len(plan):
-                    return None
-                start = plan[attempt]
-                end = stream.window_end(start, need_lo, need_hi)
-                if end is None:
-                    continue
-                window = stream.segments[start:end]
+            if cell.background == "image":
+                rng = context.rng(cell.name, "image-haystack", shared_key, attempt)
+                window = haystacks.image_haystack(cell.band.target, need_lo, need_hi, rng)
+                if window is not None:
+                    yield window, None
+                continue
+            plan = cell.plans[k]
+            if attempt >= len(plan):
+                return
+            start = plan[attempt]
+            end = cell.stream.window_end(start, need_lo, need_hi)
+            if end is not None:
+                yield cell.stream.segments[start:end], start
+
+    def _place(self, needle: Needle, k: int, cell: Cell, haystacks: Haystacks, context: PoolContext):
+        """Cut a haystack, put the needle at the nearest boundary to the cell's depth, recount. Tries
+        other haystack windows until the document lies in the band and no needle or answer of the
+        pool occurs in its haystack. Returns (document, n_tokens, provenance, extra) or None."""
+        counter, depth = context.counter, cell.depth / 100
+        for window, start in self._windows(k, cell.need[needle.id], cell, haystacks, context):
             haystack_text = "".join(s.text for s in window).lower()
-            if any(f in haystack_text for f in forbidden):
+            if any(f in haystack_text for f in cell.forbidden):
                 continue
-            boundary, before_tokens, haystack_tokens = nearest_boundary(window, depth)
-            if needle.modality == "text":
-                before = window[boundary - 1] if boundary > 0 else None
-                after = window[boundary] if boundary < len(window) else None
-                shaped = text_needle_segment(needle.text, before, after, 0)
-                segment = Segment(kind=TEXT, tokens=counter.count(shaped.text), text=shaped.text,
-                                  paragraph_end=shaped.paragraph_end, origin="needle")
-            else:
-                segment = needle_segment
-            document = trim_edges(Document(id=f"d:{needle.id}",
-                                           segments=(*window[:boundary], segment, *window[boundary:])), counter)
+            boundary, _, haystack_tokens = nearest_boundary(window, depth)
+            document = insert_needle(window, boundary, needle.text, cell.needle_segments.get(needle.id),
+                                     f"d:{needle.id}", counter)
             n_tokens = exact_tokens(document, counter)
-            if not band.contains(n_tokens):
+            if not cell.band.contains(n_tokens):
                 continue
-            segments = document.segments
-            at = next(i for i, s in enumerate(segments) if s.origin == "needle")
-            segment = segments[at]
-            text, images = document.render()
-            prefix_chars = sum(len(IMAGE_PLACEHOLDER) if s.is_visual else len(s.text) for s in segments[:at])
-            sizes = [(s.height, s.width) for s in segments if s.is_visual]
-            if needle.modality == "text":
-                char_start = prefix_chars + segment.text.index(needle.text)
-                char_range = [char_start, char_start + len(needle.text)]
-            else:
-                char_range = [prefix_chars, prefix_chars + len(IMAGE_PLACEHOLDER)]
-            token_index = needle_token_index(text, sizes, char_range[0], counter)
+            segment, text, char_range, token_index = locate_needle(
+                document, needle.text if needle.modality == "text" else None, counter)
             realised = token_index / max(1, n_tokens - segment.tokens)
             provenance = {
                 "needle_id": needle.id, "needle_modality": needle.modality, "needle_char_range": char_range,
                 "needle_tokens": segment.tokens, "nominal_depth": depth,
-                "haystack": {"background": background, "tokens": haystack_tokens,
-                             "stream_start_segment": start, "shared": config.shared_haystack,
+                "haystack": {"background": cell.background, "tokens": haystack_tokens,
+                             "stream_start_segment": start, "shared": context.config.shared_haystack,
                              "sources": sorted({s.origin for s in window})},
             }
             if needle.modality == "text":
@@ -385,7 +404,7 @@ class NeedleBuilder(Builder):
                 provenance.update(needle_image_index=text[:char_range[0]].count(IMAGE_PLACEHOLDER),
                                   needle_sha256=hashlib.sha256(segment.image).hexdigest())
             extra = {"realised_depth": round(min(1.0, realised), 6), "realised_token_index": token_index,
-                     "needle_family": needle.family, "needle_id": needle.id, "background": background,
+                     "needle_family": needle.family, "needle_id": needle.id, "background": cell.background,
                      "needle_modality": needle.modality}
             return document, n_tokens, provenance, extra
         return None

@@ -20,9 +20,9 @@ from typing import Sequence
 
 import numpy as np
 
-from mmlongembed.documents import IMAGE_PLACEHOLDER, TEXT, Segment, count_rendered
+from mmlongembed.documents import IMAGE_PLACEHOLDER, TEXT, Document, Segment, count_rendered
 from mmlongembed.errors import UserError
-from mmlongembed.ops.length import prefix_sums
+from mmlongembed.ops.length import prefix_sums, trim_edges
 from mmlongembed.pools import LengthBand
 from mmlongembed.tokens import IMAGE_PATCH_PIXELS, TokenCounter
 
@@ -93,6 +93,40 @@ def text_needle_segment(needle: str, before: Segment | None, after: Segment | No
     else:
         text = needle + ("\n" if after is not None else "")
     return Segment(kind=TEXT, tokens=tokens, text=text, paragraph_end=not mid_paragraph, origin="needle")
+
+
+def insert_needle(window: Sequence[Segment], boundary: int, needle_text: str, needle_segment: Segment | None,
+                  document_id: str, counter: TokenCounter) -> Document:
+    """The document: ``window`` with the needle at segment boundary ``boundary``, edges trimmed. A
+    text needle (``needle_segment`` None) is shaped to the text around it and counted; an image
+    needle's segment goes in as it is."""
+    if needle_segment is None:
+        before = window[boundary - 1] if boundary > 0 else None
+        after = window[boundary] if boundary < len(window) else None
+        shaped = text_needle_segment(needle_text, before, after, 0)
+        needle_segment = Segment(kind=TEXT, tokens=counter.count(shaped.text), text=shaped.text,
+                                 paragraph_end=shaped.paragraph_end, origin="needle")
+    return trim_edges(Document(id=document_id, segments=(*window[:boundary], needle_segment, *window[boundary:])),
+                      counter)
+
+
+def locate_needle(document: Document, needle_text: str | None,
+                  counter: TokenCounter) -> tuple[Segment, str, list[int], int]:
+    """Where the needle (the segment of origin "needle") of a finished document landed: (its
+    segment, the rendered text, its character range there (a text needle's own words, or an image
+    needle's placeholder; ``needle_text`` None), and the tokens rendered before it)."""
+    segments = document.segments
+    at = next(i for i, s in enumerate(segments) if s.origin == "needle")
+    segment = segments[at]
+    text, _ = document.render()
+    prefix_chars = sum(len(IMAGE_PLACEHOLDER) if s.is_visual else len(s.text) for s in segments[:at])
+    sizes = [(s.height, s.width) for s in segments if s.is_visual]
+    if needle_text is not None:
+        char_start = prefix_chars + segment.text.index(needle_text)
+        char_range = [char_start, char_start + len(needle_text)]
+    else:
+        char_range = [prefix_chars, prefix_chars + len(IMAGE_PLACEHOLDER)]
+    return segment, text, char_range, needle_token_index(text, sizes, char_range[0], counter)
 
 
 def needle_token_index(text: str, image_sizes: Sequence[tuple[int, int]], char_offset: int,
