@@ -18,9 +18,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Iterable, Iterator
 
-from mmlongembed.capacity import LengthLimit, planned_memory
 from builders._needle_checks import card_statistics, check_needle_pool, confusability
 from mmlongembed.builder import Builder, BuildReport, CommonConfig, Problem, register
+from mmlongembed.capacity import LengthLimit, planned_memory
 from mmlongembed.documents import IMAGE, IMAGE_PLACEHOLDER, Segment, image_segment
 from mmlongembed.errors import UserError
 from mmlongembed.manifest import files_identity
@@ -135,9 +135,6 @@ class NeedleBuilder(Builder):
     config_class = NeedleConfig
     card_template = "needle.md.j2"
     licence = "other"
-
-    def __init__(self):
-        self._cell_stats: list[dict] = []
 
     # -- sources -------------------------------------------------------------------------
     def load_sources(self, config: NeedleConfig, report: BuildReport) -> Sources:
