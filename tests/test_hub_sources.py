@@ -17,6 +17,7 @@ from pathlib import Path
 import pytest
 
 from builders._mmdocrag_fixtures import write_mmdocrag_jsonl
+from builders._needle_fixtures import NAMES, NEEDLE_RECORDS, needle_prose
 from builders.govreport import HUB_SOURCE as GOVREPORT
 from builders.mmdocrag import HUB_SOURCE as MMDOCRAG
 from builders.mmlongbench import DOC_HUB as MMLONGBENCH_DOC
@@ -24,11 +25,11 @@ from builders.mmlongbench import DOC_HUB_SAMPLES
 from builders.hotpotqa import HUB_PADDING as WIKITEXT
 from builders.hotpotqa import HUB_SOURCE as HOTPOTQA
 from builders._hotpotqa_fixtures import write_hotpotqa_sources
-from builders.visual_grounding import NEEDLEBENCH, OBELICS
 from mmlongembed.readers.hotpotqa import parse_instance
+from mmlongembed.readers.needle import NEEDLEBENCH, OBELICS
 from mmlongembed.rng import derive_rng
 from mmlongembed.testing import (
-    NAMES, NEEDLE_RECORDS, needle_prose, write_govreport_jsonl,
+    write_govreport_jsonl,
     write_paged_sources)
 from mmlongembed.validate import format_report, validate_dir
 from tests._publish_support import TOKEN, client_env

@@ -8,7 +8,8 @@ from PIL import Image
 from mmlongembed.documents import IMAGE_PLACEHOLDER, TEXT, Document, Segment, image_segment, text_segments
 from mmlongembed.ops.length import exact_tokens
 from mmlongembed.ops.needle import (
-    Stream, fit_to_patches, nearest_boundary, needle_token_index, patch_grid, text_needle_segment)
+    Stream, fit_to_patches, insert_needle, locate_needle, nearest_boundary, needle_token_index, patch_grid,
+    text_needle_segment)
 from mmlongembed.rng import derive_rng
 from mmlongembed.tokens import default_counter, image_tokens
 
@@ -103,6 +104,26 @@ def test_needle_token_index_agrees_with_the_document_it_was_placed_in():
     # prefix + rest recount to the whole (sentence boundaries are pre-token boundaries)
     assert index == counter.count(text[:offset])
     assert exact_tokens(document, counter) == index + counter.count(text[offset:])
+
+
+def test_an_inserted_needle_is_located_where_it_was_put():
+    counter = default_counter()
+    window = _segments()[:30]
+    k, _, _ = nearest_boundary(window, 0.5)
+    needle = "The key is under the blue stone."
+    document = insert_needle(window, k, needle, None, "d:x", counter)
+    segment, text, (a, b), index = locate_needle(document, needle, counter)
+    assert document.id == "d:x" and segment.origin == "needle" and segment.tokens == counter.count(segment.text)
+    assert text[a:b] == needle and text.count(needle) == 1 and text == text.strip()
+    assert index == counter.count(text[:a]) > 0
+    # an image needle goes in as it is; its range is its placeholder, after the images before it
+    photo, picture = image_segment(b"p", 64, 64), image_segment(b"n", 32, 32, origin="needle")
+    mixed = [*window[:4], photo, *window[4:8], photo, *window[8:12]]
+    document = insert_needle(mixed, 10, "", picture, "d:y", counter)
+    segment, text, (a, b), index = locate_needle(document, None, counter)
+    assert segment is picture and text[a:b] == IMAGE_PLACEHOLDER and text[:a].count(IMAGE_PLACEHOLDER) == 2
+    assert index == needle_token_index(text, [(64, 64), (64, 64), (32, 32)], a, counter)
+    assert index > 2 * image_tokens(64, 64)  # both photos and the text before them
 
 
 @pytest.mark.parametrize("tokens,aspect", [(37, 1.0), (256, 0.75), (30, 1.5), (1, 2.0), (7, 1.0)])

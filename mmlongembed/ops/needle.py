@@ -20,8 +20,10 @@ from typing import Sequence
 
 import numpy as np
 
-from mmlongembed.documents import IMAGE_PLACEHOLDER, TEXT, Segment, count_rendered
-from mmlongembed.ops.length import prefix_sums
+from mmlongembed.documents import IMAGE_PLACEHOLDER, TEXT, Document, Segment, count_rendered
+from mmlongembed.errors import UserError
+from mmlongembed.ops.length import prefix_sums, trim_edges
+from mmlongembed.pools import LengthBand
 from mmlongembed.tokens import IMAGE_PATCH_PIXELS, TokenCounter
 
 
@@ -93,6 +95,40 @@ def text_needle_segment(needle: str, before: Segment | None, after: Segment | No
     return Segment(kind=TEXT, tokens=tokens, text=text, paragraph_end=not mid_paragraph, origin="needle")
 
 
+def insert_needle(window: Sequence[Segment], boundary: int, needle_text: str, needle_segment: Segment | None,
+                  document_id: str, counter: TokenCounter) -> Document:
+    """The document: ``window`` with the needle at segment boundary ``boundary``, edges trimmed. A
+    text needle (``needle_segment`` None) is shaped to the text around it and counted; an image
+    needle's segment goes in as it is."""
+    if needle_segment is None:
+        before = window[boundary - 1] if boundary > 0 else None
+        after = window[boundary] if boundary < len(window) else None
+        shaped = text_needle_segment(needle_text, before, after, 0)
+        needle_segment = Segment(kind=TEXT, tokens=counter.count(shaped.text), text=shaped.text,
+                                 paragraph_end=shaped.paragraph_end, origin="needle")
+    return trim_edges(Document(id=document_id, segments=(*window[:boundary], needle_segment, *window[boundary:])),
+                      counter)
+
+
+def locate_needle(document: Document, needle_text: str | None,
+                  counter: TokenCounter) -> tuple[Segment, str, list[int], int]:
+    """Where the needle (the segment of origin "needle") of a finished document landed: (its
+    segment, the rendered text, its character range there (a text needle's own words, or an image
+    needle's placeholder; ``needle_text`` None), and the tokens rendered before it)."""
+    segments = document.segments
+    at = next(i for i, s in enumerate(segments) if s.origin == "needle")
+    segment = segments[at]
+    text, _ = document.render()
+    prefix_chars = sum(len(IMAGE_PLACEHOLDER) if s.is_visual else len(s.text) for s in segments[:at])
+    sizes = [(s.height, s.width) for s in segments if s.is_visual]
+    if needle_text is not None:
+        char_start = prefix_chars + segment.text.index(needle_text)
+        char_range = [char_start, char_start + len(needle_text)]
+    else:
+        char_range = [prefix_chars, prefix_chars + len(IMAGE_PLACEHOLDER)]
+    return segment, text, char_range, needle_token_index(text, sizes, char_range[0], counter)
+
+
 def needle_token_index(text: str, image_sizes: Sequence[tuple[int, int]], char_offset: int,
                        counter: TokenCounter) -> int:
     """Tokens rendered before ``char_offset`` of a stored candidate: the text runs before it
@@ -130,4 +166,41 @@ def fit_to_patches(pil_image, rows: int, cols: int):
     resized = pil_image.resize((new_w, new_h), Image.Resampling.BICUBIC)
     left, top = (new_w - width) // 2, (new_h - height) // 2
     return resized.crop((left, top, left + width, top + height))
+
+
+# -- the grid: its depths, its cells' names ---------------------------------------------------
+
+def sigmoid_depths(points: int, steepness: float = 4.0) -> tuple[float, ...]:
+    """``points`` depths from 0 to 100 whose spacing follows a logistic curve: uniform steps on
+    the curve's input put more depths near the ends, where retrieval is known to change most."""
+    if points < 2:
+        raise UserError("--depth-points must be at least 2")
+    lo, hi = 1 / (1 + math.exp(steepness)), 1 / (1 + math.exp(-steepness))
+    xs = [-steepness + 2 * steepness * i / (points - 1) for i in range(points)]
+    return tuple(round(100 * (1 / (1 + math.exp(-x)) - lo) / (hi - lo), 1) for x in xs)
+
+
+def depth_label(depth: float) -> str:
+    """40.0 -> "40", 4.7 -> "4.7" (the harness reads the depth back from the `-d<depth>` suffix)."""
+    return f"{depth:g}"
+
+
+def cell_name(needle_modality: str, background: str, band: LengthBand, depth: float, family: str | None = None) -> str:
+    """`needle-<needle modality>-<background>-<length>-d<depth>`; with a family (one grid per
+    family), `needle-<needle modality>-<family>-<background>-<length>-d<depth>`."""
+    modality = needle_modality if family is None else f"{needle_modality}-{family}"
+    return f"needle-{modality}-{background}-{band.name}-d{depth_label(depth)}".lower()
+
+
+def pool_modality(needle_modality: str, background: str) -> str:
+    if background == "mixed" or needle_modality != background:
+        return "mixed"
+    return background
+
+
+def needle_side(image_budget: int, length: int) -> int:
+    """Square needle of at most ``image_budget`` (``--needle-image-budget``) and at most L/8
+    tokens, in whole patches: its side in pixels."""
+    budget = max(1, min(image_budget, length // 8))
+    return max(1, math.isqrt(budget)) * 32
 

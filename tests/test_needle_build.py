@@ -10,16 +10,18 @@ import numpy as np
 import pytest
 from PIL import Image
 
-from builders.visual_grounding import (
-    NeedleBuilder, NeedleConfig, cell_name, read_local_sources, sigmoid_depths)
+from builders._needle_checks import confusability
+from builders._needle_fixtures import write_needle_sources
+from builders.needle import NeedleBuilder, NeedleConfig
 from mmlongembed.build import run_build
 from mmlongembed.builder import BuildReport
 from mmlongembed.cli import main as cli_main
 from mmlongembed.documents import IMAGE_PLACEHOLDER
 from mmlongembed.pools import LengthBand
+from mmlongembed.readers.needle import read_local_sources
 from mmlongembed.report import expected_p_at_1
-from mmlongembed.testing import write_needle_sources
 from mmlongembed.layout import pools_table, read_built_pool
+from mmlongembed.ops.needle import cell_name, sigmoid_depths
 from tests._realdata import shared_data_dir
 
 @pytest.fixture(scope="module")
@@ -204,7 +206,7 @@ def test_image_queries_carry_the_needle_picture(sources_dir):
 
 def test_confusability_is_measured_per_pool(sources_dir):
     builder, pools, report = build(tiny_config(sources_dir, lengths=(256,), depths=(50.0,), backgrounds=("text",)))
-    figures = builder.confusability(pools, report.shortcuts)
+    figures = confusability(pools, report.shortcuts)
     assert set(figures["by_modality"]) == {"text", "image"}
     # a description query shares no words with documents whose needle is a picture: BM25 is at chance
     assert figures["by_modality"]["image"][256] == pytest.approx(1 / 4, abs=0.26)
