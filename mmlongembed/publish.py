@@ -41,7 +41,7 @@ from typing import Callable
 import yaml
 
 from mmlongembed.errors import UserError
-from mmlongembed.layout import PARTS, SPLIT, ConfigSpec, config_name
+from mmlongembed.layout import PARTS, SPLIT, ConfigSpec, split_card
 
 REPO_TYPE = "dataset"
 BRANCH = "main"
@@ -81,33 +81,8 @@ def _scrub(text: str, token: str | None) -> str:
     return text.replace(token, "***") if token else text
 
 
-def _read_card(text: str) -> tuple[dict, str]:
-    """README.md -> (YAML header as dict, body after the header)."""
-    m = re.match(r"^---\r?\n(.*?)\r?\n---\r?\n?(.*)$", text, re.S)
-    if not m:
-        return {}, text
-    header = yaml.safe_load(m.group(1)) or {}
-    if not isinstance(header, dict):
-        raise UserError("README.md: the YAML header is not a mapping")
-    return header, m.group(2)
-
-
 def _write_card(header: dict, body: str) -> str:
     return "---\n" + yaml.safe_dump(header, sort_keys=False, allow_unicode=True) + "---\n" + body
-
-
-def _config_paths(config: dict) -> list[str]:
-    files = config.get("data_files")
-    if isinstance(files, str):
-        return [files]
-    out = []
-    for item in files or []:
-        if isinstance(item, str):
-            out.append(item)
-        elif isinstance(item, dict):
-            paths = item.get("path")
-            out.extend([paths] if isinstance(paths, str) else list(paths or []))
-    return out
 
 
 def _pool_of_config(name: str, pools: set[str]) -> str | None:
@@ -164,9 +139,8 @@ class Build:
 
 def load_build(root: Path, token: str | None = None) -> Build:
     """Check that `root` is a complete build in the published layout (docs/LAYOUT.md) that
-    `mmle validate` accepts."""
-    from mmlongembed.layout import configs_from_card
-    from mmlongembed.validate import format_report, validate_build
+    `mmle validate` accepts (its checks of the card's configs are the ones that count)."""
+    from mmlongembed.validate import format_report, load_manifest, validate_build
 
     root = Path(root)
     if not root.is_dir():
@@ -181,31 +155,17 @@ def load_build(root: Path, token: str | None = None) -> Build:
         for rel in files:
             if needle in (root / rel).read_bytes():
                 raise UserError(f"refusing to publish: {rel} contains the Hub token")
-    try:
-        header, body = _read_card((root / "README.md").read_text(encoding="utf-8"))
-    except yaml.YAMLError as err:
-        raise UserError(f"README.md: the YAML header does not parse: {str(err).splitlines()[0]}") from None
-    try:
-        manifest = json.loads((root / "manifest.json").read_text(encoding="utf-8"))
-    except json.JSONDecodeError as err:
-        raise UserError(f"manifest.json does not parse: {err}") from None
-    specs = configs_from_card(root / "README.md")
-    for spec in specs.values():
-        if spec.path not in files:
-            raise UserError(f"README.md: config {spec.name!r} names {spec.path}, which is not in the build")
-    if "pools" not in specs:
-        raise UserError("README.md: no `pools` config")
-    pools = _pools_rows(root / specs["pools"].path)
-    for row in pools:
-        for part in PARTS:
-            if config_name(row["pool"], part) not in specs:
-                raise UserError(f"pool {row['pool']}: the card has no config {config_name(row['pool'], part)}")
     validation = validate_build(root, progress=sys.stderr.isatty())  # minutes on a large grid: show it
     if validation.problems:
         report = format_report(validation.problems, dict(validation.checked), limit=3).splitlines()
         raise UserError(f"refusing to publish {root}: `mmle validate` finds {len(validation.problems)} problems "
                         f"({report[1].strip() if len(report) > 1 else report[0]})")
-    return Build(root, files, header, body, manifest, pools, specs["pools"].path)
+    # validated: the card has a header whose configs read, and the manifest parses
+    header, body = split_card((root / "README.md").read_text(encoding="utf-8"), str(root / "README.md"))
+    pools_path = _pools_path(header, default=None)
+    if pools_path is None:  # a training-data build: it has no pools to release
+        raise UserError("README.md: no `pools` config")
+    return Build(root, files, header, body, load_manifest(root), _pools_rows(root / pools_path), pools_path)
 
 
 def synthetic_parts(manifest: dict) -> list[str]:
@@ -236,12 +196,12 @@ def refuse_synthetic(root: Path, allow_synthetic: bool) -> None:
                         "--allow-synthetic to publish it anyway")
 
 
-def _pools_path(header: dict) -> str:
+def _pools_path(header: dict | None, default: str | None = LEGACY_POOLS_TABLE) -> str | None:
     """The pools table's path named by a card's `configs:` header (layout 1: a fixed name)."""
-    for entry in header.get("configs") or []:
+    for entry in (header or {}).get("configs") or []:
         if entry.get("config_name") == "pools":
             return ConfigSpec.from_card_entry(entry).path
-    return LEGACY_POOLS_TABLE
+    return default
 
 
 # -- release notes -------------------------------------------------------------------------------------
@@ -425,8 +385,8 @@ def publish(build_dir: Path, repo_id: str, version: str, *, private: bool | None
             repo_id, repo_type=REPO_TYPE, revision=head, recursive=True))) if isinstance(f, RepoFile)}
         remote_header: dict = {}
         if "README.md" in remote_files:
-            remote_header, _ = _read_card(pusher.retry("read card", lambda: pusher.download("README.md", head))
-                                          .decode("utf-8"))
+            remote_header = split_card(pusher.retry("read card", lambda: pusher.download("README.md", head))
+                                       .decode("utf-8"), f"{repo_id}: README.md")[0] or {}
         remote_pools_path = _pools_path(remote_header)
         remote_rows = []
         if remote_pools_path in remote_files:
@@ -459,7 +419,8 @@ def publish(build_dir: Path, repo_id: str, version: str, *, private: bool | None
         if previous is not None:
             old_manifest = pusher.retry("read previous manifest", lambda: pusher.download("manifest.json", previous))
             old_card = pusher.retry("read previous card", lambda: pusher.download("README.md", previous))
-            old_pools_path = _pools_path(_read_card(old_card.decode("utf-8"))[0] if old_card else {})
+            old_pools_path = _pools_path(split_card(old_card.decode("utf-8"), f"{repo_id}@{previous}: README.md")[0]
+                                         if old_card else None)
             old_table = pusher.retry("read previous pools", lambda: pusher.download(old_pools_path, previous))
             old_stats = _manifest_pool_stats(json.loads(old_manifest)) if old_manifest else {}
             old_summary = pool_summaries(_pools_rows(old_table) if old_table else [], old_stats)
