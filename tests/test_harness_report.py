@@ -5,7 +5,7 @@ import json
 
 import pytest
 
-from tests._fixtures_harness import make_pool, write_benchmark
+from harness.fixtures import make_pool, write_benchmark
 from harness.cli import main as score_main
 from harness.leaderboard import main as leaderboard_main
 from mmlongembed.cli import main as mmle_main
