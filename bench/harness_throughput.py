@@ -19,7 +19,7 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from harness.cli import main as score  # noqa: E402
-from tests._fixtures_harness import make_pool, write_benchmark  # noqa: E402
+from harness.fixtures import make_pool, write_benchmark  # noqa: E402
 
 
 def main() -> None:

@@ -110,23 +110,10 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _run(args) -> int:
-    from harness import report as reports
-    from harness.cache import EmbeddingCache
     from harness.data import Benchmark
-    from harness.models import RunSettings, load_model
-    from harness.runner import Outcome, score
+    from harness.models import RunSettings
 
-    if args.batch_size < 1:
-        raise UserError("--batch-size must be at least 1")
-    if args.max_length is not None and args.max_length < 16:
-        raise UserError("--max-length must be at least 16")
-    modalities = set(_split([args.modalities]))
-    unknown = modalities - set(KNOWN_MODALITIES)
-    if unknown or not modalities:
-        raise UserError(f"--modalities: unknown {sorted(unknown)}; choose from {','.join(KNOWN_MODALITIES)}")
-    specs = _split([args.model or DEFAULT_MODELS])
-    # the default pair, whether left implicit or spelled out, lets MiniLM skip image pools without failing
-    lenient = {"minilm"} if set(specs) == set(_split([DEFAULT_MODELS])) else set()
+    modalities = _checked_modalities(args)
     log = (lambda *a, **k: None) if args.quiet else print
 
     started = time.perf_counter()
@@ -138,6 +125,38 @@ def _run(args) -> int:
                            instruction=args.instruction, device=args.device, progress=not args.quiet,
                            readout_tokens=_readout_tokens(args), readout_subset=_tokens(args.readout_subset),
                            readout_drop=_tokens(args.readout_drop), max_new_tokens=args.max_new_tokens)
+    models, outcome = _score_all(args, selections, settings, modalities, log)
+
+    name = "+".join(Path(b.path.rstrip("/")).name or "benchmark" for b in benchmarks)
+    output = Path(args.output or Path("results") / name)
+    output.mkdir(parents=True, exist_ok=True)
+    result, table3_cells, table4_cells = _results(args, benchmarks, models, outcome, modalities, started)
+    return _write_report(args, output, result, table3_cells, table4_cells, outcome)
+
+
+def _checked_modalities(args) -> set[str]:
+    """The numeric options' bounds, and the modalities selected (each a known one)."""
+    if args.batch_size < 1:
+        raise UserError("--batch-size must be at least 1")
+    if args.max_length is not None and args.max_length < 16:
+        raise UserError("--max-length must be at least 16")
+    modalities = set(_split([args.modalities]))
+    unknown = modalities - set(KNOWN_MODALITIES)
+    if unknown or not modalities:
+        raise UserError(f"--modalities: unknown {sorted(unknown)}; choose from {','.join(KNOWN_MODALITIES)}")
+    return modalities
+
+
+def _score_all(args, selections, settings, modalities: set[str], log):
+    """Every selected pool of every benchmark with every model, through one embedding cache: the
+    models (closed) and the outcome."""
+    from harness.cache import EmbeddingCache
+    from harness.models import load_model
+    from harness.runner import Outcome, score
+
+    specs = _split([args.model or DEFAULT_MODELS])
+    # the default pair, whether left implicit or spelled out, lets MiniLM skip image pools without failing
+    lenient = {"minilm"} if set(specs) == set(_split([DEFAULT_MODELS])) else set()
     models = [load_model(spec, settings) for spec in dict.fromkeys(specs)]
     cache_dir = None if args.no_cache else (
         args.cache_dir or os.environ.get("MMLE_CACHE") or Path.home() / ".cache" / "mmlongembed" / "embeddings")
@@ -152,10 +171,13 @@ def _run(args) -> int:
         cache.close()
         for model in models:
             model.close()
+    return models, outcome
 
-    name = "+".join(Path(b.path.rstrip("/")).name or "benchmark" for b in benchmarks)
-    output = Path(args.output or Path("results") / name)
-    output.mkdir(parents=True, exist_ok=True)
+
+def _results(args, benchmarks, models, outcome, modalities: set[str], started: float) -> tuple[dict, list, list]:
+    """results.json's content, and the Table 3 and Table 4 cells (drawn once: table.md prints these)."""
+    from harness import report as reports
+
     datasets = [{"ref": b.ref, "path": b.path, "revision": b.revision} for b in benchmarks]
     stats = {"n_resamples": args.bootstrap, "seed": args.seed}
     table3_cells = reports.table3_data(outcome.results, outcome.skipped, **stats)
@@ -181,6 +203,13 @@ def _run(args) -> int:
         "timings": {"total_s": round(time.perf_counter() - started, 3),
                     "dense_embed_items_per_s": round(embedded / embed_seconds, 2) if embed_seconds else None},
     }
+    return result, table3_cells, table4_cells
+
+
+def _write_report(args, output: Path, result: dict, table3_cells: list, table4_cells: list, outcome) -> int:
+    """results.json, table.md and the plots in `output`; the exit code (1 where a pool failed)."""
+    from harness import report as reports
+
     reports.write_json(result, output / "results.json")
     table = reports.markdown(result, table3_cells, table4_cells)
     (output / "table.md").write_text(table, encoding="utf-8")

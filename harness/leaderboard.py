@@ -118,51 +118,38 @@ def _published(value) -> str:
     return "n/q" if value is None else f"{value:.2f}"
 
 
-def _entry_cells(entry: dict, columns: list[str]) -> list[str]:
+def _table3_texts(entry: dict, columns: list[str]) -> list[str]:
     if entry["source"] == OURS:
-        return [report.cell_text(entry["cells"][c]) if c in entry["cells"] else "– (not run)" for c in columns]
-    return [_published(entry["cells"].get(c, {}).get("p_at_1")) for c in columns]
+        return report.table3_texts(entry, columns)
+    return ([_published(entry["cells"].get(c, {}).get("p_at_1")) for c in columns]
+            + [_published(entry["average"].get("published"))])
 
 
-def _entry_average(entry: dict) -> str:
-    if entry["source"] == OURS:
-        return report.average_text(entry["average"])
-    return _published(entry["average"].get("published"))
+def _source(entry: dict) -> str:
+    return entry["source"]
 
 
 def table3(runs: list[dict], ref: dict | None = None) -> str:
     entries, columns, task_of = table3_entries(runs, ref)
     if not columns:
         return ""
-    lines = [f"Columns by task: {report.groups_line(columns, task_of)}.", "",
-             "| Model | Source | " + " | ".join(columns) + f" | {report.AVG} |",
-             "|---|---|" + "---:|" * (len(columns) + 1)]
-    for entry in entries:
-        lines.append(f"| {entry['model']} | {entry['source']} | " + " | ".join(_entry_cells(entry, columns))
-                     + f" | {_entry_average(entry)} |")
-    return "\n".join(lines)
+    return report.table3_markdown(entries, columns, task_of, label=_source, texts=_table3_texts)
+
+
+def _table4_texts(entry: dict) -> list[str]:
+    if entry["source"] == OURS:
+        return report.table4_texts(entry)
+    mean = "–" if entry["mean"] is None else _published(entry["mean"])
+    return ([entry["needle_modality"]] + [_published(entry["backgrounds"].get(b)) for b in report.BACKGROUNDS]
+            + [f"{mean} ± {_published(entry['std'])}"])
 
 
 def table4(runs: list[dict], ref: dict | None = None) -> str:
     merged = _merge(runs, lambda run: run.get("table4") or [], lambda e: (e["model"], e["needle_modality"]),
                     "model and needle modality")
-    lines = ["| Model | Source | Needle | " + " | ".join(report.BACKGROUND_HEADERS[b] for b in report.BACKGROUNDS)
-             + " | Mean ± std |", "|---|---|---|" + "---:|" * (len(report.BACKGROUNDS) + 1)]
-    for entry, _ in merged.values():
-        cells = []
-        for b in report.BACKGROUNDS:
-            cell = entry["backgrounds"][b]
-            cells.append(report.cell_text(cell["cell"]) if "cell" in cell else report.fmt(cell["p@1"]))
-        spread = "–" if entry["mean"] is None else f"{report.fmt(entry['mean'])} ± {report.fmt(entry['std'])}"
-        lines.append(f"| {entry['model']} | {OURS} | {entry['needle_modality'].capitalize()} | " + " | ".join(cells)
-                     + f" | {spread} |")
-    for entry in (ref or {}).get("table4", []):
-        mean = "–" if entry["mean"] is None else _published(entry["mean"])
-        spread = f"{mean} ± {_published(entry['std'])}"
-        lines.append(f"| {entry['model']} | {ref['label']} | {entry['needle_modality']} | "
-                     + " | ".join(_published(entry["backgrounds"].get(b)) for b in report.BACKGROUNDS)
-                     + f" | {spread} |")
-    return "\n".join(lines) if len(lines) > 2 else ""
+    entries = ([{**entry, "source": OURS} for entry, _ in merged.values()]
+               + [{**entry, "source": ref["label"]} for entry in (ref or {}).get("table4", [])])
+    return report.table4_markdown(entries, label=_source, texts=_table4_texts) if entries else ""
 
 
 def leaderboard(runs: list[dict], ref: dict | None = None) -> str:

@@ -201,16 +201,25 @@ def groups_line(columns: list[str], task_of: dict[str, str]) -> str:
     return " · ".join(f"{TASK_TITLES.get(t, t)}: {', '.join(names)}" for t, names in groups.items())
 
 
+def table3_texts(entry: dict, columns: list[str]) -> list[str]:
+    """A Table 3 row's cells in the columns given, then its Avg, as printed; a column the model was
+    not run on says so."""
+    return ([cell_text(entry["cells"][c]) if c in entry["cells"] else "– (not run)" for c in columns]
+            + [average_text(entry["average"])])
+
+
 def table3_markdown(entries: list[dict], columns: list[str], task_of: dict[str, str],
-                    label: Callable[[dict], str] | None = None) -> str:
-    """Rows as given (`entries` from table3_data or a leaderboard), columns in the order given."""
+                    label: Callable[[dict], str] | None = None,
+                    texts: Callable[[dict, list[str]], list[str]] = table3_texts) -> str:
+    """Rows as given (`entries` from table3_data or a leaderboard), columns in the order given.
+    `label(entry)`: a Source column after the model's; `texts(entry, columns)`: a row's cells and
+    Avg as printed (a leaderboard prints published rows its own way)."""
     lead = ["Model"] + (["Source"] if label else [])
     lines = [f"Columns by task: {groups_line(columns, task_of)}.", "",
              "| " + " | ".join(lead + columns + [AVG]) + " |", "|" + "---|" * len(lead) + "---:|" * (len(columns) + 1)]
     for entry in entries:
-        cells = [cell_text(entry["cells"][c]) if c in entry["cells"] else "– (not run)" for c in columns]
         first = [entry["model"]] + ([label(entry)] if label else [])
-        lines.append("| " + " | ".join(first + cells + [average_text(entry["average"])]) + " |")
+        lines.append("| " + " | ".join(first + texts(entry, columns)) + " |")
     return "\n".join(lines)
 
 
@@ -331,21 +340,37 @@ def table4_data(rows, skipped=(), n_resamples: int = 1000, seed: int = 0) -> lis
     return out
 
 
+def table4_texts(entry: dict) -> list[str]:
+    """A Table 4 row as printed after the model (and source): its needle modality, its cell per
+    background, and the mean ± std across them. A background without a `cell` (results written
+    before cells existed) prints its P@1 alone."""
+    cells = []
+    for b in BACKGROUNDS:
+        background = entry["backgrounds"][b]
+        cells.append(cell_text(background["cell"]) if "cell" in background else fmt(background["p@1"]))
+    spread = "–" if entry["mean"] is None else f"{fmt(entry['mean'])} ± {fmt(entry['std'])}"
+    return [entry["needle_modality"].capitalize()] + cells + [spread]
+
+
+def table4_markdown(entries: list[dict], label: Callable[[dict], str] | None = None,
+                    texts: Callable[[dict], list[str]] = table4_texts) -> str:
+    """Rows as given (`entries` from table4_data or a leaderboard); `label` and `texts` as for
+    ``table3_markdown``."""
+    lead = ["Model"] + (["Source"] if label else []) + ["Needle"]
+    lines = ["| " + " | ".join(lead + [BACKGROUND_HEADERS[b] for b in BACKGROUNDS] + ["Mean ± std"]) + " |",
+             "|" + "---|" * len(lead) + "---:|" * (len(BACKGROUNDS) + 1)]
+    for entry in entries:
+        first = [entry["model"]] + ([label(entry)] if label else [])
+        lines.append("| " + " | ".join(first + texts(entry)) + " |")
+    return "\n".join(lines)
+
+
 def table4(rows, skipped=(), n_resamples: int = 1000, seed: int = 0, data: list[dict] | None = None) -> str:
     """Rows: model x needle modality. Columns: Text / Mix / Image background (P@1 over the cell's
     queries), Mean ± std across the three backgrounds. ``data``: what ``table4_data`` gave for
     the same arguments."""
     data = table4_data(rows, skipped, n_resamples, seed) if data is None else data
-    if not data:
-        return ""
-    lines = ["| Model | Needle | " + " | ".join(BACKGROUND_HEADERS[b] for b in BACKGROUNDS) + " | Mean ± std |",
-             "|---|---|" + "---:|" * (len(BACKGROUNDS) + 1)]
-    for entry in data:
-        cells = [cell_text(entry["backgrounds"][b]["cell"]) for b in BACKGROUNDS]
-        spread = "–" if entry["mean"] is None else f"{fmt(entry['mean'])} ± {fmt(entry['std'])}"
-        lines.append(f"| {entry['model']} | {entry['needle_modality'].capitalize()} | " + " | ".join(cells)
-                     + f" | {spread} |")
-    return "\n".join(lines)
+    return table4_markdown(data) if data else ""
 
 
 def variant_table(rows) -> str:

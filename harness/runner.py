@@ -38,18 +38,7 @@ def score(benchmark: Benchmark, pools: list[PoolInfo], models: list[Model], sett
     ref = benchmark.ref
 
     for info in pools:
-        deselected = info.selection - modalities
-        if deselected:
-            _skip(outcome, ref, None, info, f"modality {','.join(sorted(deselected))} deselected", failure=False)
-            continue
-        runnable = []
-        for model in models:
-            missing = info.modalities - model.modalities
-            if missing and not model.ignores_images:
-                _skip(outcome, ref, model, info, f"{model.spec} cannot take {','.join(sorted(missing))} "
-                      f"(takes {','.join(sorted(model.modalities))})", failure=model.spec not in lenient_models)
-            else:
-                runnable.append(model)
+        runnable = _runnable(outcome, ref, info, models, modalities, lenient_models)
         if not runnable:
             continue
         start = time.perf_counter()
@@ -72,21 +61,10 @@ def score(benchmark: Benchmark, pools: list[PoolInfo], models: list[Model], sett
                 continue
             ranks = positive_ranks(scored.scores, pool.positive_index)
             elapsed = time.perf_counter() - start
-            row = {
-                "model": model.spec, "benchmark": ref, **info.as_dict(),
-                "n_queries": len(pool.query_ids), "n_candidates": len(pool.corpus_ids),
-                "metrics": summarise(ranks, bootstrap, seed, n_candidates=len(pool.corpus_ids)),
-                # per query, so a table column can pool the queries of all its pools (and bootstrap them)
-                "per_query": {MAIN_METRIC: [round(float(v), 6) for v in per_query(ranks)[MAIN_METRIC]]},
-                "truncated": {"queries": scored.truncated_queries, "candidates": scored.truncated_candidates},
-                "tied_positives": tied_positives(scored.scores, pool.positive_index),
-                "embedded": scored.embedded, "cached": scored.cached,
-                "timings": {"load_s": round(load_seconds, 3), "embed_s": round(scored.embed_seconds, 3),
-                            "total_s": round(elapsed, 3)},
-                "items_per_s": round(scored.embedded / scored.embed_seconds, 2) if scored.embed_seconds > 0 else None,
-                "notes": scored.notes,
-                **scored.details,
-            }
+            row = _result_row(ref, info, model, pool, scored, ranks,
+                              summarise(ranks, bootstrap, seed, n_candidates=len(pool.corpus_ids)),
+                              {"load_s": round(load_seconds, 3), "embed_s": round(scored.embed_seconds, 3),
+                               "total_s": round(elapsed, 3)})
             if audit is not None:
                 row["breakdown"] = variant_breakdown(scored.scores, pool.query_ids, pool.corpus_ids,
                                                      pool.positive_index, audit)
@@ -96,3 +74,40 @@ def score(benchmark: Benchmark, pools: list[PoolInfo], models: list[Model], sett
                 f"[{p1['ci95'][0]:.3f}, {p1['ci95'][1]:.3f}]  truncated {scored.truncated_queries}q/"
                 f"{scored.truncated_candidates}c  embedded {scored.embedded}, cached {scored.cached}")
     return outcome
+
+
+def _runnable(outcome: Outcome, ref: str, info: PoolInfo, models: list[Model], modalities: set[str],
+              lenient_models: set[str]) -> list[Model]:
+    """The models that can score the pool; the pool's skips (deselected, or a model that cannot
+    take its modalities) go to `outcome`."""
+    deselected = info.selection - modalities
+    if deselected:
+        _skip(outcome, ref, None, info, f"modality {','.join(sorted(deselected))} deselected", failure=False)
+        return []
+    runnable = []
+    for model in models:
+        missing = info.modalities - model.modalities
+        if missing and not model.ignores_images:
+            _skip(outcome, ref, model, info, f"{model.spec} cannot take {','.join(sorted(missing))} "
+                  f"(takes {','.join(sorted(model.modalities))})", failure=model.spec not in lenient_models)
+        else:
+            runnable.append(model)
+    return runnable
+
+
+def _result_row(ref: str, info: PoolInfo, model: Model, pool, scored, ranks, metrics: dict, timings: dict) -> dict:
+    """One pool scored by one model, as results.json records it."""
+    return {
+        "model": model.spec, "benchmark": ref, **info.as_dict(),
+        "n_queries": len(pool.query_ids), "n_candidates": len(pool.corpus_ids),
+        "metrics": metrics,
+        # per query, so a table column can pool the queries of all its pools (and bootstrap them)
+        "per_query": {MAIN_METRIC: [round(float(v), 6) for v in per_query(ranks)[MAIN_METRIC]]},
+        "truncated": {"queries": scored.truncated_queries, "candidates": scored.truncated_candidates},
+        "tied_positives": tied_positives(scored.scores, pool.positive_index),
+        "embedded": scored.embedded, "cached": scored.cached,
+        "timings": timings,
+        "items_per_s": round(scored.embedded / scored.embed_seconds, 2) if scored.embed_seconds > 0 else None,
+        "notes": scored.notes,
+        **scored.details,
+    }

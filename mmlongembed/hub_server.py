@@ -538,76 +538,85 @@ class LoopbackHub:
         return status, out, (b"" if method == "HEAD" else data)
 
 
+class _HubHandler(BaseHTTPRequestHandler):
+    """The HTTP side of a LoopbackHub (``hub``, set by ``_make_handler``): every request is recorded,
+    may be dropped by a fault, and is answered by ``hub.handle``."""
+
+    protocol_version = "HTTP/1.1"
+    hub: LoopbackHub
+
+    def log_message(self, format, *args):  # noqa: A002 - silence stderr logging; see hub.requests
+        pass
+
+    def _read_body(self) -> bytes:
+        if (self.headers.get("Transfer-Encoding") or "").lower() == "chunked":
+            chunks = []
+            while True:
+                size = int(self.rfile.readline().split(b";")[0].strip() or b"0", 16)
+                if size == 0:
+                    while self.rfile.readline() not in (b"\r\n", b"\n", b""):
+                        pass
+                    return b"".join(chunks)
+                chunks.append(self.rfile.read(size))
+                self.rfile.readline()
+        length = int(self.headers.get("Content-Length") or 0)
+        return self.rfile.read(length) if length else b""
+
+    def _drop(self):
+        # Abrupt close: the client sees its connection reset/closed with no response.
+        self.close_connection = True
+        with contextlib.suppress(OSError):
+            self.connection.shutdown(socket.SHUT_RDWR)
+
+    def _answer(self, method: str, body: bytes) -> tuple[int, dict, bytes]:
+        """The hub's answer; its errors as the Hub sends them (status, JSON body, error headers)."""
+        try:
+            return self.hub.handle(method, self.path, self.headers, body)
+        except HubError as err:
+            headers = {"Content-Type": "application/json", "X-Error-Message": err.message}
+            if err.code:
+                headers["X-Error-Code"] = err.code
+            return err.status, headers, json.dumps({"error": err.message, **err.extra}).encode()
+        except (ValueError, KeyError) as err:
+            return 400, {"Content-Type": "application/json"}, json.dumps({"error": f"bad request: {err}"}).encode()
+
+    def _serve(self, method: str):
+        body = self._read_body()
+        path = urlsplit(self.path).path
+        self.hub.requests.append((method, path))
+        fault = self.hub._take_fault(method, path)
+        if fault is not None and not fault.after:
+            return self._drop()
+        status, headers, payload = self._answer(method, body)
+        if fault is not None:
+            return self._drop()
+        self.send_response(status)
+        headers.setdefault("Content-Length", str(len(payload)))
+        for k, v in headers.items():
+            self.send_header(k, v)
+        self.end_headers()
+        if method != "HEAD":
+            self.wfile.write(payload)
+
+    def do_GET(self):
+        self._serve("GET")
+
+    def do_HEAD(self):
+        self._serve("HEAD")
+
+    def do_POST(self):
+        self._serve("POST")
+
+    def do_PUT(self):
+        self._serve("PUT")
+
+    def do_DELETE(self):
+        self._serve("DELETE")
+
+
 def _make_handler(hub: LoopbackHub):
-    class Handler(BaseHTTPRequestHandler):
-        protocol_version = "HTTP/1.1"
-
-        def log_message(self, format, *args):  # noqa: A002 - silence stderr logging; see hub.requests
-            pass
-
-        def _read_body(self) -> bytes:
-            if (self.headers.get("Transfer-Encoding") or "").lower() == "chunked":
-                chunks = []
-                while True:
-                    size = int(self.rfile.readline().split(b";")[0].strip() or b"0", 16)
-                    if size == 0:
-                        while self.rfile.readline() not in (b"\r\n", b"\n", b""):
-                            pass
-                        return b"".join(chunks)
-                    chunks.append(self.rfile.read(size))
-                    self.rfile.readline()
-            length = int(self.headers.get("Content-Length") or 0)
-            return self.rfile.read(length) if length else b""
-
-        def _drop(self):
-            # Abrupt close: the client sees its connection reset/closed with no response.
-            self.close_connection = True
-            with contextlib.suppress(OSError):
-                self.connection.shutdown(socket.SHUT_RDWR)
-
-        def _serve(self, method: str):
-            body = self._read_body()
-            path = urlsplit(self.path).path
-            hub.requests.append((method, path))
-            fault = hub._take_fault(method, path)
-            if fault is not None and not fault.after:
-                return self._drop()
-            try:
-                status, headers, payload = hub.handle(method, self.path, self.headers, body)
-            except HubError as err:
-                status, payload = err.status, json.dumps({"error": err.message, **err.extra}).encode()
-                headers = {"Content-Type": "application/json", "X-Error-Message": err.message}
-                if err.code:
-                    headers["X-Error-Code"] = err.code
-            except (ValueError, KeyError) as err:
-                status, payload = 400, json.dumps({"error": f"bad request: {err}"}).encode()
-                headers = {"Content-Type": "application/json"}
-            if fault is not None:
-                return self._drop()
-            self.send_response(status)
-            headers.setdefault("Content-Length", str(len(payload)))
-            for k, v in headers.items():
-                self.send_header(k, v)
-            self.end_headers()
-            if method != "HEAD":
-                self.wfile.write(payload)
-
-        def do_GET(self):
-            self._serve("GET")
-
-        def do_HEAD(self):
-            self._serve("HEAD")
-
-        def do_POST(self):
-            self._serve("POST")
-
-        def do_PUT(self):
-            self._serve("PUT")
-
-        def do_DELETE(self):
-            self._serve("DELETE")
-
-    return Handler
+    """A handler class serving `hub` (the server makes one handler per request)."""
+    return type("Handler", (_HubHandler,), {"hub": hub})
 
 
 def main() -> None:  # pragma: no cover - manual use: python -m mmlongembed.hub_server TOKEN

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import hashlib
 import hmac
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -73,21 +74,35 @@ class ConfigSpec:
         return cls(entry["config_name"], path, pool, columns, split)
 
 
-def read_card_header(card_path: Path) -> dict:
+# The card's YAML header between `---` lines; lines may end in \r\n (a card saved on Windows).
+CARD_HEADER = re.compile(r"^---\r?\n(.*?)\r?\n---\r?\n?(.*)$", re.S)
+
+
+def split_card(text: str, where: str) -> tuple[dict | None, str]:
+    """A dataset card's text -> (its YAML header, the body after it); (None, text) where it has
+    no header. ``where`` names the card in the one-line errors."""
     import yaml
 
+    match = CARD_HEADER.match(text)
+    if not match:
+        return None, text
+    try:
+        header = yaml.safe_load(match.group(1))
+    except yaml.YAMLError as error:
+        raise UserError(f"{where}: the YAML header does not parse ({str(error).splitlines()[0]})") from None
+    if not isinstance(header, dict):
+        raise UserError(f"{where}: the YAML header is not a mapping")
+    return header, match.group(2)
+
+
+def read_card_header(card_path: Path) -> dict:
     try:
         text = Path(card_path).read_text(encoding="utf-8")
     except OSError as error:
         raise UserError(f"{card_path}: cannot read the dataset card ({error.strerror or error})") from None
-    if not text.startswith("---\n") or "\n---" not in text[4:]:
+    header, _ = split_card(text, str(card_path))
+    if header is None:
         raise UserError(f"{card_path} has no YAML header")
-    try:
-        header = yaml.safe_load(text[4:text.index("\n---", 4)])
-    except yaml.YAMLError as error:
-        raise UserError(f"{card_path}: the YAML header does not parse ({str(error).splitlines()[0]})") from None
-    if not isinstance(header, dict):
-        raise UserError(f"{card_path}: the YAML header is not a mapping")
     return header
 
 

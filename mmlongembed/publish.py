@@ -41,7 +41,7 @@ from typing import Callable
 import yaml
 
 from mmlongembed.errors import UserError
-from mmlongembed.layout import PARTS, SPLIT, ConfigSpec, config_name
+from mmlongembed.layout import PARTS, SPLIT, ConfigSpec, split_card
 
 REPO_TYPE = "dataset"
 BRANCH = "main"
@@ -81,33 +81,8 @@ def _scrub(text: str, token: str | None) -> str:
     return text.replace(token, "***") if token else text
 
 
-def _read_card(text: str) -> tuple[dict, str]:
-    """README.md -> (YAML header as dict, body after the header)."""
-    m = re.match(r"^---\r?\n(.*?)\r?\n---\r?\n?(.*)$", text, re.S)
-    if not m:
-        return {}, text
-    header = yaml.safe_load(m.group(1)) or {}
-    if not isinstance(header, dict):
-        raise UserError("README.md: the YAML header is not a mapping")
-    return header, m.group(2)
-
-
 def _write_card(header: dict, body: str) -> str:
     return "---\n" + yaml.safe_dump(header, sort_keys=False, allow_unicode=True) + "---\n" + body
-
-
-def _config_paths(config: dict) -> list[str]:
-    files = config.get("data_files")
-    if isinstance(files, str):
-        return [files]
-    out = []
-    for item in files or []:
-        if isinstance(item, str):
-            out.append(item)
-        elif isinstance(item, dict):
-            paths = item.get("path")
-            out.extend([paths] if isinstance(paths, str) else list(paths or []))
-    return out
 
 
 def _pool_of_config(name: str, pools: set[str]) -> str | None:
@@ -164,9 +139,8 @@ class Build:
 
 def load_build(root: Path, token: str | None = None) -> Build:
     """Check that `root` is a complete build in the published layout (docs/LAYOUT.md) that
-    `mmle validate` accepts."""
-    from mmlongembed.layout import configs_from_card
-    from mmlongembed.validate import format_report, validate_build
+    `mmle validate` accepts (its checks of the card's configs are the ones that count)."""
+    from mmlongembed.validate import format_report, load_manifest, validate_build
 
     root = Path(root)
     if not root.is_dir():
@@ -181,31 +155,17 @@ def load_build(root: Path, token: str | None = None) -> Build:
         for rel in files:
             if needle in (root / rel).read_bytes():
                 raise UserError(f"refusing to publish: {rel} contains the Hub token")
-    try:
-        header, body = _read_card((root / "README.md").read_text(encoding="utf-8"))
-    except yaml.YAMLError as err:
-        raise UserError(f"README.md: the YAML header does not parse: {str(err).splitlines()[0]}") from None
-    try:
-        manifest = json.loads((root / "manifest.json").read_text(encoding="utf-8"))
-    except json.JSONDecodeError as err:
-        raise UserError(f"manifest.json does not parse: {err}") from None
-    specs = configs_from_card(root / "README.md")
-    for spec in specs.values():
-        if spec.path not in files:
-            raise UserError(f"README.md: config {spec.name!r} names {spec.path}, which is not in the build")
-    if "pools" not in specs:
-        raise UserError("README.md: no `pools` config")
-    pools = _pools_rows(root / specs["pools"].path)
-    for row in pools:
-        for part in PARTS:
-            if config_name(row["pool"], part) not in specs:
-                raise UserError(f"pool {row['pool']}: the card has no config {config_name(row['pool'], part)}")
     validation = validate_build(root, progress=sys.stderr.isatty())  # minutes on a large grid: show it
     if validation.problems:
         report = format_report(validation.problems, dict(validation.checked), limit=3).splitlines()
         raise UserError(f"refusing to publish {root}: `mmle validate` finds {len(validation.problems)} problems "
                         f"({report[1].strip() if len(report) > 1 else report[0]})")
-    return Build(root, files, header, body, manifest, pools, specs["pools"].path)
+    # validated: the card has a header whose configs read, and the manifest parses
+    header, body = split_card((root / "README.md").read_text(encoding="utf-8"), str(root / "README.md"))
+    pools_path = _pools_path(header, default=None)
+    if pools_path is None:  # a training-data build: it has no pools to release
+        raise UserError("README.md: no `pools` config")
+    return Build(root, files, header, body, load_manifest(root), _pools_rows(root / pools_path), pools_path)
 
 
 def synthetic_parts(manifest: dict) -> list[str]:
@@ -236,12 +196,12 @@ def refuse_synthetic(root: Path, allow_synthetic: bool) -> None:
                         "--allow-synthetic to publish it anyway")
 
 
-def _pools_path(header: dict) -> str:
+def _pools_path(header: dict | None, default: str | None = LEGACY_POOLS_TABLE) -> str | None:
     """The pools table's path named by a card's `configs:` header (layout 1: a fixed name)."""
-    for entry in header.get("configs") or []:
+    for entry in (header or {}).get("configs") or []:
         if entry.get("config_name") == "pools":
             return ConfigSpec.from_card_entry(entry).path
-    return LEGACY_POOLS_TABLE
+    return default
 
 
 # -- release notes -------------------------------------------------------------------------------------
@@ -384,9 +344,7 @@ def publish(build_dir: Path, repo_id: str, version: str, *, private: bool | None
             large_folder: bool = False, attempts: int = 3, wait_s: float = 2.0,
             log: Callable[[str], None] | None = None, allow_synthetic: bool = False) -> PushResult:
     """Publish `build_dir` to `repo_id` as release `version`. See the module docstring."""
-    from huggingface_hub import CommitOperationAdd, CommitOperationCopy, CommitOperationDelete, HfApi, get_token
-    from huggingface_hub.errors import HfHubHTTPError
-    from huggingface_hub.hf_api import RepoFile
+    from huggingface_hub import HfApi, get_token
 
     log = log or (lambda msg: print(msg, file=sys.stderr, flush=True))
     if not REPO_ID_RE.match(repo_id or ""):
@@ -397,36 +355,92 @@ def publish(build_dir: Path, repo_id: str, version: str, *, private: bool | None
     if not token:
         raise UserError("no Hub token: set HF_TOKEN or run `hf auth login`")
     build = load_build(Path(build_dir), token)
-    release_id = build.release_id(tag)
-    rerun = f"rerun `mmle push {build_dir} --repo {repo_id} --version {tag}`"
-
     api = HfApi(endpoint=endpoint, token=token, library_name="mmlongembed")
-    pusher = _Pusher(api, repo_id, token, log, attempts, wait_s)
+    release = _Release(_Pusher(api, repo_id, token, log, attempts, wait_s), build, tag, build.release_id(tag),
+                       f"rerun `mmle push {build_dir} --repo {repo_id} --version {tag}`")
     try:
-        # 1. The repo, and the tag must be new.
+        tags, head = release.open_repo(private)
+        plan = release.plan_commit(head)
+        previous, notes_text = release.notes(tags, plan.kept_rows, notes)
+        units = ", ".join(f"{task}/{dataset}" for task, dataset in sorted(build.units))
+        # 4. Large builds: resumable multi-commit upload to a staging branch, then one commit on main
+        #    that copies the staged files (LFS objects are referenced, not re-uploaded).
+        staging_branch = f"mmle-staging-{tag}"
+        staging = None  # the staged commit the copies read from
+        if large_folder:
+            staging = _stage(api, release.pusher, repo_id, staging_branch, tag, build, head, log)
+        commit_oid = release.commit(plan, head, staging, message or f"Release {tag}: {units}",
+                                    f"{notes_text}\n{RELEASE_ID_PREFIX}{release.release_id}\n")
+        release.tag_commit(commit_oid, notes_text)
+        if large_folder:
+            try:
+                api.delete_branch(repo_id, branch=staging_branch, repo_type=REPO_TYPE)
+            except Exception as exc:  # noqa: BLE001 - a left-over staging branch is harmless
+                log(_scrub(f"note: could not delete the staging branch {staging_branch} ({_one_line(exc)})", token))
+    except UserError:
+        raise
+    except Exception as exc:  # noqa: BLE001 - every failure becomes one line that says what to do
+        raise UserError(_scrub(f"push to {repo_id} failed ({_one_line(exc)}); nothing was tagged; "
+                               f"{release.rerun}", token)) from None
+
+    prefix = endpoint.rstrip("/") if endpoint else _default_endpoint()
+    return PushResult(repo_id, tag, commit_oid, f"{prefix}/datasets/{repo_id}/commit/{commit_oid}", previous,
+                      notes_text, plan.deletions)
+
+
+@dataclass
+class _CommitPlan:
+    """What the release commit does to main: the files it adds (merged ones by their bytes), those
+    it deletes, and the other tasks' pools that stay."""
+
+    uploads: list[str]
+    overrides: dict[str, bytes]
+    deletions: list[str]
+    kept_rows: list[dict]
+
+
+@dataclass
+class _Release:
+    """One push of a build as release `tag`, step by step (publish runs them in order); `rerun` ends
+    every failure line."""
+
+    pusher: _Pusher
+    build: Build
+    tag: str
+    release_id: str
+    rerun: str
+
+    def open_repo(self, private: bool | None) -> tuple[dict[str, str], str]:
+        """1. The repo (created if missing), and the tag must be new: its tags, and main's head."""
+        api, repo_id, pusher = self.pusher.api, self.pusher.repo_id, self.pusher
         pusher.retry("create repo", lambda: api.create_repo(repo_id, repo_type=REPO_TYPE, private=private,
                                                             exist_ok=True))
         info = pusher.retry("repo info", lambda: api.repo_info(repo_id, repo_type=REPO_TYPE))
         if private and not info.private:
             raise UserError(f"{repo_id} exists and is public; refusing to publish a --private release into it")
         if private is False and info.private:
-            log(f"note: {repo_id} exists and stays private (change its visibility in the repo settings)")
+            pusher.log(f"note: {repo_id} exists and stays private (change its visibility in the repo settings)")
         refs = pusher.retry("list refs", lambda: api.list_repo_refs(repo_id, repo_type=REPO_TYPE))
         tags = {ref.name: ref.target_commit for ref in refs.tags}
-        if tag in tags:
-            raise UserError(f"{repo_id} already has release {tag} (commit {tags[tag][:12]}); releases are "
+        if self.tag in tags:
+            raise UserError(f"{repo_id} already has release {self.tag} (commit {tags[self.tag][:12]}); releases are "
                             f"immutable: publish this build under a new version")
         head = next((b.target_commit for b in refs.branches if b.name == BRANCH), None)
         if head is None:
             raise UserError(f"{repo_id} has no {BRANCH} branch")
+        return tags, head
 
-        # 2. What is on main now: other tasks' pools stay, this build's tasks are replaced.
+    def plan_commit(self, head: str) -> _CommitPlan:
+        """2. What is on main now: other tasks' pools stay, this build's tasks are replaced."""
+        from huggingface_hub.hf_api import RepoFile
+
+        api, repo_id, pusher, build = self.pusher.api, self.pusher.repo_id, self.pusher, self.build
         remote_files = {f.path for f in pusher.retry("list files", lambda: list(api.list_repo_tree(
             repo_id, repo_type=REPO_TYPE, revision=head, recursive=True))) if isinstance(f, RepoFile)}
         remote_header: dict = {}
         if "README.md" in remote_files:
-            remote_header, _ = _read_card(pusher.retry("read card", lambda: pusher.download("README.md", head))
-                                          .decode("utf-8"))
+            remote_header = split_card(pusher.retry("read card", lambda: pusher.download("README.md", head))
+                                       .decode("utf-8"), f"{repo_id}: README.md")[0] or {}
         remote_pools_path = _pools_path(remote_header)
         remote_rows = []
         if remote_pools_path in remote_files:
@@ -452,62 +466,68 @@ def publish(build_dir: Path, repo_id: str, version: str, *, private: bool | None
             overrides[merged_path] = merged
             overrides["README.md"] = _merged_card(build, remote_header, kept_pools, merged_path).encode("utf-8")
         deletions = sorted(p for p in remote_files if p not in uploads and superseded(p))
+        return _CommitPlan(uploads, overrides, deletions, kept_rows)
 
-        # 3. Release notes against the previous tag.
-        previous = _previous_tag(tags, parse_version(tag))
+    def notes(self, tags: dict[str, str], kept_rows: list[dict], user_notes: str) -> tuple[str | None, str]:
+        """3. Release notes against the previous tag: that tag (None for a first release), the notes."""
+        pusher = self.pusher
+        previous = _previous_tag(tags, parse_version(self.tag))
         old_summary: dict[str, dict] = {}
         if previous is not None:
             old_manifest = pusher.retry("read previous manifest", lambda: pusher.download("manifest.json", previous))
             old_card = pusher.retry("read previous card", lambda: pusher.download("README.md", previous))
-            old_pools_path = _pools_path(_read_card(old_card.decode("utf-8"))[0] if old_card else {})
+            old_pools_path = _pools_path(split_card(old_card.decode("utf-8"),
+                                                    f"{pusher.repo_id}@{previous}: README.md")[0]
+                                         if old_card else None)
             old_table = pusher.retry("read previous pools", lambda: pusher.download(old_pools_path, previous))
             old_stats = _manifest_pool_stats(json.loads(old_manifest)) if old_manifest else {}
             old_summary = pool_summaries(_pools_rows(old_table) if old_table else [], old_stats)
         new_stats = {**{r["pool"]: old_summary.get(r["pool"], {}) for r in kept_rows},
-                     **_manifest_pool_stats(build.manifest)}
-        notes_text = release_notes(tag, previous, old_summary, pool_summaries(kept_rows + build.pools, new_stats),
-                                   notes)
-        units = ", ".join(f"{task}/{dataset}" for task, dataset in sorted(build.units))
-        summary = message or f"Release {tag}: {units}"
-        description = f"{notes_text}\n{RELEASE_ID_PREFIX}{release_id}\n"
+                     **_manifest_pool_stats(self.build.manifest)}
+        return previous, release_notes(self.tag, previous, old_summary,
+                                       pool_summaries(kept_rows + self.build.pools, new_stats), user_notes)
 
-        # 4. Large builds: resumable multi-commit upload to a staging branch, then one commit on main
-        #    that copies the staged files (LFS objects are referenced, not re-uploaded).
-        staging_branch = f"mmle-staging-{tag}"
-        staging = None  # the staged commit the copies read from
-        if large_folder:
-            staging = _stage(api, pusher, repo_id, staging_branch, tag, build, head, log)
+    def commit(self, plan: _CommitPlan, head: str, staging: str | None, summary: str, description: str) -> str:
+        """The release commit on main (made on `head`, so a retry never stacks a second copy): its oid.
+        `staging`: the staged commit whose files it copies (large builds), else the files are uploaded."""
+        from huggingface_hub import CommitOperationAdd, CommitOperationCopy, CommitOperationDelete
+        from huggingface_hub.errors import HfHubHTTPError
+
+        api, repo_id, pusher = self.pusher.api, self.pusher.repo_id, self.pusher
 
         def operations():
             ops = []
-            for rel in uploads:
-                if rel in overrides:
-                    ops.append(CommitOperationAdd(rel, overrides[rel]))
+            for rel in plan.uploads:
+                if rel in plan.overrides:
+                    ops.append(CommitOperationAdd(rel, plan.overrides[rel]))
                 elif staging is not None:
                     ops.append(CommitOperationCopy(rel, rel, src_revision=staging))
                 else:
-                    ops.append(CommitOperationAdd(rel, str(build.root / rel)))
-            ops += [CommitOperationDelete(p) for p in deletions]
+                    ops.append(CommitOperationAdd(rel, str(self.build.root / rel)))
+            ops += [CommitOperationDelete(p) for p in plan.deletions]
             return ops
 
         def commit():
             return api.create_commit(repo_id, operations(), commit_message=summary, commit_description=description,
                                      repo_type=REPO_TYPE, revision=BRANCH, parent_commit=head)
 
-        log(f"pushing {len(uploads)} files to {repo_id} ({len(deletions)} to delete)")
+        pusher.log(f"pushing {len(plan.uploads)} files to {repo_id} ({len(plan.deletions)} to delete)")
         try:
-            commit_info = pusher.retry("commit", commit, recover=lambda: pusher.landed(release_id))
+            commit_info = pusher.retry("commit", commit, recover=lambda: pusher.landed(self.release_id))
             # CommitInfo is itself a str (the URL), so test for the recovered plain oid the other way round.
-            commit_oid = getattr(commit_info, "oid", None) or commit_info
+            return getattr(commit_info, "oid", None) or commit_info
         except HfHubHTTPError as err:
-            if _status(err) == 412:  # main moved: our earlier attempt, or someone else's push
-                commit_oid = pusher.landed(release_id)
-                if commit_oid is None:
-                    raise UserError(f"{repo_id}: {BRANCH} changed while pushing; nothing was tagged; {rerun}") from None
-            else:
+            if _status(err) != 412:
                 raise
+            commit_oid = pusher.landed(self.release_id)  # main moved: our earlier attempt, or someone else's push
+            if commit_oid is None:
+                raise UserError(f"{repo_id}: {BRANCH} changed while pushing; nothing was tagged; {self.rerun}") from None
+            return commit_oid
 
-        # 5. Tag the commit; a rerun after a failure here finds the files unchanged and only tags.
+    def tag_commit(self, commit_oid: str, notes_text: str) -> None:
+        """5. Tag the commit; a rerun after a failure here finds the files unchanged and only tags."""
+        api, repo_id, pusher, tag = self.pusher.api, self.pusher.repo_id, self.pusher, self.tag
+
         def tag_it():
             api.create_tag(repo_id, tag=tag, revision=commit_oid, tag_message=notes_text, repo_type=REPO_TYPE)
             return commit_oid
@@ -524,21 +544,7 @@ def publish(build_dir: Path, repo_id: str, version: str, *, private: bool | None
                 pass  # our own earlier attempt created it
             else:
                 raise UserError(_scrub(f"{repo_id}: committed {commit_oid[:12]} but could not create tag {tag} "
-                                       f"({_one_line(exc)}); {rerun} to tag it", token)) from None
-        if large_folder:
-            try:
-                api.delete_branch(repo_id, branch=staging_branch, repo_type=REPO_TYPE)
-            except Exception as exc:  # noqa: BLE001 - a left-over staging branch is harmless
-                log(_scrub(f"note: could not delete the staging branch {staging_branch} ({_one_line(exc)})", token))
-    except UserError:
-        raise
-    except Exception as exc:  # noqa: BLE001 - every failure becomes one line that says what to do
-        raise UserError(_scrub(f"push to {repo_id} failed ({_one_line(exc)}); nothing was tagged; "
-                               f"{rerun}", token)) from None
-
-    prefix = endpoint.rstrip("/") if endpoint else _default_endpoint()
-    return PushResult(repo_id, tag, commit_oid, f"{prefix}/datasets/{repo_id}/commit/{commit_oid}", previous,
-                      notes_text, deletions)
+                                       f"({_one_line(exc)}); {self.rerun} to tag it", pusher.token)) from None
 
 
 def _default_endpoint() -> str:

@@ -12,7 +12,8 @@ import pytest
 from harness.cli import main
 from harness.data import Item
 from harness.models import RunSettings, load_model
-from tests._fixtures_harness import make_pool, png, qwen3_tokenizer, save_tiny_qwen2_vl, write_benchmark
+from harness.fixtures import make_pool, png, write_benchmark
+from tests._fixtures_harness import qwen3_tokenizer, save_tiny_qwen2_vl
 
 transformers = pytest.importorskip("transformers")
 torch = pytest.importorskip("torch")

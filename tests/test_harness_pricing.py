@@ -10,7 +10,7 @@ from harness.models import VISION_WRAP, ImagePricer, image_token_cost, interleav
 from harness.truncation import truncate_middle
 from mmlongembed.documents import IMAGE_PLACEHOLDER
 from mmlongembed.tokens import image_tokens
-from tests._fixtures_harness import png
+from harness.fixtures import png
 
 
 class StubQwen2VLProcessor:

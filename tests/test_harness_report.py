@@ -5,7 +5,7 @@ import json
 
 import pytest
 
-from tests._fixtures_harness import make_pool, write_benchmark
+from harness.fixtures import make_pool, write_benchmark
 from harness.cli import main as score_main
 from harness.leaderboard import main as leaderboard_main
 from mmlongembed.cli import main as mmle_main
@@ -140,3 +140,25 @@ def test_govreport_sample_cells_weigh_every_query(tmp_path):
         (cell,) = [c for c in result["table3"] if c["column"] == f"GovReport {difficulty.capitalize()}"]
         assert cell["queries"] == sum(sizes) and cell["p_at_1"] == pytest.approx(hits / sum(sizes))
         assert f"n={sum(sizes)}" in (output / "table.md").read_text()
+
+
+def test_a_leaderboard_row_of_ours_is_the_report_row_with_its_source():
+    """One rendering of Tables 3 and 4: the leaderboard prints our rows as `mmle score` does, with the
+    Source column after the model."""
+    from harness import leaderboard, report
+
+    cell = {"model": "m", "column": "GovReport Easy", "task": "logical_summarization", "p_at_1": 0.5,
+            "queries": 12, "ci95": [0.25, 0.75], "pools": 1, "expected_pools": 1}
+    average = report.average_cell("m", [cell])
+    grid = {"model": "m", "needle_modality": "text", "metric": "p@1", "mean": 0.5, "std": 0.0,
+            "backgrounds": {b: {"p@1": 0.5, "cell": {**cell, "column": b}} for b in report.BACKGROUNDS}}
+    run = {"_path": "r.json", "results": [], "table3": [cell, average], "table4": [grid]}
+    ours = report.table3_markdown([{"model": "m", "cells": {cell["column"]: cell}, "average": average}],
+                                  ["GovReport Easy"], {"GovReport Easy": "logical_summarization"}).splitlines()
+    board = leaderboard.table3([run]).splitlines()
+    assert board[-1] == ours[-1].replace("| m |", "| m | ours |", 1) == "| m | ours | 50.0 [25.0, 75.0] n=12 | 50.0 |"
+    assert board[2] == ours[2].replace("| Model |", "| Model | Source |", 1)
+    ours = report.table4([], data=[grid]).splitlines()
+    board = leaderboard.table4([run]).splitlines()
+    assert board[-1] == ours[-1].replace("| m |", "| m | ours |", 1)
+    assert board[0] == ours[0].replace("| Model |", "| Model | Source |", 1)

@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 
 
-from tests._fixtures_harness import (
-    blank_images, drop_column, make_pool, rewrite_table, standard_benchmark, write_benchmark)
+from harness.fixtures import make_pool, write_benchmark
+from tests._fixtures_harness import blank_images, drop_column, rewrite_table, standard_benchmark
 from harness.cli import main
 from harness.fake_server import FakeEmbeddingServer
 

@@ -9,7 +9,7 @@ import pytest
 
 
 from harness.cli import main
-from tests._fixtures_harness import make_pool, png, write_benchmark
+from harness.fixtures import make_pool, png, write_benchmark
 from tests._tiny_vlm import make_tiny_qwen2_vl
 
 transformers = pytest.importorskip("transformers")

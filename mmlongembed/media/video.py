@@ -197,33 +197,9 @@ def decode_video(path: str | Path, settings: FrameSettings, video_id: str | None
                                audio_rate=settings.audio_rate)
         resampler = (av.AudioResampler(format="s16", layout="mono", rate=settings.audio_rate)
                      if settings.audio and astream is not None else None)
-        pcm = bytearray()
-        previous = None  # (pts, frame): the last decoded frame before the current grid time
-        j = 0
         streams = [vstream] + ([astream] if resampler is not None else [])
         try:
-            for packet in container.demux(*streams):
-                for frame in packet.decode():
-                    if packet.stream.type == "audio":
-                        for out in resampler.resample(frame):
-                            pcm += bytes(out.planes[0])[: out.samples * 2]
-                        continue
-                    if frame.pts is None or frame.time is None:
-                        continue
-                    t_frame = float(frame.time)
-                    if previous is not None and t_frame <= previous[0]:
-                        continue  # a repeated or out-of-order timestamp: the first one wins
-                    decoded.source_frames += 1
-                    while grid is not None and j < len(grid) and t_frame >= grid[j]:
-                        chosen = previous if previous is not None and \
-                            abs(previous[0] - grid[j]) <= abs(t_frame - grid[j]) else (t_frame, frame)
-                        image, h, w = _encode(chosen[1], settings)
-                        decoded.frames.append(Frame(j, chosen[0], image, h, w))
-                        j += 1
-                    previous = (t_frame, frame)
-            if resampler is not None:
-                for out in resampler.resample(None):
-                    pcm += bytes(out.planes[0])[: out.samples * 2]
+            previous, j, pcm = _demux(container, streams, resampler, grid, decoded, settings)
         except (av.error.FFmpegError, ValueError, MemoryError) as error:
             raise VideoDecodeError("decode_error", f"{path.name}: {error}") from None
         if previous is None:
@@ -238,6 +214,39 @@ def decode_video(path: str | Path, settings: FrameSettings, video_id: str | None
     if resampler is not None:
         decoded.audio_pcm = bytes(pcm)
     return decoded
+
+
+def _demux(container, streams, resampler, grid: list[float] | None, decoded: DecodedVideo,
+           settings: FrameSettings):
+    """One pass over the container: each grid time takes the decoded frame nearest it (appended to
+    ``decoded.frames``), the audio goes through ``resampler``. Returns the last frame as
+    (pts, frame), or None where no frame decoded; the next grid index; the audio's s16 bytes."""
+    pcm = bytearray()
+    previous = None  # (pts, frame): the last decoded frame before the current grid time
+    j = 0
+    for packet in container.demux(*streams):
+        for frame in packet.decode():
+            if packet.stream.type == "audio":
+                for out in resampler.resample(frame):
+                    pcm += bytes(out.planes[0])[: out.samples * 2]
+                continue
+            if frame.pts is None or frame.time is None:
+                continue
+            t_frame = float(frame.time)
+            if previous is not None and t_frame <= previous[0]:
+                continue  # a repeated or out-of-order timestamp: the first one wins
+            decoded.source_frames += 1
+            while grid is not None and j < len(grid) and t_frame >= grid[j]:
+                chosen = previous if previous is not None and \
+                    abs(previous[0] - grid[j]) <= abs(t_frame - grid[j]) else (t_frame, frame)
+                image, h, w = _encode(chosen[1], settings)
+                decoded.frames.append(Frame(j, chosen[0], image, h, w))
+                j += 1
+            previous = (t_frame, frame)
+    if resampler is not None:
+        for out in resampler.resample(None):
+            pcm += bytes(out.planes[0])[: out.samples * 2]
+    return previous, j, pcm
 
 
 # -- audio -----------------------------------------------------------------------------------------
