@@ -9,7 +9,7 @@
                               is read at its boundary tokens (harness.boundary; also `hf:` with
                               --pooling boundary|trailing|distributed)
 - `vllm:<name>`               vLLM's pooling runner (GPU, optional extra)
-- `openai:<model>@<base_url>` any OpenAI-compatible /v1/embeddings server
+- `openai:<model>@<base_url>` any OpenAI-compatible /v1/embeddings server (through the openai client)
 
 Dense models embed through the cache in batches and score by cosine similarity. Inputs longer
 than the model's window are truncated in the middle (harness.truncation) and counted.
@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import base64
 import hashlib
-import json
 import os
 import time
 from dataclasses import dataclass, field
@@ -433,28 +432,34 @@ class OpenAIModel(DenseModel):
         self.model, self.base_url = model, base_url.rstrip("/")
         self.spec = f"openai:{model}@{self.base_url}"
         self.window = settings.max_length
+        self._client = None  # the openai client, made on the first request
 
     def identity(self) -> dict:
         # A server does not tell its weights' revision; the cache trusts model name and URL.
         return {"model": self.spec, "max_length": self.window, "query_template": self.query_template}
 
     def _post(self, payload: dict) -> list[list[float]]:
-        import urllib.error
-        import urllib.request
+        import httpx
+        import openai
 
-        request = urllib.request.Request(
-            f"{self.base_url}/embeddings", data=json.dumps(payload).encode(),
-            headers={"Content-Type": "application/json",
-                     "Authorization": f"Bearer {os.environ.get('OPENAI_API_KEY', 'none')}"})
+        if self._client is None:
+            # The client retries 408, 409, 429, 5xx, timeouts and connection errors (twice, with
+            # backoff). The payload goes as it is: the chat form is vLLM's, not the OpenAI API's.
+            self._client = openai.OpenAI(base_url=self.base_url, api_key=os.environ.get("OPENAI_API_KEY", "none"),
+                                         timeout=600)
         try:
-            with urllib.request.urlopen(request, timeout=600) as response:
-                body = json.loads(response.read())
-        except urllib.error.HTTPError as exc:
-            raise ModelError(f"server answered {exc.code}: {exc.read()[:200].decode(errors='replace')}") from None
-        except (urllib.error.URLError, OSError) as exc:
-            raise ModelError(f"cannot reach {self.base_url}: {exc}") from None
+            body = self._client.post("/embeddings", body=payload, cast_to=httpx.Response).json()
+        except openai.APIStatusError as exc:
+            raise ModelError(f"server answered {exc.status_code}: {exc.response.text[:200]}") from None
+        except openai.APIConnectionError as exc:  # timeouts too; the cause says which (refused, timed out)
+            raise ModelError(f"cannot reach {self.base_url}: {exc.__cause__ or exc}") from None
         data = sorted(body.get("data", []), key=lambda d: d["index"])
         return [d["embedding"] for d in data]
+
+    def close(self) -> None:
+        if self._client is not None:
+            self._client.close()
+            self._client = None
 
     def _fit(self, item: Item) -> tuple[Item, bool]:
         if not self.window:
