@@ -147,12 +147,12 @@ def test_cache_makes_a_rerun_embed_nothing(tmp_path, bench):
 
 
 def test_openai_server_scores_text_and_image_pools_and_resumes(tmp_path, bench, monkeypatch):
-    from harness import models
+    from harness.openai_model import OpenAIModel
 
     with FakeEmbeddingServer() as server:
         spec = f"openai:fake-embedder@{server.base_url}"
         # interrupt the run after the first successful request: what was embedded stays cached
-        real_post, calls = models.OpenAIModel._post, []
+        real_post, calls = OpenAIModel._post, []
 
         def flaky_post(self, payload):
             calls.append(1)
@@ -160,10 +160,10 @@ def test_openai_server_scores_text_and_image_pools_and_resumes(tmp_path, bench, 
                 raise KeyboardInterrupt
             return real_post(self, payload)
 
-        monkeypatch.setattr(models.OpenAIModel, "_post", flaky_post)
+        monkeypatch.setattr(OpenAIModel, "_post", flaky_post)
         code, _, _ = score(tmp_path, bench, "--model", spec, "--batch-size", "4", "--pools", "govreport-easy-256")
         assert code == 130 and server.inputs == 4
-        monkeypatch.setattr(models.OpenAIModel, "_post", real_post)
+        monkeypatch.setattr(OpenAIModel, "_post", real_post)
         code, report, _ = score(tmp_path, bench, "--model", spec, "--batch-size", "4", "--pools", "govreport-easy-256")
         assert code == 0
         assert (report["results"][0]["embedded"], report["results"][0]["cached"]) == (16, 4)

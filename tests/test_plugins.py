@@ -30,6 +30,7 @@ def test_the_three_registries_find_their_plugins_in_modules_they_do_not_import()
     from mmlongembed.media.frames import DECODE_BACKENDS
 
     assert MODEL_KINDS.get("hfgen").make.__module__ == "harness.boundary"
+    assert MODEL_KINDS.get("openai").make.__module__ == "harness.openai_model"
     assert BACKENDS.get("ray").__module__ == "mmlongembed.llm.ray_backend"
     assert BACKENDS.get("openai").__module__ == "mmlongembed.llm.openai_backend"
     assert DECODE_BACKENDS.get("ray").__module__ == "mmlongembed.media.ray_decode"
