@@ -197,9 +197,13 @@ def test_a_stalled_request_times_out(tmp_path):
         report = BuildReport()
         outcome = audit_queries(items(2), config(server, tmp_path, llm_timeout=2.0, llm_max_retries=0), report)
         released.set()
+        replay = config(server, tmp_path, llm="replay")
     assert outcome.kept == {"q1"}
     assert report.llm_steps[0]["rejected"] == {"request_failed:timeout": 1}
     assert held_until_released in ([], [True])  # the client returned while the reply was still held
+    replayed = BuildReport()  # the timeout is recorded: replay, without a server, fails the record the same way
+    assert audit_queries(items(2), replay, replayed).kept == {"q1"}
+    assert replayed.skipped == report.skipped
 
 
 def test_an_unreachable_server_is_one_line_error(tmp_path):
