@@ -315,6 +315,9 @@ def test_api_key_is_sent_but_never_recorded(server, tmp_path, monkeypatch, capsy
     report = BuildReport()
     translate([("t1", "你好")], cfg, report)
     assert server.authorizations[-1] == f"Bearer {secret}"
+    server.fail_next(1, status=401)  # a refused key: the failure is counted by status, never with the client's text
+    translate([("t1", "你好"), ("t2", "早上好")], config(server, tmp_path, llm_concurrency=1), report)
+    assert report.skipped["translation:request_failed:http_401"] == 1
     backend = OpenAIBackend(cfg)
     recorded = json.dumps(report.as_dict()) + repr(backend) + str(vars(backend)) + "".join(capsys.readouterr())
     cache_bytes = (tmp_path / "cache" / "llm-cache.sqlite3").read_bytes()
