@@ -3,7 +3,8 @@
 Embeddings are deterministic hashed bags of words (lowercase \\w+) plus one feature per image
 (its bytes' hash), L2-normalised: shared words give cosine similarity, so retrieval results
 are meaningful. It accepts the OpenAI form (`input`: string or list) and vLLM's chat form
-(`messages` with text and image_url parts). It counts requests so tests can see cache hits.
+(`messages` with text and image_url parts). It counts requests so tests can see cache hits and
+retries, and can be told to fail the next requests (`fail_next`).
 
     python -m harness.fake_server --port 8000
 """
@@ -44,11 +45,13 @@ class _Handler(BaseHTTPRequestHandler):
     def log_message(self, *args):  # keep test output clean
         pass
 
-    def _reply(self, code: int, body: dict):
+    def _reply(self, code: int, body: dict, headers: dict | None = None):
         data = json.dumps(body).encode()
         self.send_response(code)
         self.send_header("Content-Type", "application/json")
         self.send_header("Content-Length", str(len(data)))
+        for name, value in (headers or {}).items():
+            self.send_header(name, value)
         self.end_headers()
         self.wfile.write(data)
 
@@ -67,7 +70,13 @@ class _Handler(BaseHTTPRequestHandler):
             return self._reply(400, {"error": {"message": f"bad request: {exc}"}})
         with self.server.lock:
             self.server.requests += 1
-            self.server.inputs += len(inputs)
+            failure = self.server.failures.pop(0) if self.server.failures else None
+            if failure is None:
+                self.server.inputs += len(inputs)
+        if failure is not None:
+            status, retry_after = failure
+            return self._reply(status, {"error": {"message": f"scripted failure {status}"}},
+                               {"Retry-After": retry_after} if retry_after is not None else None)
         data = [{"object": "embedding", "index": i, "embedding": embed_text_and_images(t, ims)}
                 for i, (t, ims) in enumerate(inputs)]
         self._reply(200, {"object": "list", "data": data, "model": payload.get("model", ""),
@@ -101,9 +110,15 @@ class FakeEmbeddingServer(ThreadingHTTPServer):
         super().__init__((host, port), _Handler)
         self.model_name = model_name
         self.requests = 0
-        self.inputs = 0
+        self.inputs = 0  # inputs embedded (failed requests not counted)
+        self.failures: list[tuple[int, str | None]] = []  # (status, Retry-After) of the next requests
         self.lock = threading.Lock()
         self._thread = None
+
+    def fail_next(self, count: int, status: int = 503, retry_after: str | None = None) -> None:
+        """The next ``count`` embedding requests get HTTP ``status`` (and ``Retry-After``, if given)."""
+        with self.lock:
+            self.failures.extend((status, retry_after) for _ in range(count))
 
     @property
     def base_url(self) -> str:

@@ -9,7 +9,7 @@
                               is read at its boundary tokens (harness.boundary; also `hf:` with
                               --pooling boundary|trailing|distributed)
 - `vllm:<name>`               vLLM's pooling runner (GPU, optional extra)
-- `openai:<model>@<base_url>` any OpenAI-compatible /v1/embeddings server
+- `openai:<model>@<base_url>` any OpenAI-compatible /v1/embeddings server (harness.openai_model)
 
 Dense models embed through the cache in batches and score by cosine similarity. Inputs longer
 than the model's window are truncated in the middle (harness.truncation) and counted.
@@ -17,9 +17,7 @@ than the model's window are truncated in the middle (harness.truncation) and cou
 
 from __future__ import annotations
 
-import base64
 import hashlib
-import json
 import os
 import time
 from dataclasses import dataclass, field
@@ -421,102 +419,6 @@ class HFModel(DenseModel):
         return pooled.cpu().numpy(), flags
 
 
-class OpenAIModel(DenseModel):
-    """An OpenAI-compatible `/v1/embeddings` server. Text goes as `input`; an input with images is
-    sent alone in vLLM's chat form (`messages` with image_url data URIs). With --max-length,
-    text is truncated in the middle on the Qwen3 yardstick (the server's own tokenizer is unknown)."""
-
-    modalities = frozenset({"text", "image"})
-
-    def __init__(self, model: str, base_url: str, settings: RunSettings):
-        super().__init__(settings)
-        self.model, self.base_url = model, base_url.rstrip("/")
-        self.spec = f"openai:{model}@{self.base_url}"
-        self.window = settings.max_length
-
-    def identity(self) -> dict:
-        # A server does not tell its weights' revision; the cache trusts model name and URL.
-        return {"model": self.spec, "max_length": self.window, "query_template": self.query_template}
-
-    def _post(self, payload: dict) -> list[list[float]]:
-        import urllib.error
-        import urllib.request
-
-        request = urllib.request.Request(
-            f"{self.base_url}/embeddings", data=json.dumps(payload).encode(),
-            headers={"Content-Type": "application/json",
-                     "Authorization": f"Bearer {os.environ.get('OPENAI_API_KEY', 'none')}"})
-        try:
-            with urllib.request.urlopen(request, timeout=600) as response:
-                body = json.loads(response.read())
-        except urllib.error.HTTPError as exc:
-            raise ModelError(f"server answered {exc.code}: {exc.read()[:200].decode(errors='replace')}") from None
-        except (urllib.error.URLError, OSError) as exc:
-            raise ModelError(f"cannot reach {self.base_url}: {exc}") from None
-        data = sorted(body.get("data", []), key=lambda d: d["index"])
-        return [d["embedding"] for d in data]
-
-    def _fit(self, item: Item) -> tuple[Item, bool]:
-        if not self.window:
-            return item, False
-        from mmlongembed.tokens import default_counter, image_tokens
-
-        counter = default_counter()
-        runs = item.text.split(IMAGE_PLACEHOLDER)
-        sizes = [(im.height, im.width) for im in item.pil_images()] if item.images else []
-        units, costs = [], []
-        for i, run in enumerate(runs):
-            for token in counter.encode(run):
-                units.append(token)
-                costs.append(1)
-            if i < len(item.images):
-                units.append(("image", item.images[i]))
-                costs.append(image_tokens(*sizes[i]))
-        kept, truncated = truncate_middle(units, costs, self.window)
-        if not truncated:
-            return item, False
-        text, images, pending = [], [], []
-        for unit in kept + [None]:
-            if isinstance(unit, int):
-                pending.append(unit)
-                continue
-            text.append(counter.decode(pending))
-            pending = []
-            if unit is not None:
-                text.append(IMAGE_PLACEHOLDER)
-                images.append(unit[1])
-        return Item(id=item.id, text="".join(text), images=tuple(images), instruction=item.instruction,
-                    is_query=item.is_query), True
-
-    def embed(self, items):
-        fitted = [self._fit(item) for item in items]
-        text_only = [i for i, (item, _) in enumerate(fitted) if not item.images]
-        vectors: dict[int, list[float]] = {}
-        if text_only:
-            got = self._post({"model": self.model, "input": [fitted[i][0].text for i in text_only],
-                              "encoding_format": "float"})
-            if len(got) != len(text_only):
-                raise ModelError(f"server returned {len(got)} embeddings for {len(text_only)} inputs")
-            vectors.update(zip(text_only, got))
-        for i, (item, _) in enumerate(fitted):
-            if item.images:
-                vectors[i] = self._post({"model": self.model, "messages": [{"role": "user", "content": _content(item)}],
-                                         "encoding_format": "float"})[0]
-        return np.array([vectors[i] for i in range(len(items))], dtype=np.float32), [f for _, f in fitted]
-
-
-def _content(item: Item) -> list[dict]:
-    """Interleaved chat content: text runs and images (data URIs) in placeholder order."""
-    parts = []
-    for i, run in enumerate(item.text.split(IMAGE_PLACEHOLDER)):
-        if run:
-            parts.append({"type": "text", "text": run})
-        if i < len(item.images):
-            uri = "data:image/jpeg;base64," + base64.b64encode(item.images[i]).decode()
-            parts.append({"type": "image_url", "image_url": {"url": uri}})
-    return parts
-
-
 class VLLMModel(DenseModel):
     """vLLM's pooling runner (`LLM.embed`) with multimodal inputs. GPU only; not exercised by the
     CPU test suite, but its input assembly is (`interleaved_units`, `ImagePricer`). Images use the
@@ -604,7 +506,7 @@ class ModelKind:
 # Every kind `--model` accepts, in the order the usage lists them -> the module that registers it.
 MODEL_KINDS: PluginRegistry[ModelKind] = PluginRegistry("model kind", {
     "bm25": "harness.models", "minilm": "harness.models", "st": "harness.models", "hf": "harness.models",
-    "hfgen": "harness.boundary", "vllm": "harness.models", "openai": "harness.models"})
+    "hfgen": "harness.boundary", "vllm": "harness.models", "openai": "harness.openai_model"})
 
 
 def register_model_kind(name: str, usage: str, takes_argument: bool = True, uses_libraries: bool = True):
@@ -657,11 +559,3 @@ def _transformers(argument: str, settings: RunSettings) -> Model | None:
 @register_model_kind("vllm", "vllm:<name>")
 def _vllm(argument: str, settings: RunSettings) -> Model:
     return VLLMModel(argument, settings)
-
-
-@register_model_kind("openai", "openai:<model>@<base_url>")
-def _openai(argument: str, settings: RunSettings) -> Model | None:
-    model, at, url = argument.partition("@")
-    if at and model and url.startswith(("http://", "https://")):
-        return OpenAIModel(model, url, settings)
-    return None

@@ -147,12 +147,12 @@ def test_cache_makes_a_rerun_embed_nothing(tmp_path, bench):
 
 
 def test_openai_server_scores_text_and_image_pools_and_resumes(tmp_path, bench, monkeypatch):
-    from harness import models
+    from harness.openai_model import OpenAIModel
 
     with FakeEmbeddingServer() as server:
         spec = f"openai:fake-embedder@{server.base_url}"
         # interrupt the run after the first successful request: what was embedded stays cached
-        real_post, calls = models.OpenAIModel._post, []
+        real_post, calls = OpenAIModel._post, []
 
         def flaky_post(self, payload):
             calls.append(1)
@@ -160,10 +160,10 @@ def test_openai_server_scores_text_and_image_pools_and_resumes(tmp_path, bench, 
                 raise KeyboardInterrupt
             return real_post(self, payload)
 
-        monkeypatch.setattr(models.OpenAIModel, "_post", flaky_post)
+        monkeypatch.setattr(OpenAIModel, "_post", flaky_post)
         code, _, _ = score(tmp_path, bench, "--model", spec, "--batch-size", "4", "--pools", "govreport-easy-256")
         assert code == 130 and server.inputs == 4
-        monkeypatch.setattr(models.OpenAIModel, "_post", real_post)
+        monkeypatch.setattr(OpenAIModel, "_post", real_post)
         code, report, _ = score(tmp_path, bench, "--model", spec, "--batch-size", "4", "--pools", "govreport-easy-256")
         assert code == 0
         assert (report["results"][0]["embedded"], report["results"][0]["cached"]) == (16, 4)
@@ -186,6 +186,39 @@ def test_openai_server_truncates_in_the_middle(tmp_path, bench):
                                 "--pools", "slides-*", "--no-cache")
     assert code == 0
     assert report["results"][0]["truncated"] == {"queries": 0, "candidates": 16}
+
+
+def test_openai_server_failures_are_retried_then_skip_the_pool_in_one_line(tmp_path, bench, monkeypatch, capsys):
+    """The openai: adapter rides the openai client: a 503 is retried (twice at most, waiting the
+    server's Retry-After), a 400 is not; a pool whose request still fails is skipped with one
+    line that never carries the API key."""
+    secret = "sk-harness-0123456789-secret"
+    monkeypatch.setenv("OPENAI_API_KEY", secret)
+    pool = ("--pools", "govreport-easy-256", "--no-cache", "--batch-size", "32")
+    with FakeEmbeddingServer() as server:
+        spec = f"openai:fake-embedder@{server.base_url}"
+        server.fail_next(2, status=503, retry_after="0.01")
+        code, report, _ = score(tmp_path, bench, "--model", spec, *pool)
+        assert code == 0 and server.requests == 4  # two failures, then the queries and the candidates
+        assert report["results"][0]["embedded"] == 20
+
+        server.fail_next(3, status=500, retry_after="0.01")
+        code, report, _ = score(tmp_path, bench, "--model", spec, *pool, name="exhausted")
+        assert server.requests == 7  # one try and two retries, then the pool is skipped
+        assert code == 1 and report["skipped"][0]["reason"].startswith("server answered 500: ")
+
+        server.fail_next(1, status=400)
+        code, report, _ = score(tmp_path, bench, "--model", spec, *pool, name="client-error")
+        assert server.requests == 8 and code == 1  # a client error is not asked again
+    reason = report["skipped"][0]["reason"]
+    assert reason.startswith("server answered 400: ") and "\n" not in reason
+    with FakeEmbeddingServer() as gone:
+        url = gone.base_url
+    code, report, output = score(tmp_path, bench, "--model", f"openai:fake-embedder@{url}", *pool, name="gone")
+    reason = report["skipped"][0]["reason"]
+    assert code == 1 and reason.startswith(f"cannot reach {url}: ") and "refused" in reason and "\n" not in reason
+    written = "".join(p.read_text() for p in output.rglob("*") if p.is_file()) + "".join(capsys.readouterr())
+    assert secret not in written
 
 
 def test_module_entry_point_help():

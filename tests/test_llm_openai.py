@@ -10,9 +10,10 @@ import pytest
 from mmlongembed.builder import BuildReport
 from mmlongembed.errors import UserError
 from mmlongembed.llm import LLMConfig, audit_queries, load_prompt, run_llm_step, translate
-from mmlongembed.llm.backends import OpenAIBackend
+from mmlongembed.llm.backends import Reply
 from mmlongembed.llm.cache import LLMCache
 from mmlongembed.llm.fake_server import FakeOpenAIServer, audit_responder, first_user_message
+from mmlongembed.llm.openai_backend import OpenAIBackend
 from mmlongembed.llm.steps import AuditItem
 
 VALID = ('{"is_valid": true, "strong_linked_anchor": "Paris", "anchor_type": "entity", '
@@ -75,19 +76,84 @@ def test_retries_with_backoff_on_5xx_and_429(server, tmp_path):
     assert server.requests == 3
 
 
+def chat_request(text: str = "x"):
+    from mmlongembed.llm.backends import ChatRequest
+
+    return ChatRequest([{"role": "user", "content": text}], None, "t", {"temperature": 0.0, "top_p": 1.0, "max_tokens": 8})
+
+
+def recording_backend(server, waits: list, **overrides):
+    """The openai backend against ``server``, its waits between tries recorded instead of slept."""
+    async def record(seconds: float) -> None:
+        waits.append(seconds)
+
+    values = dict(llm="openai", llm_base_url=server.url, llm_max_retries=3, llm_backoff=0.5)
+    values.update(overrides)
+    return OpenAIBackend(LLMConfig(**values), sleep=record)
+
+
 def test_backoff_doubles_and_honours_retry_after():
     waits = []
-    backend = OpenAIBackend(LLMConfig(llm="openai", llm_base_url="http://127.0.0.1:9/v1", llm_max_retries=3,
-                                      llm_backoff=0.5), sleep=waits.append)
     with FakeOpenAIServer(responder=lambda body: VALID) as server:
-        backend.endpoint = server.url + "/chat/completions"
+        backend = recording_backend(server, waits)
         server.fail_next(2, status=500)
         server.fail_next(1, status=429, retry_after="7")
-        from mmlongembed.llm.backends import ChatRequest
+        reply = backend.complete([chat_request()])[0]
+    assert reply.ok and waits == [0.5, 1.0, 7.0] and server.requests == 4
 
-        reply = backend.complete([ChatRequest([{"role": "user", "content": "x"}], None, "t",
-                                              {"temperature": 0.0, "top_p": 1.0, "max_tokens": 8})])[0]
-    assert reply.ok and waits == [0.5, 1.0, 7.0]
+
+def test_retries_on_500_stop_at_max_retries_and_the_failure_is_recorded(tmp_path):
+    """--llm-max-retries 2: three tries, two waits, then the record fails with http_500; the
+    failure is in the cache, so replay fails it the same way."""
+    waits = []
+    with FakeOpenAIServer(responder=lambda body: VALID) as server:
+        server.fail_next(5, status=500)
+        reply = recording_backend(server, waits, llm_max_retries=2).complete([chat_request()])[0]
+        assert reply.error == "http_500" and waits == [0.5, 1.0] and server.requests == 3
+        server.fail_next(3, status=500)
+        report = BuildReport()
+        audit_queries(items(2), config(server, tmp_path, llm_concurrency=1), report)
+        replay = config(server, tmp_path, llm="replay")
+    assert report.llm_steps[0]["rejected"] == {"request_failed:http_500": 1}
+    replayed = BuildReport()
+    audit_queries(items(2), replay, replayed)  # the server is gone
+    assert replayed.skipped == report.skipped
+
+
+def test_a_body_that_is_not_a_completion_is_retried_then_counted():
+    """Malformed JSON (or JSON without choices) in a 200 is retried like a dropped connection;
+    once the tries run out the reply fails with bad_response_body."""
+    from mmlongembed.llm.fake_server import Canned
+
+    waits = []
+    replies = {"once": [Canned(raw_body=b'{"choices": [{"mess'), VALID],
+               "always": Canned(raw_body=b'{"object": "chat.completion"}')}
+    with FakeOpenAIServer(replies=replies) as server:
+        backend = recording_backend(server, waits, llm_max_retries=1, llm_concurrency=1)
+        once, always = backend.complete([chat_request("once"), chat_request("always")])
+    assert once == Reply(text=VALID)
+    assert always == Reply(error="bad_response_body")
+    assert server.requests == 4 and waits == [0.5, 0.5]
+
+
+def test_a_missing_key_sends_no_authorization_header(server, monkeypatch):
+    monkeypatch.delenv("MMLE_LLM_API_KEY", raising=False)
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    assert recording_backend(server, []).complete([chat_request()])[0].ok
+    assert server.authorizations == [None]
+
+
+def test_the_wire_body_is_the_chat_payload(server):
+    """The client sends exactly the payload the other HTTP paths (Ray's) send: no field renamed
+    or dropped, the JSON schema included."""
+    from mmlongembed.llm.backends import ChatRequest, chat_payload
+
+    schema = load_prompt("query_audit").json_schema
+    request = ChatRequest([{"role": "user", "content": [{"type": "text", "text": "hi"}, {
+        "type": "image_url", "image_url": {"url": "data:image/png;base64,AAAA"}}]}], schema, "query_audit",
+        {"temperature": 0.0, "top_p": 1.0, "max_tokens": 8})
+    recording_backend(server, []).complete([request])
+    assert server.bodies == [chat_payload(LLMConfig().llm_model, request)]
 
 
 def test_exhausted_retries_reject_the_record_and_a_rerun_asks_again(server, tmp_path):
@@ -131,9 +197,13 @@ def test_a_stalled_request_times_out(tmp_path):
         report = BuildReport()
         outcome = audit_queries(items(2), config(server, tmp_path, llm_timeout=2.0, llm_max_retries=0), report)
         released.set()
+        replay = config(server, tmp_path, llm="replay")
     assert outcome.kept == {"q1"}
     assert report.llm_steps[0]["rejected"] == {"request_failed:timeout": 1}
     assert held_until_released in ([], [True])  # the client returned while the reply was still held
+    replayed = BuildReport()  # the timeout is recorded: replay, without a server, fails the record the same way
+    assert audit_queries(items(2), replay, replayed).kept == {"q1"}
+    assert replayed.skipped == report.skipped
 
 
 def test_an_unreachable_server_is_one_line_error(tmp_path):
@@ -165,52 +235,26 @@ def test_the_cache_key_covers_model_revision_and_prompt(server, tmp_path):
 
 
 def test_an_interrupted_run_resumes_without_repeating_calls(tmp_path, monkeypatch):
-    """Three replies are stored, then Ctrl-C arrives while the fourth is stored. The order is
-    fixed, whatever the threads' timing: the interrupt waits until the fifth request reached the
-    server, and the server holds that request until the client has dropped its queue; so exactly
-    five requests were asked, and the rerun asks exactly the five whose answers were not stored."""
-    from concurrent.futures import ThreadPoolExecutor
-
-    from mmlongembed.llm import backends
-
-    arrivals, fifth_arrived, queue_dropped = [], threading.Event(), threading.Event()
-    lock = threading.Lock()
-
-    def responder(body):
-        with lock:
-            arrivals.append(body)
-            n = len(arrivals)
-        if n == 5:
-            fifth_arrived.set()
-        if n >= 5:
-            queue_dropped.wait(60)  # safety net only: the test fails below rather than hang
-        return VALID
-
-    class RecordingPool(ThreadPoolExecutor):
-        def shutdown(self, wait=True, *, cancel_futures=False):
-            super().shutdown(wait=False, cancel_futures=cancel_futures)
-            queue_dropped.set()  # the queued requests are cancelled now: let the held one finish
-            super().shutdown(wait=wait)
-
-    monkeypatch.setattr(backends, "ThreadPoolExecutor", RecordingPool)
+    """Three replies are stored, then Ctrl-C arrives while the fourth is stored. With one slot,
+    the next request waits until the reply before it is stored, whatever the timing: so exactly
+    four requests were asked, and the rerun asks exactly the five whose answers were not stored."""
     original_put = LLMCache.put
     stored = []
 
     def put_then_interrupt(self, *args, **kwargs):
         if len(stored) == 3:
-            assert fifth_arrived.wait(60), "the fifth request never reached the server"
             raise KeyboardInterrupt
         stored.append(args[0])
         return original_put(self, *args, **kwargs)
 
-    with FakeOpenAIServer(responder=responder) as server:
+    with FakeOpenAIServer(responder=lambda body: VALID) as server:
         cfg = config(server, tmp_path, llm_concurrency=1)
         monkeypatch.setattr(LLMCache, "put", put_then_interrupt)
         with pytest.raises(KeyboardInterrupt):
             audit_queries(items(8), cfg, BuildReport())
         monkeypatch.setattr(LLMCache, "put", original_put)
         asked_before = server.requests
-        assert asked_before == 5  # four answered (three stored), one in flight; three queued were dropped
+        assert asked_before == 4  # four answered (three stored); the four queued were never sent
         report = BuildReport()
         outcome = audit_queries(items(8), cfg, report)
     assert outcome.kept == {f"q{i}" for i in range(8)}
@@ -271,6 +315,9 @@ def test_api_key_is_sent_but_never_recorded(server, tmp_path, monkeypatch, capsy
     report = BuildReport()
     translate([("t1", "你好")], cfg, report)
     assert server.authorizations[-1] == f"Bearer {secret}"
+    server.fail_next(1, status=401)  # a refused key: the failure is counted by status, never with the client's text
+    translate([("t1", "你好"), ("t2", "早上好")], config(server, tmp_path, llm_concurrency=1), report)
+    assert report.skipped["translation:request_failed:http_401"] == 1
     backend = OpenAIBackend(cfg)
     recorded = json.dumps(report.as_dict()) + repr(backend) + str(vars(backend)) + "".join(capsys.readouterr())
     cache_bytes = (tmp_path / "cache" / "llm-cache.sqlite3").read_bytes()

@@ -30,8 +30,24 @@ def test_the_three_registries_find_their_plugins_in_modules_they_do_not_import()
     from mmlongembed.media.frames import DECODE_BACKENDS
 
     assert MODEL_KINDS.get("hfgen").make.__module__ == "harness.boundary"
+    assert MODEL_KINDS.get("openai").make.__module__ == "harness.openai_model"
     assert BACKENDS.get("ray").__module__ == "mmlongembed.llm.ray_backend"
+    assert BACKENDS.get("openai").__module__ == "mmlongembed.llm.openai_backend"
     assert DECODE_BACKENDS.get("ray").__module__ == "mmlongembed.media.ray_decode"
+
+
+def test_the_llm_layer_imports_the_openai_client_only_for_its_backend():
+    """A build without --llm openai does not pay for importing the client (pydantic and httpx)."""
+    import subprocess
+    from pathlib import Path
+
+    probe = ("import sys, mmlongembed.llm, mmlongembed.llm.runner, harness.models; before = 'openai' in sys.modules; "
+             "from mmlongembed.llm.backends import BACKENDS; BACKENDS.get('openai'); "
+             "print(before, 'openai' in sys.modules)")
+    root = Path(__file__).resolve().parents[1]
+    result = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, cwd=root, timeout=120,
+                            env={"PYTHONPATH": str(root), "PATH": "/usr/bin:/bin"})
+    assert result.stdout.split() == ["False", "True"], result.stderr
 
 
 REGISTRY = PluginRegistry("test plug-in", {"here": __name__, "later": "fake_plugin_home"})

@@ -1,8 +1,8 @@
 """LLM backends: each turns a batch of chat requests into replies (or per-request failures).
 
-- ``openai``: any OpenAI-compatible server over HTTP (``vllm serve``, a hosted API); bounded
-  concurrency, per-request timeout, retries with exponential backoff on 429, 5xx, timeouts and
-  connection errors (honouring ``Retry-After``). Standard library only (urllib + threads).
+- ``openai``: any OpenAI-compatible server over HTTP (``vllm serve``, a hosted API), through the
+  ``openai`` client: bounded concurrency, per-request timeout, retries with exponential backoff on
+  429, 5xx, timeouts and connection errors (honouring ``Retry-After``). In ``llm/openai_backend.py``.
 - ``vllm``: the in-process vLLM offline engine (``LLM.chat``), greedy, structured JSON output
   where the prompt has a schema. Optional extra ``[vllm]``; needs a GPU.
 - ``ray``: the same requests as a Ray Data batch job (``ray.data.llm``), over vLLM on the cluster's
@@ -11,7 +11,7 @@
 A backend never raises for one bad request: it returns ``Reply(error=...)`` and the step counts it.
 ``complete(requests, on_reply)`` calls ``on_reply(index, reply)`` as each reply arrives (the
 runner stores it in the cache right away, so an interrupted run loses at most what was in flight).
-The API key is read from the environment when a request is built, and is never stored on the
+The API key is read from the environment when a batch is sent, and is never stored on the
 backend, logged or put in an error message.
 """
 
@@ -19,11 +19,6 @@ from __future__ import annotations
 
 import json
 import os
-import socket
-import time
-import urllib.error
-import urllib.request
-from concurrent.futures import ThreadPoolExecutor, as_completed
 from dataclasses import dataclass
 from typing import Callable, Optional
 
@@ -32,10 +27,9 @@ from mmlongembed.llm.config import LLMConfig
 from mmlongembed.plugins import PluginRegistry
 
 API_KEY_VARIABLES = ("MMLE_LLM_API_KEY", "OPENAI_API_KEY")
-MAX_RETRY_AFTER_SECONDS = 60.0
 # The backends that call a model -> the module that registers each (Ray's pulls in the optional extra).
 BACKENDS: PluginRegistry[Callable[[LLMConfig], object]] = PluginRegistry("LLM backend", {
-    "openai": "mmlongembed.llm.backends", "vllm": "mmlongembed.llm.backends", "ray": "mmlongembed.llm.ray_backend"})
+    "openai": "mmlongembed.llm.openai_backend", "vllm": "mmlongembed.llm.backends", "ray": "mmlongembed.llm.ray_backend"})
 
 
 @dataclass(frozen=True)
@@ -89,85 +83,6 @@ def reply_text(body: dict) -> str:
     """The message text of an OpenAI chat completion body; KeyError/TypeError when it has none."""
     content = body["choices"][0]["message"]["content"]
     return content if isinstance(content, str) else ""
-
-
-@BACKENDS.register("openai")
-class OpenAIBackend:
-    name = "openai"
-
-    def __init__(self, config: LLMConfig, sleep: Callable[[float], None] = time.sleep):
-        if not config.llm_base_url.startswith(("http://", "https://")):
-            raise UserError(f"--llm-base-url must be an http(s) URL, got {config.llm_base_url!r}")
-        self.model = config.llm_model
-        self.model_revision = config.llm_model_revision
-        self.endpoint = config.llm_base_url.rstrip("/") + "/chat/completions"
-        self.concurrency = max(1, config.llm_concurrency)
-        self.timeout = config.llm_timeout
-        self.max_retries = max(0, config.llm_max_retries)
-        self.backoff = config.llm_backoff
-        self._sleep = sleep
-
-    def __repr__(self) -> str:  # no key, ever
-        return f"OpenAIBackend({self.endpoint}, model={self.model!r})"
-
-    def complete(self, requests: list[ChatRequest], on_reply: Optional[OnReply] = None) -> list[Reply]:
-        if not requests:
-            return []
-        replies: list[Reply | None] = [None] * len(requests)
-        pool = ThreadPoolExecutor(max_workers=min(self.concurrency, len(requests)))
-        try:
-            futures = {pool.submit(self._complete_one, r): i for i, r in enumerate(requests)}
-            for future in as_completed(futures):
-                index = futures[future]
-                replies[index] = future.result()
-                if on_reply is not None:
-                    on_reply(index, replies[index])
-        finally:
-            # On an interrupt, queued requests are dropped; the ones in flight finish unrecorded.
-            pool.shutdown(wait=True, cancel_futures=True)
-        return [r or Reply(error=NOT_SENT) for r in replies]
-
-    def _complete_one(self, request: ChatRequest) -> Reply:
-        data = json.dumps(chat_payload(self.model, request)).encode("utf-8")
-        last_error = "unknown"
-        for attempt in range(self.max_retries + 1):
-            retry_after = None
-            try:
-                body = self._post(data)
-                return Reply(text=reply_text(body))
-            except urllib.error.HTTPError as error:
-                last_error = f"http_{error.code}"
-                if error.code != 429 and error.code < 500:
-                    return Reply(error=last_error)  # a client error does not get better by asking again
-                retry_after = _retry_after_seconds(error.headers.get("Retry-After") if error.headers else None)
-            except (TimeoutError, socket.timeout):
-                last_error = "timeout"
-            except urllib.error.URLError as error:
-                last_error = "timeout" if isinstance(error.reason, (TimeoutError, socket.timeout)) else "connection_error"
-            except (ConnectionError, OSError):
-                last_error = "connection_error"
-            except (ValueError, KeyError, IndexError, TypeError):
-                last_error = "bad_response_body"  # not an OpenAI chat completion; servers do recover
-            if attempt < self.max_retries:
-                delay = self.backoff * (2 ** attempt)
-                self._sleep(min(max(delay, retry_after or 0.0), MAX_RETRY_AFTER_SECONDS))
-        return Reply(error=last_error)
-
-    def _post(self, data: bytes) -> dict:
-        headers = {"Content-Type": "application/json", "Accept": "application/json"}
-        key = api_key()
-        if key:
-            headers["Authorization"] = f"Bearer {key}"
-        request = urllib.request.Request(self.endpoint, data=data, headers=headers, method="POST")
-        with urllib.request.urlopen(request, timeout=self.timeout) as response:  # noqa: S310 (URL is validated)
-            return json.loads(response.read().decode("utf-8"))
-
-
-def _retry_after_seconds(value: str | None) -> float | None:
-    try:
-        return float(value) if value is not None else None
-    except ValueError:
-        return None  # an HTTP date: fall back to our own backoff
 
 
 @BACKENDS.register("vllm")

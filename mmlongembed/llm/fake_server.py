@@ -113,6 +113,33 @@ class FakeOpenAIServer:
             return item if isinstance(item, Canned) else Canned(content=item)
         return Canned(status=404, raw_body=b'{"error": {"message": "no canned reply"}}')
 
+    def serve(self, body: dict, authorization: str | None) -> tuple[int, bytes, str | None]:
+        """(status, payload, Retry-After) for one chat completion request, counted as it is seen."""
+        with self._lock:
+            self.requests += 1
+            self.in_flight += 1
+            self.max_in_flight = max(self.max_in_flight, self.in_flight)
+            self.bodies.append(body)
+            self.authorizations.append(authorization)
+        # The request leaves the in-flight count before its answer is written: once the client
+        # reads the answer it may send its next request, which must not find this one counted.
+        try:
+            canned = self.answer(body)
+            delay = canned.delay + self.stall_seconds
+            if delay:
+                time.sleep(delay)
+            if canned.raw_body is not None:
+                status, payload = canned.status, canned.raw_body
+            elif canned.status != 200:
+                status = canned.status
+                payload = json.dumps({"error": {"message": f"scripted failure {canned.status}"}}).encode()
+            else:
+                status, payload = 200, json.dumps(completion_body(canned.content or "", self.model)).encode()
+        finally:
+            with self._lock:
+                self.in_flight -= 1
+        return status, payload, canned.retry_after
+
 
 def first_user_message(body: dict) -> str:
     for message in body.get("messages", []):
@@ -165,30 +192,7 @@ def _make_handler(server: FakeOpenAIServer):
             except (UnicodeDecodeError, json.JSONDecodeError):
                 self._send(400, b'{"error": {"message": "body is not JSON"}}')
                 return
-            with server._lock:
-                server.requests += 1
-                server.in_flight += 1
-                server.max_in_flight = max(server.max_in_flight, server.in_flight)
-                server.bodies.append(body)
-                server.authorizations.append(self.headers.get("Authorization"))
-            # The request leaves the in-flight count before its answer is written: once the client
-            # reads the answer it may send its next request, which must not find this one counted.
-            try:
-                canned = server.answer(body)
-                delay = canned.delay + server.stall_seconds
-                if delay:
-                    time.sleep(delay)
-                if canned.raw_body is not None:
-                    status, payload = canned.status, canned.raw_body
-                elif canned.status != 200:
-                    status = canned.status
-                    payload = json.dumps({"error": {"message": f"scripted failure {canned.status}"}}).encode()
-                else:
-                    status, payload = 200, json.dumps(completion_body(canned.content or "", server.model)).encode()
-            finally:
-                with server._lock:
-                    server.in_flight -= 1
-            self._send(status, payload, canned.retry_after)
+            self._send(*server.serve(body, self.headers.get("Authorization")))
 
     return Handler
 

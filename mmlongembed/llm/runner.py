@@ -62,108 +62,143 @@ def run_llm_step(step: str, prompt: Prompt, items: Sequence[tuple[str, dict]], c
     if backend is None and not replaying:
         backend = make_backend(config)
     owns_cache = cache is None
-    cache = cache or LLMCache(config.llm_cache)
-    backend_name = "replay" if replaying else backend.name
-    decoding = decoding_parameters(config)
-    result = StepResult(step)
-    replayed_from: set[str] = set()
-    transport_failures = 0
     images = images or {}
     messages = {record_id: prompt.render(values, images.get(record_id, ())) for record_id, values in items}
     if len(messages) != len(items):
         raise ValueError(f"{step}: record ids are not unique")
+    run = _StepRun(step, prompt, config, report, backend, cache or LLMCache(config.llm_cache), messages)
     pending = list(messages)
     try:
         for attempt in range(config.llm_output_retries + 1):
             if not pending:
                 break
-            replies: dict[str, Reply] = {}
-            to_send: list[tuple[str, str, str]] = []  # (record id, key, lookup)
-            for record_id in pending:
-                key, lookup = request_keys(
-                    backend=backend_name, model=config.llm_model, model_revision=config.llm_model_revision,
-                    prompt_hash=prompt.hash, messages=messages[record_id], decoding=decoding)
-                if replaying:
-                    # answers, by the backend that produced them; recorded transport failures
-                    # only where no backend answered (an answer replays as it did before failures
-                    # were recorded)
-                    found = {b: Reply(text=t) for b, t in cache.find_for_replay(lookup, config.llm_replay_from).items()}
-                    if not found:
-                        found = {b: Reply(error=error)
-                                 for b, error in cache.failures_for_replay(lookup, config.llm_replay_from).items()}
-                    if not found:
-                        raise UserError(
-                            f"replay: no cached answer for step {step}, record {record_id} (request {lookup[:16]}, "
-                            f"model {config.llm_model}, prompt {prompt.name} {prompt.hash}) in {cache.path}")
-                    if len(set(found.values())) > 1:
-                        raise UserError(
-                            f"replay: the cache holds different answers from {sorted(found)} for step {step}, "
-                            f"record {record_id}; choose one with --llm-replay-from")
-                    replayed_from.update(found)
-                    replies[record_id] = next(iter(found.values()))
-                    result.cache_hits += 1
-                    continue
-                cached = cache.get(key)
-                if cached is not None:
-                    replies[record_id] = Reply(text=cached)
-                    result.cache_hits += 1
-                else:
-                    to_send.append((record_id, key, lookup))
-            if to_send:
-                requests = [ChatRequest(messages=messages[r], schema=prompt.json_schema, schema_name=prompt.name,
-                                        decoding=decoding) for r, _, _ in to_send]
-                result.calls += len(requests)
-
-                def store(index: int, reply: Reply) -> None:
-                    # Stored as it arrives (resume) and before it is judged: a contract-breaking
-                    # reply is replayed as such, so replay walks the same repairs and rejections.
-                    if reply.ok:
-                        record_id, key, lookup = to_send[index]
-                        cache.put(key, lookup, backend=backend_name, model=config.llm_model,
-                                  prompt_hash=prompt.hash, messages=messages[record_id], reply=reply.text or "")
-
-                for (record_id, key, lookup), reply in zip(to_send, backend.complete(requests, on_reply=store)):
-                    replies[record_id] = reply
-                    if not reply.ok and reply.error != NOT_SENT:
-                        # a failure after the backend's retries: recorded, so replay fails it the same way
-                        cache.put_failure(key, lookup, backend=backend_name, model=config.llm_model,
-                                          prompt_hash=prompt.hash, messages=messages[record_id], error=reply.error)
-            next_pending = []
-            for record_id in pending:
-                reply = replies[record_id]
-                if not reply.ok:
-                    # Recorded for replay only: a live rerun asks again; retries already happened in the backend.
-                    transport_failures += 1
-                    _reject(result, report, step, f"request_failed:{reply.error}", record_id)
-                    continue
-                value, problem = prompt.parse(reply.text or "")
-                if problem is not None and attempt == 0:
-                    result.first_invalid += 1
-                if problem is None:
-                    result.values[record_id] = value
-                elif attempt < config.llm_output_retries:
-                    messages[record_id] = [
-                        *messages[record_id],
-                        {"role": "assistant", "content": reply.text or ""},
-                        {"role": "user", "content": REPAIR_MESSAGE.format(detail=problem.detail)},
-                    ]
-                    next_pending.append(record_id)
-                else:
-                    _reject(result, report, step, f"invalid_output:{problem.reason}", record_id)
-            pending = next_pending
+            pending = run.judge(pending, run.ask(pending), attempt)
     finally:
         if owns_cache:
-            cache.close()
-    if items and transport_failures == len(items):
-        where = getattr(backend, "endpoint", backend_name)
+            run.cache.close()
+    result = run.result
+    if items and run.transport_failures == len(items):
+        where = getattr(backend, "endpoint", run.backend_name)
         raise UserError(f"{step}: every request to the LLM failed ({dict(result.rejected)}); is {where} reachable?")
-    extra = {"replayed_from": sorted(replayed_from)} if replaying else {}
+    extra = {"replayed_from": sorted(run.replayed_from)} if replaying else {}
     result.record = step_record(
-        step, prompt, backend_name, config.llm_model, config.llm_model_revision, records=len(items),
+        step, prompt, run.backend_name, config.llm_model, config.llm_model_revision, records=len(items),
         answered=len(result.values), rejected=dict(sorted(result.rejected.items())), calls=result.calls,
         cache_hits=result.cache_hits, **extra)
     report.llm_steps.append(result.record)
     return result
+
+
+class _StepRun:
+    """One step's state across its attempts: the conversation of each record (it grows by a
+    repair turn per invalid reply), the cache, the backend, and the counts the step reports."""
+
+    def __init__(self, step: str, prompt: Prompt, config: LLMConfig, report: BuildReport, backend,
+                 cache: LLMCache, messages: dict[str, list[dict]]):
+        self.step, self.prompt, self.config, self.report = step, prompt, config, report
+        self.replaying = config.llm == "replay"
+        self.backend, self.cache, self.messages = backend, cache, messages
+        self.backend_name = "replay" if self.replaying else backend.name
+        self.decoding = decoding_parameters(config)
+        self.result = StepResult(step)
+        self.replayed_from: set[str] = set()
+        self.transport_failures = 0
+
+    def ask(self, pending: list[str]) -> dict[str, Reply]:
+        """A reply for every pending record: from the cache (or, replaying, from it alone), else
+        from the backend."""
+        config, prompt = self.config, self.prompt
+        replies: dict[str, Reply] = {}
+        to_send: list[tuple[str, str, str]] = []  # (record id, key, lookup)
+        for record_id in pending:
+            key, lookup = request_keys(
+                backend=self.backend_name, model=config.llm_model, model_revision=config.llm_model_revision,
+                prompt_hash=prompt.hash, messages=self.messages[record_id], decoding=self.decoding)
+            if self.replaying:
+                replies[record_id] = self.replayed(record_id, lookup)
+                self.result.cache_hits += 1
+                continue
+            cached = self.cache.get(key)
+            if cached is not None:
+                replies[record_id] = Reply(text=cached)
+                self.result.cache_hits += 1
+            else:
+                to_send.append((record_id, key, lookup))
+        if to_send:
+            replies.update(self.send(to_send))
+        return replies
+
+    def replayed(self, record_id: str, lookup: str) -> Reply:
+        config, cache, step, prompt = self.config, self.cache, self.step, self.prompt
+        # answers, by the backend that produced them; recorded transport failures
+        # only where no backend answered (an answer replays as it did before failures
+        # were recorded)
+        found = {b: Reply(text=t) for b, t in cache.find_for_replay(lookup, config.llm_replay_from).items()}
+        if not found:
+            found = {b: Reply(error=error)
+                     for b, error in cache.failures_for_replay(lookup, config.llm_replay_from).items()}
+        if not found:
+            raise UserError(
+                f"replay: no cached answer for step {step}, record {record_id} (request {lookup[:16]}, "
+                f"model {config.llm_model}, prompt {prompt.name} {prompt.hash}) in {cache.path}")
+        if len(set(found.values())) > 1:
+            raise UserError(
+                f"replay: the cache holds different answers from {sorted(found)} for step {step}, "
+                f"record {record_id}; choose one with --llm-replay-from")
+        self.replayed_from.update(found)
+        return next(iter(found.values()))
+
+    def send(self, to_send: list[tuple[str, str, str]]) -> dict[str, Reply]:
+        """The backend's replies to the requests not in the cache, each stored as it arrives."""
+        prompt, model, messages = self.prompt, self.config.llm_model, self.messages
+        requests = [ChatRequest(messages=messages[r], schema=prompt.json_schema, schema_name=prompt.name,
+                                decoding=self.decoding) for r, _, _ in to_send]
+        self.result.calls += len(requests)
+
+        def store(index: int, reply: Reply) -> None:
+            # Stored as it arrives (resume) and before it is judged: a contract-breaking
+            # reply is replayed as such, so replay walks the same repairs and rejections.
+            if reply.ok:
+                record_id, key, lookup = to_send[index]
+                self.cache.put(key, lookup, backend=self.backend_name, model=model,
+                               prompt_hash=prompt.hash, messages=messages[record_id], reply=reply.text or "")
+
+        replies: dict[str, Reply] = {}
+        for (record_id, key, lookup), reply in zip(to_send, self.backend.complete(requests, on_reply=store)):
+            replies[record_id] = reply
+            if not reply.ok and reply.error != NOT_SENT:
+                # a failure after the backend's retries: recorded, so replay fails it the same way
+                self.cache.put_failure(key, lookup, backend=self.backend_name, model=model,
+                                       prompt_hash=prompt.hash, messages=messages[record_id], error=reply.error)
+        return replies
+
+    def judge(self, pending: list[str], replies: dict[str, Reply], attempt: int) -> list[str]:
+        """Check each reply against the contract: a value, a repair turn to ask again (the
+        records returned), or a counted rejection."""
+        result, step = self.result, self.step
+        next_pending = []
+        for record_id in pending:
+            reply = replies[record_id]
+            if not reply.ok:
+                # Recorded for replay only: a live rerun asks again; retries already happened in the backend.
+                self.transport_failures += 1
+                _reject(result, self.report, step, f"request_failed:{reply.error}", record_id)
+                continue
+            value, problem = self.prompt.parse(reply.text or "")
+            if problem is not None and attempt == 0:
+                result.first_invalid += 1
+            if problem is None:
+                result.values[record_id] = value
+            elif attempt < self.config.llm_output_retries:
+                self.messages[record_id] = [
+                    *self.messages[record_id],
+                    {"role": "assistant", "content": reply.text or ""},
+                    {"role": "user", "content": REPAIR_MESSAGE.format(detail=problem.detail)},
+                ]
+                next_pending.append(record_id)
+            else:
+                _reject(result, self.report, step, f"invalid_output:{problem.reason}", record_id)
+        return next_pending
 
 
 def _reject(result: StepResult, report: BuildReport, step: str, reason: str, record_id: str) -> None:
