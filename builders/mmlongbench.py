@@ -503,7 +503,7 @@ class MMLongBenchBuilder(Builder):
         return check_page_pool(pool_row, corpus, qrels)
 
     def example_config(self, directory) -> MMLongBenchConfig:
-        from mmlongembed.testing import write_paged_sources
+        from builders._mmlongbench_fixtures import write_paged_sources
 
         write_paged_sources(Path(directory), n_documents=8, pages=(14, 22))
         return MMLongBenchConfig(sources=str(directory), lengths=(512, 1024), max_queries_per_pool=4, dpi=36.0,

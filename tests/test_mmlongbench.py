@@ -7,13 +7,13 @@ from collections import defaultdict
 import pytest
 from PIL import Image
 
+from builders._mmlongbench_fixtures import write_paged_sources
 from builders.mmlongbench import MMLongBenchBuilder, MMLongBenchConfig, check_page_pool
 from mmlongembed.build import run_build
 from mmlongembed.documents import IMAGE_PLACEHOLDER
 from mmlongembed.layout import pool_rows, read_built_pool
 from mmlongembed.llm.summaries import SYNTHETIC_LABEL
 from mmlongembed.media.pdf import PageRenderer
-from mmlongembed.testing import write_paged_sources
 from mmlongembed.validate import format_report, validate_dir
 from tests._realdata import shared_data_dir
 
