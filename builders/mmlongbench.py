@@ -52,7 +52,6 @@ class MMLongBenchConfig(CommonConfig, LLMConfig, RenderOptions):
                 "(an equal share per page, so the last pages are summarised too)"})
 
 
-
 @dataclass
 class BandPlan:
     """One length's plan, made by the summary step: the documents with a window in the band, in
@@ -136,7 +135,7 @@ class MMLongBenchBuilder(Builder):
 
     def largest_length(self, sources: Sources, config: MMLongBenchConfig) -> LengthLimit | None:
         """Documents keep their pages (a longer one is only ever cut): the longest bounds it."""
-        if not sources.documents:
+        if not sources.costs:
             return None
         return halving_limit(max(sum(costs) for costs in sources.costs.values()), "the longest document")
 
