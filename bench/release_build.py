@@ -130,7 +130,7 @@ def write_hotpotqa(sample: Path, out: Path, factor: int) -> None:
 
 
 def write_govreport(sample: Path, out: Path, factor: int) -> None:
-    from builders.govreport import read_local_reports
+    from mmlongembed.readers.govreport import read_local_reports
     from mmlongembed.builder import BuildReport
 
     reports = list(read_local_reports(sample / "govreport", BuildReport(progress=False)))

@@ -11,37 +11,27 @@ report, so that a model must read the whole document to tell them apart.
 
 from __future__ import annotations
 
-import hashlib
 import json
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Iterable, Iterator
+from typing import Iterable
 
 from mmlongembed.bm25 import BM25Index, bm25_tokenize
 from mmlongembed.capacity import LengthLimit, halving_limit, longest_text_tokens
 from mmlongembed.builder import Builder, BuildReport, CommonConfig, Problem, register
-from mmlongembed.documents import text_document
-from mmlongembed.errors import FitError, UserError
+from mmlongembed.documents import Document, text_document
+from mmlongembed.errors import FitError
 from mmlongembed.manifest import files_identity
-from mmlongembed.ops.donor import content_sha256, exchangeable_offsets, replace_span_with_donor
-from mmlongembed.ops.length import truncate_to_band
+from mmlongembed.ops.donor import (
+    SHINGLE_WORDS, content_sha256, exchangeable_offsets, jaccard, replace_span_with_donor, word_shingles)
+from mmlongembed.ops.length import Fitted, truncate_to_band
+from mmlongembed.pool_plan import PoolContext, seeded_order
 from mmlongembed.pools import EASY_NEGATIVE, HARD_NEGATIVE, POSITIVE, Candidate, LengthBand, Pool, Query, pool_name
-from mmlongembed.rng import derive_rng
-from mmlongembed.sources import HubSource, hub_rows, iter_jsonl, read_json, require_dir
-from mmlongembed.text import normalise_whitespace
+from mmlongembed.readers.govreport import HUB_SOURCE, Report, local_files, local_root, read_reports
 from mmlongembed.tokens import default_counter
 
 INSTRUCTION = "Given this summary, retrieve the original corresponding long document."
-# The parquet conversion of GovReport (report, summary; no id column): the original
-# launch/gov_report needs a loading script, which current `datasets` no longer runs.
-HUB_SOURCE = HubSource(
-    repo="ccdv/govreport-summarization", revision="4e21184e01ae8017e2c036e180fe5e541fef60a0", config="document",
-    split="test", licence="CC BY 4.0",
-)
-ZEROSCROLLS_PREFIX = "You are given a report by a government agency. Write a one-page summary of the report.\n\nReport:\n"
-ZEROSCROLLS_SUFFIX = "\n\nSummary:\n"
 HARD_VARIANTS = (("head25", (0.0, 0.25)), ("tail25", (0.75, 1.0)), ("middle50", (0.25, 0.75)))
-SHINGLE_WORDS = 8
 
 
 @dataclass
@@ -61,62 +51,32 @@ class GovReportConfig(CommonConfig):
     )
 
 
-@dataclass(frozen=True)
-class Report:
-    id: str
-    report: str
-    summary: str
-    origin: str
+@dataclass
+class Corpus:
+    """The reports every pool of a build draws on: tokenised, their summaries, the BM25 index
+    that finds donors, and each report's shingles (made on first use)."""
 
+    ids: list[str]
+    documents: dict[str, Document]
+    summaries: dict[str, str]
+    index: BM25Index
+    _shingles: dict[str, set] = field(default_factory=dict)
 
-def _shingles(text: str) -> set[int]:
-    words = text.lower().split()
-    return {hash(" ".join(words[i:i + SHINGLE_WORDS])) for i in range(max(1, len(words) - SHINGLE_WORDS + 1))}
+    @classmethod
+    def of(cls, records: list[Report], context: PoolContext) -> "Corpus":
+        documents = {r.id: text_document(r.id, r.report, context.counter)
+                     for r in context.report.bar(records, "tokenising reports", "report")}
+        return cls([r.id for r in records], documents, {r.id: r.summary for r in records},
+                   BM25Index.from_texts([r.report for r in records]))
 
+    def shingles(self, rid: str) -> set:
+        if rid not in self._shingles:
+            self._shingles[rid] = word_shingles(self.documents[rid].render()[0])
+        return self._shingles[rid]
 
-def _jaccard(a: set, b: set) -> float:
-    return len(a & b) / len(a | b) if a and b else 0.0
-
-
-def _clean(text) -> str:
-    """GAO reports double-space their sentences, CRS and L-Eval texts do not: one convention for
-    all, one paragraph per line, so a donor block never differs from its host in its spacing."""
-    return normalise_whitespace(text) if isinstance(text, str) else ""
-
-
-def _content_id(prefix: str, body) -> str:
-    """An id for sources without one: stable across row order, from the report's text."""
-    return f"{prefix}-" + hashlib.sha256(_clean(body).encode()).hexdigest()[:12]
-
-
-def read_local_reports(root: Path, report: BuildReport) -> Iterator[Report]:
-    """GovReport's original JSONL (`id`, `report`|`document`, `summary`), L-Eval's JSONL
-    (`input`, `outputs`) and ZeroSCROLLS' paired `*_input.json` / `*_output.json` files."""
-    for path in sorted(root.rglob("*.jsonl")):
-        for number, record in enumerate(iter_jsonl(path, report), 1):
-            if "input" in record and "outputs" in record:  # L-Eval
-                outputs = record.get("outputs") or []
-                summary = outputs[0] if isinstance(outputs, list) and outputs else ""
-                body = record.get("input")
-                rid = _content_id("leval", body)
-            else:
-                body = record.get("report", record.get("document"))
-                summary = record.get("summary")
-                if isinstance(body, list):  # some GovReport dumps keep paragraphs as a list
-                    body = "\n".join(str(p) for p in body)
-                if isinstance(summary, list):
-                    summary = "\n".join(str(p) for p in summary)
-                rid = str(record.get("id") or f"{path.stem}-{number}")
-            yield Report(rid, _clean(body), _clean(summary), f"{path.name}:{number}")
-    for input_path in sorted(root.rglob("*_input.json")):
-        output_path = input_path.with_name(input_path.name.replace("_input.json", "_output.json"))
-        inputs, outputs = read_json(input_path, report), read_json(output_path, report) if output_path.exists() else {}
-        if not isinstance(inputs, dict):
-            continue
-        for rid, body in inputs.items():
-            if isinstance(body, str):
-                body = body.removeprefix(ZEROSCROLLS_PREFIX).removesuffix(ZEROSCROLLS_SUFFIX)
-            yield Report(str(rid), _clean(body), _clean((outputs or {}).get(rid)), input_path.name)
+    def cut(self, rid: str, fitted: Fitted) -> bool:
+        """Whether ``fitted`` is its report cut short."""
+        return fitted.document.tokens < self.documents[rid].tokens
 
 
 @register
@@ -139,43 +99,13 @@ class GovReportBuilder(Builder):
 
     # -- sources -------------------------------------------------------------------------
     def load_sources(self, config: GovReportConfig, report: BuildReport) -> list[Report]:
-        if config.sources:
-            root = require_dir(config.sources, "GovReport JSONL, L-Eval JSONL or ZeroSCROLLS JSON files")
-            records = read_local_reports(root / "govreport" if (root / "govreport").is_dir() else root, report)
-        else:
-            records = (
-                Report(str(r.get("id") or _content_id("govreport", r.get("report"))),
-                       _clean(r.get("report", r.get("document"))), _clean(r.get("summary")), f"hub:{number}")
-                for number, r in enumerate(hub_rows(HUB_SOURCE, self.name), 1)
-            )
-        kept, seen, seen_ids = [], {}, {}
-        for r in records:
-            if not r.report:
-                report.skip("empty_report", r.origin)
-            elif not r.summary:
-                report.skip("missing_summary", r.origin)
-            else:
-                digest = hashlib.sha256(r.report.encode()).hexdigest()
-                if digest in seen:
-                    report.skip("duplicate_report", f"{r.origin} repeats {seen[digest]}")
-                    continue
-                if r.id in seen_ids:  # same id, another text: the first one read is kept
-                    report.skip("duplicate_id", f"{r.origin} reuses id {r.id} of {seen_ids[r.id]}")
-                    continue
-                seen[digest] = r.origin
-                seen_ids[r.id] = r.origin
-                kept.append(r)
-        if not kept and config.sources:
-            raise UserError(f"no usable GovReport record under {config.sources}")
-        return sorted(kept, key=lambda r: r.id)
+        return read_reports(config.sources, self.name, report)
 
     def source_identity(self, config: GovReportConfig) -> dict:
         if config.sources:
-            root = Path(config.sources)
-            root = root / "govreport" if (root / "govreport").is_dir() else root
-            files = [*root.rglob("*.jsonl"), *root.rglob("*_input.json"), *root.rglob("*_output.json")]
+            root = local_root(config.sources)
             return {"kind": "local", "name": "GovReport", "licence": HUB_SOURCE.licence,
-                    "files": files_identity(files, root)}
+                    "files": files_identity(local_files(root), root)}
         return {"kind": "hub", "name": "GovReport", "licence": HUB_SOURCE.licence, **HUB_SOURCE.identity}
 
     # -- pools ---------------------------------------------------------------------------
@@ -186,51 +116,36 @@ class GovReportBuilder(Builder):
         return halving_limit(longest_text_tokens([r.report for r in records], default_counter()), "the longest report")
 
     def build_pools(self, records: list[Report], config: GovReportConfig, report: BuildReport) -> list[Pool]:
-        counter = default_counter()
+        context = PoolContext(self.name, config, default_counter(), report)
         bands = [LengthBand.halving(t) for t in sorted(set(config.lengths))]
-        documents = {
-            r.id: text_document(r.id, r.report, counter)
-            for r in report.bar(records, "tokenising reports", "report")
-        }
-        summaries = {r.id: r.summary for r in records}
+        corpus = Corpus.of(records, context)
         bucket_of: dict[str, LengthBand] = {}
-        for r in records:
-            natural = documents[r.id].tokens
+        for rid in corpus.ids:
+            natural = corpus.documents[rid].tokens
             band = next((b for b in bands if b.lo <= natural <= b.hi), bands[-1] if natural > bands[-1].hi else None)
             if band is None:
-                report.skip("too_short_for_any_pool", f"{r.id} ({natural} tokens)")
+                report.skip("too_short_for_any_pool", f"{rid} ({natural} tokens)")
             else:
-                bucket_of[r.id] = band
-        index = BM25Index.from_texts([r.report for r in records])
-        ids = [r.id for r in records]
-
+                bucket_of[rid] = band
         pools = []
-        shingles: dict[str, set] = {}
-
-        def shingles_of(rid):
-            if rid not in shingles:
-                shingles[rid] = _shingles(documents[rid].render()[0])
-            return shingles[rid]
-
         for band in bands:
-            members = [rid for rid in ids if bucket_of.get(rid) == band]
-            longer = [rid for rid in ids if rid in bucket_of and bucket_of[rid].target > band.target]
-            pools.extend(self._paired_pools(band, members, longer, ids, documents, summaries, index, shingles_of,
-                                            config, report))
+            members = [rid for rid in corpus.ids if bucket_of.get(rid) == band]
+            longer = [rid for rid in corpus.ids if rid in bucket_of and bucket_of[rid].target > band.target]
+            pools.extend(self._paired_pools(band, members, longer, corpus, context))
         return pools
 
-    def _query(self, rid: str, summaries: dict[str, str]) -> Query:
-        return Query(id=f"q:{rid}", text=summaries[rid], instruction=INSTRUCTION, source_id=rid,
-                     n_tokens=default_counter().count(summaries[rid]))
+    def _query(self, rid: str, corpus: Corpus) -> Query:
+        text = corpus.summaries[rid]
+        return Query(id=f"q:{rid}", text=text, instruction=INSTRUCTION, source_id=rid,
+                     n_tokens=default_counter().count(text))
 
-    def _positive(self, rid: str, fitted, documents) -> Candidate:
+    def _positive(self, rid: str, fitted: Fitted, corpus: Corpus) -> Candidate:
         return Candidate(
             id=f"d:{rid}", document=fitted.document, role=POSITIVE, group=f"q:{rid}", source_id=rid,
-            n_tokens=fitted.n_tokens,
-            provenance={"variant": "original", "truncated": fitted.document.tokens < documents[rid].tokens})
+            n_tokens=fitted.n_tokens, provenance={"variant": "original", "truncated": corpus.cut(rid, fitted)})
 
-    def _paired_pools(self, band, members, longer, all_ids, documents, summaries, index, shingles_of, config,
-                      report) -> tuple[Pool, Pool]:
+    def _paired_pools(self, band: LengthBand, members: list[str], longer: list[str], corpus: Corpus,
+                      context: PoolContext) -> tuple[Pool, Pool]:
         """The easy and the hard pool of one length, over the same queries (the paper's paired
         comparison: the two pools differ only in their negatives).
 
@@ -239,56 +154,22 @@ class GovReportBuilder(Builder):
         easy negatives are the band's reports that are not queries (unmodified), then reports of
         longer bands cut at a paragraph boundary to a length drawn from the positives' lengths
         (counted in the card); if too few can be cut, the last queries leave both pools."""
-        counter = default_counter()
         easy = Pool(name=pool_name(self.name, "easy", band), task=self.task, dataset=self.name,
                     difficulty="easy", band=band)
         hard = Pool(name=pool_name(self.name, "hard", band), task=self.task, dataset=self.name,
                     difficulty="hard", band=band)
-        label = f"{self.name}-{band.name}"
-        rng = derive_rng(config.seed, self.name, label, "order")
+        rng = context.rng(f"{self.name}-{band.name}", "order")  # one generator, drawn from in this order:
         fitted = {}
-        for i in rng.permutation(len(members)):
-            rid = members[int(i)]
+        for rid in seeded_order(members, rng):  # the band's reports, ...
             try:
-                fitted[rid] = truncate_to_band(documents[rid], band, counter)
+                fitted[rid] = truncate_to_band(corpus.documents[rid], band, context.counter)
             except FitError as error:
-                report.skip(f"positive_{error.reason}", rid)
-        order = list(fitted)
-        k = config.negatives_per_query
-        # Q queries leave len(order) - Q unmodified reports and the longer ones for k*Q negatives.
-        cap = min(config.max_queries_per_pool, (len(order) + len(longer)) // (k + 1))
-        chosen: list[tuple[str, list]] = []
-        for rid in report.bar(order, f"{hard.name}: hard negatives", "report"):
-            if len(chosen) >= cap:
-                break
-            donors = self._donors(rid, all_ids, summaries, index, shingles_of, config)
-            variants = self._hard_variants(rid, fitted[rid], donors, band, hard.name, documents, counter, config)
-            if variants is None:
-                report.skip("hard_no_donor_block", rid)
-                continue
-            chosen.append((rid, variants))
-
-        query_ids = {rid for rid, _ in chosen}
-        negatives: list[tuple[str, object, bool]] = [  # (report, fitted, cut): the top band cuts longer reports too
-            (rid, fitted[rid], fitted[rid].document.tokens < documents[rid].tokens) for rid in order if rid not in query_ids]
-        positive_lengths = [fitted[rid].n_tokens for rid, _ in chosen]
-        for i in rng.permutation(len(longer)):
-            if len(negatives) >= k * len(chosen):
-                break
-            rid = longer[int(i)]
-            target = positive_lengths[int(rng.integers(len(positive_lengths)))]
-            try:
-                negatives.append((rid, truncate_to_band(documents[rid], band, counter, target=target), True))
-            except FitError as error:
-                report.skip(f"easy_negative_{error.reason}", rid)
-        if len(negatives) < k * len(chosen):  # some cuts failed: fewer queries, never fewer negatives each
-            for rid, _ in chosen[len(negatives) // k:]:
-                report.skip("not_enough_easy_negatives", rid)
-            chosen = chosen[: len(negatives) // k]
-        negatives = [negatives[int(i)] for i in rng.permutation(len(negatives))][: k * len(chosen)]
-
+                context.report.skip(f"positive_{error.reason}", rid)
+        chosen = self._hard_queries(band, fitted, len(longer), hard.name, corpus, context)
+        chosen, negatives = self._easy_negatives(band, chosen, fitted, longer, rng, corpus, context)  # ... the rest
+        k = context.config.negatives_per_query
         for q, (rid, variants) in enumerate(chosen):
-            query, positive = self._query(rid, summaries), self._positive(rid, fitted[rid], documents)
+            query, positive = self._query(rid, corpus), self._positive(rid, fitted[rid], corpus)
             easy.add_query(query, positive, [Candidate(
                 id=f"d:{neg_rid}", document=neg.document, role=EASY_NEGATIVE, group=f"q:{rid}", source_id=neg_rid,
                 n_tokens=neg.n_tokens, provenance={"variant": "other_report", "truncated": truncated})
@@ -298,32 +179,76 @@ class GovReportBuilder(Builder):
                 source_id=rid, n_tokens=made.n_tokens, provenance=made.provenance) for variant, made in variants])
         return easy, hard
 
-    def _donors(self, rid, all_ids, summaries, index, shingles_of, config) -> list[tuple[int, str, float]]:
+    def _hard_queries(self, band: LengthBand, fitted: dict[str, Fitted], n_longer: int, pool_label: str,
+                      corpus: Corpus, context: PoolContext) -> list[tuple[str, list]]:
+        """(report, its hard variants) for the fitted reports, in their order, whose three variants
+        can be made, up to the cap and to what the easy negatives can serve."""
+        k = context.config.negatives_per_query
+        # Q queries leave len(fitted) - Q unmodified reports and the longer ones for k*Q negatives.
+        cap = min(context.cap, (len(fitted) + n_longer) // (k + 1))
+        chosen: list[tuple[str, list]] = []
+        for rid in context.report.bar(list(fitted), f"{pool_label}: hard negatives", "report"):
+            if len(chosen) >= cap:
+                break
+            donors = self._donors(rid, corpus, context.config)
+            variants = self._hard_variants(rid, fitted[rid], donors, band, pool_label, corpus, context)
+            if variants is None:
+                context.report.skip("hard_no_donor_block", rid)
+                continue
+            chosen.append((rid, variants))
+        return chosen
+
+    def _easy_negatives(self, band: LengthBand, chosen: list, fitted: dict[str, Fitted], longer: list[str], rng,
+                        corpus: Corpus, context: PoolContext) -> tuple[list, list[tuple[str, Fitted, bool]]]:
+        """(the queries that keep their place, k easy negatives for each in a seeded order, as
+        (report, fitted, cut)): the band's other reports, then longer ones cut to a positive's length."""
+        k = context.config.negatives_per_query
+        query_ids = {rid for rid, _ in chosen}
+        negatives: list[tuple[str, Fitted, bool]] = [  # the top band cuts longer reports too
+            (rid, fitted[rid], corpus.cut(rid, fitted[rid])) for rid in fitted if rid not in query_ids]
+        positive_lengths = [fitted[rid].n_tokens for rid, _ in chosen]
+        for i in rng.permutation(len(longer)):
+            if len(negatives) >= k * len(chosen):
+                break
+            rid = longer[int(i)]
+            target = positive_lengths[int(rng.integers(len(positive_lengths)))]
+            try:
+                negatives.append((rid, truncate_to_band(corpus.documents[rid], band, context.counter, target=target),
+                                  True))
+            except FitError as error:
+                context.report.skip(f"easy_negative_{error.reason}", rid)
+        if len(negatives) < k * len(chosen):  # some cuts failed: fewer queries, never fewer negatives each
+            for rid, _ in chosen[len(negatives) // k:]:
+                context.report.skip("not_enough_easy_negatives", rid)
+            chosen = chosen[: len(negatives) // k]
+        return chosen, seeded_order(negatives, rng)[: k * len(chosen)]
+
+    def _donors(self, rid: str, corpus: Corpus, config: GovReportConfig) -> list[tuple[int, str, float]]:
         """(BM25 rank, report id, score) of the donor candidates, best first: the reports the
         summary retrieves from the whole corpus, less the source itself and its near-duplicates."""
-        ranked = index.top_k(bm25_tokenize(summaries[rid]), config.donor_candidates + 1)
+        ranked = corpus.index.top_k(bm25_tokenize(corpus.summaries[rid]), config.donor_candidates + 1)
         donors = []
         for rank, (i, score) in enumerate(ranked):
-            other = all_ids[i]
-            if other == rid or _jaccard(shingles_of(rid), shingles_of(other)) >= config.near_duplicate_jaccard:
+            other = corpus.ids[i]
+            if other == rid or jaccard(corpus.shingles(rid), corpus.shingles(other)) >= config.near_duplicate_jaccard:
                 continue
             donors.append((rank, other, score))
         return donors
 
-    def _hard_variants(self, rid, positive, donors, band, pool_label, documents, counter, config):
+    def _hard_variants(self, rid: str, positive: Fitted, donors, band: LengthBand, pool_label: str, corpus: Corpus,
+                       context: PoolContext):
         """The three variants (head25, tail25, middle50), each from the best donor that can fill
         its span; None when one of them cannot be made."""
         variants = []
-        offsets = exchangeable_offsets(
-            positive.n_tokens, len(HARD_VARIANTS), derive_rng(config.seed, self.name, pool_label, rid, "offsets"))
+        offsets = exchangeable_offsets(positive.n_tokens, len(HARD_VARIANTS), context.rng(pool_label, rid, "offsets"))
         for (variant, fraction), offset in zip(HARD_VARIANTS, offsets):
-            rng = derive_rng(config.seed, self.name, pool_label, rid, variant)
+            rng = context.rng(pool_label, rid, variant)
             made = None
             for rank, donor_id, score in donors:
                 try:
                     made = replace_span_with_donor(
-                        positive.document, positive.n_tokens, fraction, documents[donor_id], band, counter, rng,
-                        length_offset=offset)
+                        positive.document, positive.n_tokens, fraction, corpus.documents[donor_id], band,
+                        context.counter, rng, length_offset=offset)
                 except FitError:
                     continue
                 made.provenance.update(variant=variant, donor_bm25_rank=rank, donor_bm25_score=round(score, 4),
@@ -355,7 +280,7 @@ class GovReportBuilder(Builder):
                 yield Problem(name, "donor_block", f"{cid} does not contain its donor block where recorded")
 
     def example_config(self, directory) -> GovReportConfig:
-        from mmlongembed.testing import write_govreport_jsonl
+        from builders._govreport_fixtures import write_govreport_jsonl
 
         write_govreport_jsonl(Path(directory) / "reports.jsonl", n_reports=16, paragraphs=(5, 30))
         return GovReportConfig(sources=str(directory), lengths=(2048, 4096), max_queries_per_pool=4)

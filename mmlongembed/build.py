@@ -256,6 +256,7 @@ def _build_locked(builder: Builder, config, final_dir: Path, overwrite: bool, re
     progress = report.progress
     sources = builder.load_sources(config, report)
     check_lengths(builder, sources, config)
+    sources = builder.run_steps(sources, config, report)  # the declared steps (LLM calls) before the pure part
     pools = builder.build_pools(sources, config, report)
     if not any(p.queries for p in pools):
         lost = f"; left out as unreadable: {', '.join(p for p, _ in report.lost_files)}" if report.lost_files else ""

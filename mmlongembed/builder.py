@@ -136,8 +136,15 @@ class Builder:
         """What pins the inputs: Hub repo + revision, or sha256 of local files."""
         raise NotImplementedError
 
+    def run_steps(self, sources: Any, config, report: BuildReport) -> Any:
+        """The builder's declared steps, run after ``load_sources`` and the length check and
+        before ``build_pools``: what calls out but needs the sources first (an LLM writing the
+        queries). Returns what ``build_pools`` takes; by default the sources, unchanged."""
+        return sources
+
     def build_pools(self, sources: Any, config, report: BuildReport) -> list[Pool]:
-        """Pure: records in, pools out, every random choice from derive_rng(seed, ...)."""
+        """Pure: what ``load_sources`` (and ``run_steps``) gave in, pools out, every random
+        choice from derive_rng(seed, ...); what reads files or calls out belongs in those two."""
         raise NotImplementedError
 
     def largest_length(self, sources: Any, config):

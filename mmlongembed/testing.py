@@ -48,19 +48,6 @@ def made_up_word(rng: random.Random) -> str:
 _word = made_up_word  # the short name the writers below use
 
 
-def make_report(rng: random.Random, topic_words: list[str], n_paragraphs: int) -> str:
-    paragraphs = []
-    for p in range(n_paragraphs):
-        sentences = []
-        for _ in range(rng.randint(3, 7)):
-            words = [rng.choice(topic_words) if rng.random() < 0.4 else _word(rng) for _ in range(rng.randint(8, 20))]
-            sentences.append(words[0].capitalize() + " " + " ".join(words[1:]) + ".")
-        if p % 7 == 0:
-            paragraphs.append(f"Section {p // 7 + 1}: {rng.choice(topic_words).title()}")
-        paragraphs.append(" ".join(sentences))
-    return "\n".join(paragraphs)
-
-
 FIXTURE_NOTE = ("SYNTHETIC sources written by mmlongembed.testing for tests: generated records in the source's "
                 "format. Never publish a build made from them.")
 
@@ -73,24 +60,6 @@ def mark_synthetic(root: Path, note: str = FIXTURE_NOTE) -> None:
 
     Path(root).mkdir(parents=True, exist_ok=True)
     (Path(root) / SYNTHETIC_MARKER).write_text(note + "\n", encoding="utf-8")
-
-
-def write_govreport_jsonl(path: Path, n_reports: int = 40, seed: int = 7, paragraphs=(30, 260)) -> list[dict]:
-    """Reports in GovReport's original JSONL format (`id`, `report`, `summary`)."""
-    rng = random.Random(seed)
-    records = []
-    for i in range(n_reports):
-        topic = [_word(rng) for _ in range(12)]
-        report = make_report(rng, topic, rng.randint(*paragraphs))
-        summary = " ".join(
-            " ".join(rng.choice(topic) for _ in range(10)).capitalize() + "." for _ in range(5)
-        )
-        records.append({"id": f"gao_TEST-{i:03d}", "report": report, "summary": summary})
-    mark_synthetic(path.parent)
-    with open(path, "w", encoding="utf-8") as handle:
-        for record in records:
-            handle.write(json.dumps(record) + "\n")
-    return records
 
 
 
@@ -347,35 +316,6 @@ def paged_document_spec(rng: np.random.Generator, doc: int, n_pages: int, size=(
             blocks.append(("photo", (width - 260, y + fh + 20, width - 100, y + fh + 140), ""))
         pages.append({"size": (width, height), "lines": lines, "rects": rects, "images": images, "blocks": blocks})
     return pages
-
-
-def write_paged_sources(root: Path, n_documents: int = 8, pages=(14, 22), seed: int = 5,
-                        sidecar: int = 1) -> dict[str, list[dict]]:
-    """PDFs in MMLongBench-Doc's layout (``mmlongbench_doc/documents/*.pdf`` + ``samples.jsonl``);
-    the first ``sidecar`` documents also get a summary sidecar (``<name>.json``). One document
-    mixes page sizes. Returns name -> page specs (with each element's box)."""
-    rng = derive_rng(seed, "paged-fixture")
-    base = Path(root) / "mmlongbench_doc"
-    mark_synthetic(root)
-    out = {}
-    with_samples = []
-    for d in range(n_documents):
-        name = f"report{d:02d}.pdf"
-        n_pages = int(rng.integers(pages[0], pages[1] + 1))
-        spec = paged_document_spec(rng, d, n_pages, other_size_every=5 if d == n_documents - 1 else 0)
-        write_pdf(base / "documents" / name, spec)
-        out[name] = spec
-        if d < sidecar:
-            summary = " ".join(line[3] for page in spec[:3] for line in page["lines"][:2])
-            (base / "documents" / f"report{d:02d}.json").write_text(json.dumps({"summary": summary}), encoding="utf-8")
-        else:
-            with_samples.append(name)
-    with open(base / "samples.jsonl", "w", encoding="utf-8") as handle:
-        for name in with_samples:
-            handle.write(json.dumps({"doc_id": name, "doc_type": "Research report", "question": "What is shown?",
-                                     "answer": "Not answerable", "evidence_pages": "[]", "evidence_sources": "[]",
-                                     "answer_format": "None"}) + "\n")
-    return out
 
 
 def write_mmeb_fixture(root: Path, n_rows: int = 4, seed: int = 5) -> Path:

@@ -20,13 +20,13 @@ from pathlib import Path
 
 import pytest
 
+from builders._govreport_fixtures import write_govreport_jsonl
 from builders.govreport import GovReportConfig
 from mmlongembed.build import run_build
 from mmlongembed.builder import get_builder
 from mmlongembed.cli import main
 from mmlongembed.errors import UserError
 from mmlongembed.outdir import HOST_TAG
-from mmlongembed.testing import write_govreport_jsonl
 from mmlongembed.validate import format_report, validate_dir
 from tests._subprocess import python_env
 

@@ -92,7 +92,7 @@ def accented_build(tmp_path_factory):
     from builders.govreport import GovReportConfig
     from mmlongembed.build import run_build
     from mmlongembed.builder import get_builder
-    from mmlongembed.testing import write_govreport_jsonl
+    from builders._govreport_fixtures import write_govreport_jsonl
 
     sources = tmp_path_factory.mktemp("sources")
     records = write_govreport_jsonl(sources / "reports.jsonl", n_reports=16, paragraphs=(5, 30))

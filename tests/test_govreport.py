@@ -10,6 +10,7 @@ from pathlib import Path
 import pyarrow.parquet as pq
 import pytest
 
+from builders._govreport_fixtures import write_govreport_jsonl
 from builders.govreport import GovReportConfig
 from mmlongembed.build import run_build
 from mmlongembed.builder import get_builder
@@ -19,7 +20,6 @@ from mmlongembed.errors import UserError
 from mmlongembed.layout import read_built_pool
 from mmlongembed.shortcuts import rule_p_at_1
 from mmlongembed.validate import format_report, validate_dir
-from mmlongembed.testing import write_govreport_jsonl
 from mmlongembed.tokens import default_counter
 from tests._realdata import shared_data_dir
 from tests._subprocess import python_env

@@ -16,7 +16,9 @@ from pathlib import Path
 
 import pytest
 
+from builders._govreport_fixtures import write_govreport_jsonl
 from builders._mmdocrag_fixtures import write_mmdocrag_jsonl
+from builders._mmlongbench_fixtures import write_paged_sources
 from builders._needle_fixtures import NAMES, NEEDLE_RECORDS, needle_prose
 from builders.govreport import HUB_SOURCE as GOVREPORT
 from builders.mmdocrag import HUB_SOURCE as MMDOCRAG
@@ -28,9 +30,6 @@ from builders._hotpotqa_fixtures import write_hotpotqa_sources
 from mmlongembed.readers.hotpotqa import parse_instance
 from mmlongembed.readers.needle import NEEDLEBENCH, OBELICS
 from mmlongembed.rng import derive_rng
-from mmlongembed.testing import (
-    write_govreport_jsonl,
-    write_paged_sources)
 from mmlongembed.validate import format_report, validate_dir
 from tests._publish_support import TOKEN, client_env
 from tests._subprocess import python_env

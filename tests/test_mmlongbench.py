@@ -7,13 +7,13 @@ from collections import defaultdict
 import pytest
 from PIL import Image
 
+from builders._mmlongbench_fixtures import write_paged_sources
 from builders.mmlongbench import MMLongBenchBuilder, MMLongBenchConfig, check_page_pool
 from mmlongembed.build import run_build
 from mmlongembed.documents import IMAGE_PLACEHOLDER
 from mmlongembed.layout import pool_rows, read_built_pool
 from mmlongembed.llm.summaries import SYNTHETIC_LABEL
 from mmlongembed.media.pdf import PageRenderer
-from mmlongembed.testing import write_paged_sources
 from mmlongembed.validate import format_report, validate_dir
 from tests._realdata import shared_data_dir
 
@@ -175,7 +175,7 @@ def test_the_checks_catch_broken_variants(fixture_build):
 def test_rebuild_is_byte_identical_and_renders_each_page_once(fixture_build, tmp_path, monkeypatch):
     import pypdfium2
 
-    builder, out = fixture_build
+    _, out = fixture_build
     calls, requested = [], []
     render = pypdfium2.PdfPage.render
     monkeypatch.setattr(pypdfium2.PdfPage, "render", lambda self, **kw: calls.append(1) or render(self, **kw))
@@ -183,12 +183,44 @@ def test_rebuild_is_byte_identical_and_renders_each_page_once(fixture_build, tmp
     monkeypatch.setattr(PageRenderer, "page",
                         lambda self, pdf, index: requested.append((pdf.path.name, index)) or page(self, pdf, index))
     sources = out.parent.parent / "src"
-    again_builder, again = build(sources, tmp_path / "again")
+    _, again = build(sources, tmp_path / "again")
     first = json.loads((out / "manifest.json").read_text())["files"]
-    second = json.loads((again / "manifest.json").read_text())["files"]
-    assert first == second  # same bytes, same content-named files
-    assert len(calls) == len(set(requested)) == again_builder._renderer.rendered_pages
-    assert len(requested) > 2 * len(calls)  # pages are held by several candidates
+    manifest = json.loads((again / "manifest.json").read_text())
+    assert first == manifest["files"]  # same bytes, same content-named files
+    # every page of the sources once, when they are read, however many candidates hold it
+    n_pages = sum(len(pypdfium2.PdfDocument(str(pdf))) for pdf in sorted(sources.rglob("*.pdf")))
+    assert len(calls) == len(requested) == len(set(requested)) == n_pages
+    assert manifest["report"]["stats"]["rendering"]["pages"] == n_pages
+    held = sum(len(images) for tables in pools_of(again).values() for images in tables.corpus["images"])
+    assert held > 2 * n_pages  # pages are held by several candidates
+
+
+def test_build_pools_reads_no_file_and_calls_no_llm(tmp_path, monkeypatch):
+    """The contract: files are read (and pages rendered) in load_sources, the summary step runs
+    in run_steps, and build_pools only assembles; it gives the same pools as the whole build."""
+    from mmlongembed.builder import BuildReport
+    from mmlongembed.media.pdf import PdfFile
+
+    write_paged_sources(tmp_path / "src", n_documents=8, pages=(14, 22))
+    builder = MMLongBenchBuilder()
+    config = MMLongBenchConfig(sources=str(tmp_path / "src"), lengths=(512, 1024), max_queries_per_pool=4, **SMALL)
+    report = BuildReport(progress=False)
+    planned = builder.run_steps(builder.load_sources(config, report), config, report)
+
+    def outside(*args, **kwargs):
+        raise AssertionError("build_pools reached outside its inputs")
+
+    monkeypatch.setattr(PdfFile, "document", property(outside))
+    for method in ("page", "image_file", "image_data"):
+        monkeypatch.setattr(PageRenderer, method, outside)
+    monkeypatch.setattr("builders.mmlongbench.summarise_documents", outside)
+    monkeypatch.setattr("mmlongembed.llm.summaries.run_llm_step", outside)
+    pools = builder.build_pools(planned, config, report)
+    assert [p.name for p in pools] == [f"mmlongbench-{d}-{n}" for n in ("512", "1k") for d in ("easy", "hard")]
+    hard = [p for p in pools if p.difficulty == "hard"]
+    assert all(p.queries for p in hard)
+    assert {q.extra["query_source"] for p in pools for q in p.queries} == {"reference_summary",
+                                                                           "synthetic_text_layer"}
 
 
 def test_mmlongbench_jsonl_with_page_images_and_an_extended_version(tmp_path):
@@ -273,6 +305,13 @@ def test_summary_step_through_an_openai_compatible_server(tmp_path):
     assert set(hard.queries["query_source"]) == {"llm_summary"}
     card = (built / "README.md").read_text()
     assert "document_summary" in card and "synthetic queries, for tests only" not in card
+    # the server is gone: the summary step answers from the cache, and the data files are the same
+    _, replayed = build(tmp_path / "src", tmp_path / "replayed", llm="replay", llm_model="fake-model",
+                        llm_cache=str(tmp_path / "cache"))
+    manifest = json.loads((replayed / "manifest.json").read_text())
+    assert manifest["files"] == json.loads((built / "manifest.json").read_text())["files"]
+    assert {step["cache_hits"] for step in manifest["llm_steps"]} != {0} and not any(
+        step["calls"] for step in manifest["llm_steps"])
 
 
 def _mmlb_release(root, n_documents=6, n_pages=16):

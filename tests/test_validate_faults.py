@@ -16,12 +16,12 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
+from builders._govreport_fixtures import write_govreport_jsonl
 from builders.govreport import GovReportConfig
 from mmlongembed.build import run_build
 from mmlongembed.builder import get_builder
 from mmlongembed.cli import main
 from mmlongembed.layout import configs_from_card
-from mmlongembed.testing import write_govreport_jsonl
 from mmlongembed.tokens import default_counter
 from mmlongembed.manifest import file_sha256
 from mmlongembed.validate import validate_dir

@@ -97,3 +97,20 @@ def replace_span_with_donor(
             }
             return SpanReplacement(negative, n_tokens, provenance)
     raise FitError("recount_out_of_tolerance", f"{positive.id}: refilled span drifted past the tolerance")
+
+
+# -- near-duplicates, which are never donors -----------------------------------------------------
+
+SHINGLE_WORDS = 8
+
+
+def word_shingles(text: str) -> set[int]:
+    """The text's runs of ``SHINGLE_WORDS`` words (lower-cased), hashed: what two near-duplicate
+    texts share most of (hashes are compared within one process only)."""
+    words = text.lower().split()
+    return {hash(" ".join(words[i:i + SHINGLE_WORDS])) for i in range(max(1, len(words) - SHINGLE_WORDS + 1))}
+
+
+def jaccard(a: set, b: set) -> float:
+    """|a & b| / |a | b|; 0 when either set is empty."""
+    return len(a & b) / len(a | b) if a and b else 0.0

@@ -10,7 +10,8 @@ A document is its list of page costs in tokens (``ceil(H/32)*ceil(W/32)`` of eac
 - ``find_page_run``: a contiguous run of unseen pages whose cost equals the removed cost when
   page sizes allow, else lies within a tolerance, preferring runs no earlier variant used;
 - ``plan_replacements``: the three hard variants (head 25%, tail 25%, middle 50% of the tokens)
-  of one window; ``apply_plan`` gives the page indices a variant shows, in order.
+  of one window; ``apply_plan`` gives the page indices a variant shows, in order;
+- ``PageGuard``: no page of one query's positive in another query's group of a pool.
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ from typing import Sequence
 
 import numpy as np
 
+from mmlongembed.documents import Document
 from mmlongembed.errors import FitError
 from mmlongembed.pools import LengthBand, hard_negative_tolerance
 
@@ -161,3 +163,22 @@ def apply_plan(n: int, plan: PagePlan) -> list[int]:
     a, b = plan.slots
     c, d = plan.donor
     return [*range(a), *range(c, d), *range(b, n)]
+
+
+class PageGuard:
+    """A pool holds no page of one query's positive in another query's group (every query ranks
+    the whole pool): checked on the stored bytes, so two PDFs with an identical page are caught."""
+
+    def __init__(self):
+        self.held: dict[bytes, str] = {}
+        self.positive: dict[bytes, str] = {}
+
+    def admit(self, group: str, positive: Document, others: list[Document]) -> bool:
+        mine = {s.image for s in positive.segments}
+        every = mine | {s.image for d in others for s in d.segments}
+        if any(self.held.get(p, group) != group for p in mine) or any(
+                self.positive.get(p, group) != group for p in every):
+            return False
+        self.held.update(dict.fromkeys(every, group))
+        self.positive.update(dict.fromkeys(mine, group))
+        return True
