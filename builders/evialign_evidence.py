@@ -23,6 +23,7 @@ from mmlongembed.ops.evialign import (
     non_identity_permutation, parse_target, permute, remove_ids, repetition, unit_spans, units_for)
 from mmlongembed.rng import derive_rng
 from mmlongembed.sources import iter_jsonl, require_dir
+from mmlongembed.training import TRAINING
 from mmlongembed.training_data import TrainingData, TrainingTable
 
 NAME = "evialign-evidence"
@@ -246,7 +247,7 @@ class EviAlignEvidence(Builder):
     config_class = EviAlignConfig
     card_template = "evialign_evidence.md.j2"
     licence = "other"
-    output_kind = "training"
+    pipeline = TRAINING
 
     # -- sources -----------------------------------------------------------------------------------
     def source_identity(self, config: EviAlignConfig) -> dict:

@@ -1,47 +1,31 @@
-"""The build pipeline: sources -> pools -> write (temporary dir) -> validate -> card -> move into place."""
+"""`mmle build`: ``run_build`` builds by the pipeline of the builder's output kind
+(``mmlongembed.pipeline``); here the benchmark's, a builder's default: sources -> pools -> write
+(temporary dir) -> validate -> card -> move into place."""
 
 from __future__ import annotations
 
-import json
-import shutil
 import sys
-from contextlib import contextmanager
 from pathlib import Path
 
+from mmlongembed.build_checks import Validation, check_files, validate_tables
 from mmlongembed.builder import Builder, BuildReport
 from mmlongembed.capacity import check_lengths
-from mmlongembed.card import render_card
 from mmlongembed.errors import UserError
-from mmlongembed.manifest import public_config, toolkit_identity
-from mmlongembed.outdir import (
-    BuildLock, check_output_root, check_replaceable, remove_stale_temporaries, sigterm_as_interrupt, write_error)
-from mmlongembed.output import (
-    Written, commit_output_dir, pool_statistics, prepare_output_dir, write_json, write_tables)
+from mmlongembed.layout import ConfigSpec
+from mmlongembed.output import Written, pool_statistics, write_json, write_tables
 from mmlongembed.parallel import Beside
-from mmlongembed.pools import Pool
+from mmlongembed.pipeline import (
+    Pipeline, as_recorded, card_context, clean_toolkit_problem, finish, recorded_manifest, skipped_table,
+    temporary_output, write_card)
+from mmlongembed.pools import TASKS, Pool
 from mmlongembed.report import format_table, length_histogram, shortcut_check
 from mmlongembed.shortcuts import ALPHA, MIN_EXCESS
-from mmlongembed.tokens import default_counter
-from mmlongembed.validate import (
-    InvalidBuild, Validation, check_files, format_report, load_manifest, validate_tables)
-
-
-def made_by(builder: Builder, config) -> dict:
-    """The manifest's record of what made a pool build, bar its sources (which take hashing):
-    also what decides whether an existing build is up to date."""
-    return {
-        "builder": {"name": builder.name, "version": builder.version, "task": builder.task},
-        "toolkit": toolkit_identity(),
-        "config": public_config(config),
-        "seed": config.seed,
-        "tokenizer": default_counter().identity,
-    }
 
 
 def build_manifest(builder: Builder, config, report: BuildReport, stats, written: Written,
                    validation: Validation, synthetic: list[str]) -> dict:
     return {
-        **made_by(builder, config),
+        **BENCHMARK.made_by(builder, config),
         "sources": builder.source_identity(config),
         "synthetic": synthetic,
         "llm_steps": report.llm_steps,
@@ -100,128 +84,7 @@ def summary_table(stats: list[dict], report: BuildReport, validation: Validation
                               "worst query-blind rule (P@1) (its pool)"], rows)
         table += (f"\n{len(stats)} pools in {len(families)} families; every pool's figures are in manifest.json "
                   "('pools', 'label_free_audit')")
-    if report.skipped:
-        table += "\n\n" + format_table(["skipped: reason", "records"], sorted(report.skipped.items()))
-    return table
-
-
-def write_card(builder: Builder, context: dict, directory: Path) -> None:
-    """README.md from the builder's card template; its opening line is the builder's own summary,
-    its docstring's first paragraph."""
-    summary = (type(builder).__doc__ or builder.title).strip().split("\n\n")[0]
-    context["description"] = " ".join(context.get("description", summary).split())
-    (directory / "README.md").write_text(render_card(builder.card_template, context), encoding="utf-8")
-
-
-def synthetic_summary(synthetic: list[str]) -> str:
-    """The last line of a build's summary: what in it is synthetic or test-only, if anything."""
-    if not synthetic:
-        return "synthetic: nothing (every query and candidate comes from real sources)"
-    return ("SYNTHETIC: " + "; ".join(synthetic) + " (recorded in manifest.json 'synthetic'; `mmle push` refuses "
-            "this build without --allow-synthetic)")
-
-
-def finish(summary: str, written: Written, validation: Validation, tmp_dir: Path, final_dir: Path,
-           quiet: bool = False, synthetic: list[str] = ()) -> None:
-    """Print what was built, how it validated and what in it is synthetic (``quiet``: only
-    problems and what is synthetic); move it into place only when it is valid."""
-    if not quiet:
-        print(summary, file=sys.stderr)
-        print(written.storage.summary(), file=sys.stderr)
-    if validation.problems or not quiet:
-        print(format_report(validation.problems, dict(validation.checked)), file=sys.stderr)
-    if synthetic or not quiet:
-        print(synthetic_summary(list(synthetic)), file=sys.stderr)
-    if validation.problems:
-        raise UserError(f"validation failed with {len(validation.problems)} problems; nothing was written to "
-                        f"{final_dir}")
-    commit_output_dir(tmp_dir, final_dir)
-
-
-@contextmanager
-def temporary_output(final_dir: Path, overwrite: bool):
-    """A temporary sibling of ``final_dir`` to write into, removed on any failure (Ctrl-C and
-    SIGTERM included); an OSError (a full disk, a quota, permissions) becomes one line."""
-    tmp_dir = prepare_output_dir(final_dir, overwrite)
-    try:
-        yield tmp_dir
-    except BaseException as error:  # Ctrl-C and SIGTERM (outdir.Terminated) included
-        shutil.rmtree(tmp_dir, ignore_errors=True)
-        one_line = write_error(error, final_dir, tmp_dir) if isinstance(error, OSError) else None
-        if one_line is not None:
-            raise one_line from None
-        raise
-
-
-def _as_json(value):
-    return json.loads(json.dumps(value, sort_keys=True, default=str))
-
-
-def why_not_current(builder: Builder, config, final_dir: Path) -> str | None:
-    """None when ``final_dir`` holds exactly what this build would write again, so that running
-    the same command twice is not an error: a pool build made by this toolkit (the same commit,
-    from a clean checkout) from the same config, seed, sources and tokenizer, with no LLM call
-    (only rule fallbacks or cache replays), its files as written. Else why it is not."""
-    try:
-        manifest = load_manifest(final_dir)
-    except (InvalidBuild, OSError) as error:
-        return f"it holds no readable manifest.json: {error}"
-    if builder.output_kind != "pools":
-        return "a training build is rebuilt only on request"
-    expected = made_by(builder, config)
-    toolkit = expected["toolkit"]
-    if toolkit["git_dirty"] is not False or toolkit["git_commit"] == "unknown":
-        return "this toolkit is not a clean git checkout, so its code cannot be compared"
-    for key, value in expected.items():
-        if _as_json(manifest.get(key)) != _as_json(value):
-            return f"another {key} made it"
-    if any(step.get("calls") for step in manifest.get("llm_steps") or ()):
-        return "an LLM answered for it"
-    if _as_json(manifest.get("sources")) != _as_json(builder.source_identity(config)):
-        return "other sources made it"
-    changed = check_files(final_dir, {}, manifest)
-    if changed:
-        return f"its files changed after the build: {changed[0].detail}"
-    return None
-
-
-def run_build(builder: Builder, config, output_root: Path, overwrite: bool = False, progress: bool = True,
-              quiet: bool = False, skip_unreadable_files: bool = False) -> Path:
-    """Build into ``output_root/<name>``; ``quiet``: no progress bars and no summary table;
-    ``skip_unreadable_files``: a source file that cannot be parsed is left out (and the summary
-    says what that cost) instead of stopping the build."""
-    if builder.output_kind == "composite":  # a release of several builds (mmlongembed.composite)
-        return builder.build_release(config, output_root, overwrite=overwrite, progress=progress and not quiet,
-                                     quiet=quiet, skip_unreadable_files=skip_unreadable_files)
-    progress = progress and not quiet
-    report = BuildReport(progress=progress, skip_unreadable_files=skip_unreadable_files)
-    output_root = Path(output_root)
-    final_dir = output_root / builder.name
-    created = not output_root.exists()
-    check_output_root(output_root)
-    try:
-        with sigterm_as_interrupt(), BuildLock(final_dir):
-            if final_dir.exists() and not overwrite:
-                reason = why_not_current(builder, config, final_dir)
-                if reason is None:
-                    print(f"{final_dir} is up to date: this toolkit made it from the same config, seed and sources "
-                          "(--overwrite rebuilds it)")
-                    return final_dir
-                raise UserError(f"output directory {final_dir} already exists ({reason}); pass --overwrite to "
-                                "replace it")
-            check_replaceable(final_dir)
-            remove_stale_temporaries(final_dir)
-            if builder.output_kind == "training":
-                from mmlongembed.training import build_training
-
-                built = build_training(builder, config, final_dir, overwrite, report, quiet)
-            else:
-                built = _build_locked(builder, config, final_dir, overwrite, report, quiet)
-            print(f"built {builder.name} into {built}")
-            return built
-    finally:
-        if created and output_root.is_dir() and not any(output_root.iterdir()):
-            output_root.rmdir()  # a failed first build leaves no empty --output behind
+    return table + skipped_table(report)
 
 
 def _measure_pools(pools: list[Pool], unmeasured: list[Pool], histogram: Path, advance) -> dict[str, dict]:
@@ -251,49 +114,112 @@ def what_was_lost(report: BuildReport, pools: list[Pool], config) -> list[str]:
             f"mmle: warning: pools with fewer queries than the plan of {planned}: " + (", ".join(short) or "none")]
 
 
-def _build_locked(builder: Builder, config, final_dir: Path, overwrite: bool, report: BuildReport,
-                  quiet: bool = False) -> Path:
+class BenchmarkPipeline(Pipeline):
+    """A benchmark of pools (``Builder.build_pools``) in the blind layout: sources -> pools ->
+    tables written into a temporary folder (the BM25 shortcut check and the length histogram
+    beside them) -> validated -> manifest and card -> moved into place."""
+
+    tasks = TASKS
+
+    def build(self, builder: Builder, config, final_dir: Path, overwrite: bool, report: BuildReport,
+              quiet: bool = False) -> Path:
+        sources = builder.load_sources(config, report)
+        check_lengths(builder, sources, config)
+        sources = builder.run_steps(sources, config, report)  # the declared steps (LLM calls) before the pure part
+        pools = builder.build_pools(sources, config, report)
+        if not any(p.queries for p in pools):
+            lost = (f"; left out as unreadable: {', '.join(p for p, _ in report.lost_files)}"
+                    if report.lost_files else "")
+            raise UserError(f"{builder.name}: the sources gave no pool any query ({dict(report.skipped)}){lost}")
+        lost_lines = what_was_lost(report, pools, config)
+        pools = [p for p in pools if p.queries] or pools
+        with temporary_output(final_dir, overwrite) as tmp_dir:
+            _write_benchmark(builder, config, pools, report, tmp_dir, final_dir, quiet)
+            for line in lost_lines:  # last, and also when quiet: what the build is missing
+                print(line, file=sys.stderr)
+        return final_dir
+
+    def why_not_current(self, builder: Builder, config, final_dir: Path) -> str | None:
+        """None when ``final_dir`` holds exactly what this build would write again, so that running
+        the same command twice is not an error: a pool build made by this toolkit (the same commit,
+        from a clean checkout) from the same config, seed, sources and tokenizer, with no LLM call
+        (only rule fallbacks or cache replays), its files as written. Else why it is not."""
+        manifest, unreadable = recorded_manifest(final_dir)
+        if manifest is None:
+            return unreadable
+        expected = self.made_by(builder, config)
+        unclean = clean_toolkit_problem(expected["toolkit"])
+        if unclean:
+            return unclean
+        for key, value in expected.items():
+            if as_recorded(manifest.get(key)) != as_recorded(value):
+                return f"another {key} made it"
+        if any(step.get("calls") for step in manifest.get("llm_steps") or ()):
+            return "an LLM answered for it"
+        if as_recorded(manifest.get("sources")) != as_recorded(builder.source_identity(config)):
+            return "other sources made it"
+        changed = check_files(final_dir, {}, manifest)
+        if changed:
+            return f"its files changed after the build: {changed[0].detail}"
+        return None
+
+    def validate(self, root: Path, specs: dict[str, ConfigSpec], manifest: dict, builder: Builder,
+                 file_problems: list, progress: bool = False) -> Validation:
+        """Every pool's invariants, the builder's checks and the shortcut audit (``validate_tables``)."""
+        result = validate_tables(root, specs, builder.name, progress)
+        result.problems = file_problems + result.problems
+        return result
+
+
+BENCHMARK = BenchmarkPipeline()
+
+
+def pipeline_of(builder: Builder | type[Builder]) -> Pipeline:
+    """The pipeline of a builder's output kind: the one it names, else a benchmark of pools."""
+    return builder.pipeline or BENCHMARK
+
+
+def run_build(builder: Builder, config, output_root: Path, overwrite: bool = False, progress: bool = True,
+              quiet: bool = False, skip_unreadable_files: bool = False) -> Path:
+    """Build into ``output_root/<name>`` by the pipeline of the builder's output kind; ``quiet``:
+    no progress bars and no summary table; ``skip_unreadable_files``: a source file that cannot be
+    parsed is left out (and the summary says what that cost) instead of stopping the build."""
+    return pipeline_of(builder).run(builder, config, output_root, overwrite=overwrite, progress=progress,
+                                    quiet=quiet, skip_unreadable_files=skip_unreadable_files)
+
+
+def why_not_current(builder: Builder, config, final_dir: Path) -> str | None:
+    """None when ``final_dir`` holds exactly what this build would write again; else why not
+    (the rule of the builder's output kind: ``Pipeline.why_not_current``)."""
+    return pipeline_of(builder).why_not_current(builder, config, final_dir)
+
+
+def _write_benchmark(builder: Builder, config, pools: list[Pool], report: BuildReport, tmp_dir: Path,
+                     final_dir: Path, quiet: bool) -> None:
+    """The tables, manifest and card of ``pools`` in ``tmp_dir``, validated, then moved to ``final_dir``."""
     progress = report.progress
-    sources = builder.load_sources(config, report)
-    check_lengths(builder, sources, config)
-    sources = builder.run_steps(sources, config, report)  # the declared steps (LLM calls) before the pure part
-    pools = builder.build_pools(sources, config, report)
-    if not any(p.queries for p in pools):
-        lost = f"; left out as unreadable: {', '.join(p for p, _ in report.lost_files)}" if report.lost_files else ""
-        raise UserError(f"{builder.name}: the sources gave no pool any query ({dict(report.skipped)}){lost}")
-    lost_lines = what_was_lost(report, pools, config)
-    pools = [p for p in pools if p.queries] or pools
     unmeasured = [pool for pool in pools if pool.name not in report.shortcuts]  # a builder may have measured some
     stats = [{**pool_statistics(p), "difficulty": p.difficulty} for p in pools]
-
-    with temporary_output(final_dir, overwrite) as tmp_dir:
-        # The BM25 shortcut check and the length histogram need only the pools: they are worked
-        # out in a forked worker while the tables are written.
-        histogram = tmp_dir / "figures" / "length_histogram.png"
-        beside = Beside(lambda advance: _measure_pools(pools, unmeasured, histogram, advance))
-        written = write_tables(pools, tmp_dir, seed=config.seed, builder=builder.name, progress=progress)
-        report.shortcuts.update(beside.result(
-            lambda: report.bar(unmeasured, "BM25 shortcut check", "pool", min_items=8)))
-        specs = {spec.name: spec for spec in written.specs}
-        validation = validate_tables(tmp_dir, specs, builder.name, progress=progress)
-        synthetic = builder.synthetic_parts(config, pools, report)
-        manifest = build_manifest(builder, config, report, stats, written, validation, synthetic)
-        write_json(tmp_dir / "manifest.json", manifest)
-        write_json(tmp_dir / "build_config.json", manifest["config"])
-        context = {
-            "title": builder.title, "builder": builder.name, "builder_version": builder.version,
-            "licence": builder.licence, "languages": builder.languages, "configs": written.specs,
-            "n_rows": sum(s["candidates"] + s["queries"] for s in stats), "manifest": manifest,
-            "pool_stats": stats, "skipped": dict(sorted(report.skipped.items())),
-            "shortcuts": report.shortcuts, "label_free_audit": validation.shortcuts, "audit_alpha": ALPHA,
-            "audit_min_excess": MIN_EXCESS,
-            "storage": written.storage.as_dict(), "first_pool": pools[0].name, "llm_steps": report.llm_steps,
-            "modalities": sorted({p.modality for p in pools} | {p.query_modality for p in pools}),
-            "config": manifest["config"], **builder.card_context(config, pools, report),
-        }
-        write_card(builder, context, tmp_dir)
-        finish(summary_table(stats, report, validation, pools), written, validation, tmp_dir, final_dir, quiet,
-               synthetic)
-        for line in lost_lines:  # last, and also when quiet: what the build is missing
-            print(line, file=sys.stderr)
-    return final_dir
+    # The BM25 shortcut check and the length histogram need only the pools: they are worked
+    # out in a forked worker while the tables are written.
+    histogram = tmp_dir / "figures" / "length_histogram.png"
+    beside = Beside(lambda advance: _measure_pools(pools, unmeasured, histogram, advance))
+    written = write_tables(pools, tmp_dir, seed=config.seed, builder=builder.name, progress=progress)
+    report.shortcuts.update(beside.result(
+        lambda: report.bar(unmeasured, "BM25 shortcut check", "pool", min_items=8)))
+    specs = {spec.name: spec for spec in written.specs}
+    validation = validate_tables(tmp_dir, specs, builder.name, progress=progress)
+    synthetic = builder.synthetic_parts(config, pools, report)
+    manifest = build_manifest(builder, config, report, stats, written, validation, synthetic)
+    write_json(tmp_dir / "manifest.json", manifest)
+    write_json(tmp_dir / "build_config.json", manifest["config"])
+    context = {
+        **card_context(builder, manifest, written.specs, sum(s["candidates"] + s["queries"] for s in stats), report),
+        "pool_stats": stats, "shortcuts": report.shortcuts, "label_free_audit": validation.shortcuts,
+        "audit_alpha": ALPHA, "audit_min_excess": MIN_EXCESS, "first_pool": pools[0].name,
+        "modalities": sorted({p.modality for p in pools} | {p.query_modality for p in pools}),
+        **builder.card_context(config, pools, report),
+    }
+    write_card(builder, context, tmp_dir)
+    finish(summary_table(stats, report, validation, pools), written, validation, tmp_dir, final_dir, quiet,
+           synthetic)

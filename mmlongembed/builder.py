@@ -119,10 +119,11 @@ class Builder:
     card_template: ClassVar[str]  # file name in cards/
     licence: ClassVar[str] = "other"
     languages: ClassVar[tuple[str, ...]] = ("en",)
-    # "pools": a benchmark (build_pools, the blind layout); "training": a training set
-    # (build_training, split `train`; see mmlongembed.training); "composite": a release of
-    # several builds (build_release; see mmlongembed.composite)
-    output_kind: ClassVar[str] = "pools"
+    # the pipeline of this builder's output kind (a mmlongembed.pipeline.Pipeline), which builds,
+    # keeps and validates its output: None, a benchmark of pools (build_pools, the blind layout;
+    # mmlongembed.build.BENCHMARK); mmlongembed.training.TRAINING, a training set (build_training,
+    # split `train`); mmlongembed.composite.RELEASE_PIPELINE, a release of several builds
+    pipeline: ClassVar[Any] = None
     # word statistics (mmlongembed.wordstats) that the paper's own design moves in its hard
     # negatives (GovReport's: a quarter to a half of another report): the shortcut audit reports
     # their readings (``design_signals``) instead of failing the build on them; the card says so
@@ -163,7 +164,7 @@ class Builder:
         return ()
 
     def build_training(self, sources: Any, config, report: BuildReport):
-        """Training builders (``output_kind = "training"``): records in, a
+        """Training builders (``pipeline = TRAINING``): records in, a
         ``mmlongembed.training_data.TrainingData`` out, every random choice from derive_rng(seed, ...)."""
         raise NotImplementedError
 

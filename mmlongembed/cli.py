@@ -59,10 +59,10 @@ def _add_validate(subparsers) -> None:
 
 
 def _run_validate(args) -> int:
-    from mmlongembed.validate import format_report, validate_build
+    from mmlongembed.validate import validate_build
 
     result = validate_build(args.directory, progress=not args.no_progress)
-    print(format_report(result.problems, dict(result.checked)))
+    print(result.report())
     return 1 if result.problems else 0
 
 

@@ -83,8 +83,9 @@ class Written:
 
 # -- rows ------------------------------------------------------------------------------------------
 
-def pool_rows(pool: Pool, seed: int, builder: str) -> dict[str, list[dict]]:
-    """The pool's rows per part, with opaque ids, candidates and queries in seeded random order."""
+def rows_by_part(pool: Pool, seed: int, builder: str) -> dict[str, list[dict]]:
+    """The pool's rows per part, with opaque ids, candidates and queries in seeded random order
+    (what is written; ``layout.pool_rows`` reads back the rows of the `pools` config)."""
     ids = OpaqueIds(seed, builder, pool.name)
     corpus_order = derive_rng(seed, builder, pool.name, "corpus-order").permutation(len(pool.candidates))
     query_order = derive_rng(seed, builder, pool.name, "query-order").permutation(len(pool.queries))
@@ -180,11 +181,11 @@ def _features(part: str, rows: list[dict]):
     return datasets.Features(features)
 
 
-def shard_table(part: str, pool_rows_in_order: list[tuple[str, list[dict]]]):
+def shard_table(part: str, rows_in_pool_order: list[tuple[str, list[dict]]]):
     """One arrow table of the given part for several pools, rows of each pool together."""
     import pyarrow as pa
 
-    rows = [{**row, POOL_COLUMN: pool} for pool, pool_rows_ in pool_rows_in_order for row in pool_rows_]
+    rows = [{**row, POOL_COLUMN: pool} for pool, part_rows in rows_in_pool_order for row in part_rows]
     features = _features(part, rows)
     schema = features.arrow_schema
     columns = {}
@@ -290,7 +291,7 @@ def write_tables(pools: Sequence[Pool], root: Path, *, seed: int, builder: str, 
                disable=not progress)
     try:
         for dataset, shard, chunk in shards:
-            rows = {pool.name: pool_rows(pool, seed, builder) for pool in chunk}
+            rows = {pool.name: rows_by_part(pool, seed, builder) for pool in chunk}
             for part in PARTS:
                 ordered = [(pool.name, rows[pool.name][part]) for pool in chunk]
                 if part in ("corpus", "queries"):

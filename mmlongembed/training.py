@@ -1,12 +1,12 @@
 """Training-data builds: a builder whose output is a training set (split ``train``), not pools.
 
-A builder declares ``output_kind = "training"`` and implements ``build_training`` (returning
+A builder declares ``pipeline = TRAINING`` and implements ``build_training`` (returning
 ``TrainingData``: named tables of rows with their ``datasets`` features) and
-``validate_training`` (its invariants, on the tables as written). The pipeline is the pool
-pipeline's: sources -> tables -> written into a temporary directory -> manifest (sha256 of every
-data file, config, seed, sources, tokenizer, LLM steps) -> card from ``cards/`` -> validated by
-the same code as ``mmle validate`` -> renamed into place. The tables and their files:
-``mmlongembed.training_data``.
+``validate_training`` (its invariants, on the tables as written). The pipeline shares the pool
+pipeline's part (``mmlongembed.pipeline``): sources -> tables -> written into a temporary
+directory -> manifest (sha256 of every data file, config, seed, sources, tokenizer, LLM steps)
+-> card from ``cards/`` -> validated by the same code as ``mmle validate`` -> renamed into
+place. The tables and their files: ``mmlongembed.training_data``.
 
 Nothing of the blind pool layout applies: a training set has no hidden labels.
 """
@@ -15,63 +15,100 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from mmlongembed.builder import Builder, BuildReport
+from mmlongembed.build_checks import Validation, check_files
+from mmlongembed.builder import Builder, BuildReport, Problem
 from mmlongembed.errors import UserError
-from mmlongembed.manifest import public_config, toolkit_identity
+from mmlongembed.layout import ConfigSpec
 from mmlongembed.output import write_json
+from mmlongembed.pipeline import Pipeline, card_context, finish, recorded_manifest, skipped_table, temporary_output, \
+    write_card
 from mmlongembed.report import format_table
-from mmlongembed.tokens import default_counter
-from mmlongembed.training_data import TrainingData, write_training_tables
-from mmlongembed.validate import validate_training_build
+from mmlongembed.training_data import TRAIN_SPLIT, TRAINING_TASKS, TrainingData, read_training_tables, \
+    write_training_tables
+
+ROWS_COUNTED = "validated {rows} rows in {configs} configs"  # what a training build's validation counts
 
 
 def summary_table(data: TrainingData, report: BuildReport) -> str:
-    table = format_table(["config", "rows"], [(t.name, len(t.rows)) for t in data.tables])
-    if report.skipped:
-        table += "\n\n" + format_table(["skipped: reason", "records"], sorted(report.skipped.items()))
-    return table
+    return format_table(["config", "rows"], [(t.name, len(t.rows)) for t in data.tables]) + skipped_table(report)
 
 
-def build_training(builder: Builder, config, final_dir: Path, overwrite: bool = False,
-                   report: BuildReport | None = None, quiet: bool = False) -> Path:
-    """The training-data build, inside ``run_build``'s lock (mmlongembed.build)."""
-    from mmlongembed.build import finish, temporary_output, write_card
+class TrainingPipeline(Pipeline):
+    """A training set: ``Builder.build_training``'s tables, one config (split ``train``) each."""
 
-    report = report if report is not None else BuildReport()
-    sources = builder.load_sources(config, report)
-    data = builder.build_training(sources, config, report)
-    if not any(t.rows for t in data.tables):
-        raise UserError(f"{builder.name}: the sources gave no training rows ({dict(report.skipped)})")
-    synthetic = builder.synthetic_parts(config, [], report)
-    with temporary_output(final_dir, overwrite) as tmp_dir:
-        written = write_training_tables(data, tmp_dir)
-        manifest = {
-            "builder": {"name": builder.name, "version": builder.version, "task": builder.task,
-                        "output_kind": builder.output_kind},
-            "toolkit": toolkit_identity(),
-            "config": public_config(config),
-            "seed": config.seed,
-            "sources": builder.source_identity(config),
-            "synthetic": synthetic,
-            "tokenizer": data.tokenizer or default_counter().identity,
-            "llm_steps": report.llm_steps,
-            "report": report.as_dict(),
-            "statistics": data.statistics,
-            "tables": {t.name: len(t.rows) for t in data.tables},
-            "storage": written.storage.as_dict(),
-            "files": written.files,
-        }
-        write_json(tmp_dir / "manifest.json", manifest)
-        write_json(tmp_dir / "build_config.json", manifest["config"])
-        context = {
-            "title": builder.title, "builder": builder.name, "builder_version": builder.version,
-            "licence": builder.licence, "languages": builder.languages, "configs": written.specs,
-            "n_rows": sum(len(t.rows) for t in data.tables), "manifest": manifest,
-            "skipped": dict(sorted(report.skipped.items())), "llm_steps": report.llm_steps,
-            "statistics": data.statistics, "storage": written.storage.as_dict(), "config": manifest["config"],
-            "tables": manifest["tables"], **builder.card_context(config, data, report),
-        }
-        write_card(builder, context, tmp_dir)
-        validation = validate_training_build(tmp_dir, {s.name: s for s in written.specs}, manifest, builder)
-        finish(summary_table(data, report), written, validation, tmp_dir, final_dir, quiet, synthetic)
-    return final_dir
+    output_kind = "training"
+    tasks = TRAINING_TASKS
+
+    def build(self, builder: Builder, config, final_dir: Path, overwrite: bool, report: BuildReport,
+              quiet: bool = False) -> Path:
+        """The training-data build, inside ``run``'s lock."""
+        sources = builder.load_sources(config, report)
+        data = builder.build_training(sources, config, report)
+        if not any(t.rows for t in data.tables):
+            raise UserError(f"{builder.name}: the sources gave no training rows ({dict(report.skipped)})")
+        synthetic = builder.synthetic_parts(config, [], report)
+        with temporary_output(final_dir, overwrite) as tmp_dir:
+            written = write_training_tables(data, tmp_dir)
+            head = self.made_by(builder, config)
+            manifest = {
+                **head,
+                "sources": builder.source_identity(config),
+                "synthetic": synthetic,
+                "tokenizer": data.tokenizer or head["tokenizer"],
+                "llm_steps": report.llm_steps,
+                "report": report.as_dict(),
+                "statistics": data.statistics,
+                "tables": {t.name: len(t.rows) for t in data.tables},
+                "storage": written.storage.as_dict(),
+                "files": written.files,
+            }
+            write_json(tmp_dir / "manifest.json", manifest)
+            write_json(tmp_dir / "build_config.json", manifest["config"])
+            context = {
+                **card_context(builder, manifest, written.specs, sum(len(t.rows) for t in data.tables), report),
+                "statistics": data.statistics, "tables": manifest["tables"],
+                **builder.card_context(config, data, report),
+            }
+            write_card(builder, context, tmp_dir)
+            validation = self.validate(tmp_dir, {s.name: s for s in written.specs}, manifest, builder,
+                                       check_files(tmp_dir, {s.name: s for s in written.specs}, manifest))
+            finish(summary_table(data, report), written, validation, tmp_dir, final_dir, quiet, synthetic)
+        return final_dir
+
+    def why_not_current(self, builder: Builder, config, final_dir: Path) -> str | None:
+        manifest, unreadable = recorded_manifest(final_dir)
+        return unreadable if manifest is None else "a training build is rebuilt only on request"
+
+    def validate(self, root: Path, specs: dict[str, ConfigSpec], manifest: dict, builder: Builder,
+                 file_problems: list[Problem], progress: bool = False) -> Validation:
+        """The generic checks (every data file is the one the build wrote, every config is a train
+        split with the rows the manifest counts) and the builder's own (``validate_training``);
+        ``file_problems``: what ``check_files`` already found (validate_build hashes first)."""
+        result = Validation(counted=ROWS_COUNTED)
+        result.problems += file_problems
+        counted = manifest.get("tables") or {}
+        for name, spec in specs.items():
+            if spec.split != TRAIN_SPLIT:
+                result.problems.append(Problem(name, "split",
+                                               f"config {name} is split {spec.split!r}, not {TRAIN_SPLIT!r}"))
+        for name in counted:
+            if name not in specs:
+                result.problems.append(Problem(name, "configs",
+                                               f"the manifest counts config {name}, the card lacks it"))
+        try:
+            tables = read_training_tables(root, specs)
+        except UserError as error:
+            result.problems.append(Problem("*", "files", str(error)))
+            return result
+        for name, columns in tables.items():
+            rows = len(next(iter(columns.values()), []))
+            if name in counted and counted[name] != rows:
+                result.problems.append(Problem(name, "row_count", f"the manifest counts {counted[name]} rows, "
+                                                                  f"the file holds {rows}"))
+            result.checked["configs"] += 1
+            result.checked["rows"] += rows
+        result.problems += list(builder.validate_training(tables, manifest))
+        return result
+
+
+TRAINING = TrainingPipeline()

@@ -5,12 +5,10 @@ import re
 
 import pytest
 
-from mmlongembed.build import run_build
+from mmlongembed.build import pipeline_of, run_build
 from mmlongembed.builder import Builder, register, registered
 from mmlongembed.card import CARDS_DIR
 from mmlongembed.cli import build_parser
-from mmlongembed.pools import TASKS
-from mmlongembed.training_data import TRAINING_TASKS
 from mmlongembed.validate import format_report, validate_dir
 
 BUILDERS = sorted(name for name, cls in registered().items() if cls.__module__.startswith("builders."))
@@ -24,7 +22,7 @@ def test_at_least_the_reference_builder_is_registered():
 def test_metadata(name):
     cls = registered()[name]
     assert re.fullmatch(r"\d+\.\d+\.\d+", cls.version)
-    assert cls.task in (TRAINING_TASKS if cls.output_kind == "training" else TASKS)
+    assert cls.task in pipeline_of(cls).tasks
     assert (CARDS_DIR / cls.card_template).is_file()
     assert cls.title and cls.__doc__
     for field in dataclasses.fields(cls.config_class):

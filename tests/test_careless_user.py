@@ -392,7 +392,7 @@ _INTERRUPTED_BUILD = """
 import os, sys, time
 from pathlib import Path
 import builders.govreport
-from mmlongembed import build, cli, parallel, validate
+from mmlongembed import build, build_checks, cli, parallel
 from mmlongembed.builder import registered
 
 parallel.available_cores = lambda: 2
@@ -410,11 +410,11 @@ def checking(root, specs, row, threads):  # the validation's generic checks: one
         return result
     measuring()
 
-generic_checks = validate._generic_checks
+generic_checks = build_checks._generic_checks
 if sys.argv[4] == "beside":
     build._measure_pools = measuring
 else:
-    validate._generic_checks = checking
+    build_checks._generic_checks = checking
 config = registered()["govreport"]().example_config(Path(sys.argv[2]))
 sys.exit(cli.main(["build", "govreport", "--sources", config.sources, "--lengths", *map(str, config.lengths),
                    "--max-queries-per-pool", str(config.max_queries_per_pool), "--output", sys.argv[3],

@@ -11,11 +11,13 @@ import pytest
 
 import mmlongembed.build as build_module
 import mmlongembed.composite as composite
+import mmlongembed.pipeline as pipeline_module
 from mmlongembed.build import run_build
 from mmlongembed.builder import get_builder, registered
 from mmlongembed.cli import main
-from mmlongembed.composite import COMPONENTS_FOLDER, MMLongEmbedConfig, example_release_config, \
-    parse_component_option
+from mmlongembed.composite import COMPONENTS_FOLDER, MMLongEmbedConfig, example_release_config
+from mmlongembed.release_plan import parse_component_option
+from mmlongembed.release_tables import table1_key
 from mmlongembed.errors import UserError
 from mmlongembed.layout import configs_from_card, pool_rows, read_built_pool
 from mmlongembed.manifest import file_sha256, toolkit_identity
@@ -88,7 +90,7 @@ def test_table1_counts_what_a_query_ranks_beside_the_papers_figures(release):
     assert set(table) == {"needle-text", "needle-image", "mmdocrag", "hotpotqa", "govreport", "mmlongbench",
                           "activitynet"}
     for key, entry in table.items():
-        members = [r for r in rows if composite._table1_key(r) == key]
+        members = [r for r in rows if table1_key(r) == key]
         assert entry["queries"] == sum(r["n_queries"] for r in members)
         assert entry["corpus"] == sum(r["n_candidates"] for r in members)
     # a needle query ranks every document of its cell (4 in the example), not "1.0 per query"
@@ -184,7 +186,7 @@ def test_component_options_are_parsed_by_the_components_own_flags():
 def _clean_toolkit(monkeypatch):
     """A fixed, clean toolkit identity (the up-to-date rule compares clean commits only)."""
     identity = {**toolkit_identity(), "git_commit": "1" * 40, "git_dirty": False}
-    monkeypatch.setattr(build_module, "toolkit_identity", lambda: dict(identity))
+    monkeypatch.setattr(pipeline_module, "toolkit_identity", lambda: dict(identity))
     monkeypatch.setattr(composite, "toolkit_identity", lambda: dict(identity))
 
 
@@ -219,6 +221,9 @@ def test_components_are_built_once_and_a_new_source_builds_only_itself(tmp_path,
     assert built == ["govreport"]  # nothing built again
     assert f"{out} is up to date" in capsys.readouterr().err
     assert {p: file_sha256(p) for p in sorted(out.rglob("*")) if p.is_file()} == before
+    # the release's pipeline answers the up-to-date question as every kind's does
+    assert build_module.why_not_current(builder, config, out) is None
+    assert build_module.why_not_current(builder, first, out) == "another config made it"
 
 
 def test_an_existing_folder_that_is_not_a_release_is_not_replaced(tmp_path):

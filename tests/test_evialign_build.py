@@ -8,8 +8,9 @@ from pathlib import Path
 import pytest
 
 from builders.evialign_evidence import OOD_SUBSETS, EviAlignConfig, check_input_row
-from mmlongembed.build import run_build
+from mmlongembed.build import run_build, why_not_current
 from mmlongembed.builder import get_builder
+from mmlongembed.cli import main
 from mmlongembed.errors import UserError
 from mmlongembed.evialign import TeacherFaults, student_tokenizer, teacher_responder
 from mmlongembed.llm.fake_server import FakeOpenAIServer
@@ -305,6 +306,19 @@ def test_validation_rejects_wrong_constructions(good_rows, wrong, expected):
     elif wrong == "distributed_from_semantic_in_mixed":
         row["target_ids_mixed_distributed"] = row["target_ids_semantic_distributed"]
     assert expected in _problems(row, config)
+
+
+def test_a_training_build_is_validated_and_kept_by_its_own_pipeline(good_rows, capsys):
+    """The builder names its pipeline (TRAINING): `mmle validate` reports the rows and configs it
+    counted, the manifest records the kind, and an existing training build is never taken as up
+    to date (it is rebuilt only with --overwrite)."""
+    _, _, out = good_rows
+    manifest = json.loads((out / "manifest.json").read_text())
+    assert main(["validate", str(out), "--no-progress"]) == 0
+    rows = sum(manifest["tables"].values())
+    assert capsys.readouterr().out.startswith(f"validated {rows} rows in 2 configs: all invariants hold")
+    assert manifest["builder"]["output_kind"] == "training"
+    assert why_not_current(get_builder("evialign-evidence"), None, out) == "a training build is rebuilt only on request"
 
 
 def test_validate_finds_a_tampered_file(good_rows, tmp_path):

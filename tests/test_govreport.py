@@ -176,11 +176,11 @@ def test_the_same_build_again_is_up_to_date_and_any_other_is_refused(sources, tm
     another seed, toolkit commit, uncommitted code, LLM-made content or an edited file is refused
     without --overwrite. The toolkit identity is fixed here, so the test does not depend on the
     state of the checkout it runs in."""
-    import mmlongembed.build as build_module
+    import mmlongembed.pipeline as pipeline_module
     from mmlongembed.manifest import toolkit_identity
 
     identity = {**toolkit_identity(), "git_commit": "1" * 40, "git_dirty": False}
-    monkeypatch.setattr(build_module, "toolkit_identity", lambda: dict(identity))
+    monkeypatch.setattr(pipeline_module, "toolkit_identity", lambda: dict(identity))
     config = GovReportConfig(sources=str(sources), lengths=(2048,), max_queries_per_pool=3)
     builder = get_builder("govreport")
     out = run_build(builder, config, tmp_path, progress=False)

@@ -31,10 +31,9 @@ from mmlongembed.media.video import DEFAULT_FRAME_PIXELS, FrameSettings, audio_s
 from mmlongembed.ops.mveb import (
     MVEB_PAIRS_PER_SIDE, MVEB_SEED, TEST, Clip, Dropped, assign_splits, cap_per_class, cut_windows,
     drop_small_classes, filter_durations)
-from mmlongembed.output import commit_output_dir, prepare_output_dir
 from mmlongembed.video_tasks.collection import read_collection
 from mmlongembed.video_tasks.tasks import FAMILIES, VARIANTS, ClipMedia, TaskContext, build_tasks, camel
-from mmlongembed.video_tasks.writer import write_repo
+from mmlongembed.video_tasks.writer import write_repo, write_task_folder
 
 VERSION = "1.0.0"  # bump when a change alters built data
 
@@ -243,17 +242,10 @@ def run_mveb_build(config: MvebConfig, output: Path, overwrite: bool = False, pr
                "skipped": dict(sorted(report.skipped.items())), "dropped": prepared.dropped.counts(),
                "audio_failures": prepared.audio_failures, "clip_format": CLIP_FORMAT, "mteb_fps": MTEB_FPS,
                "mteb_max_frames": MTEB_MAX_FRAMES, "version": VERSION, "layout": prepared.layout}
-    tmp_dir = prepare_output_dir(final_dir, overwrite)
-    try:
-        write_repo(tmp_dir, tasks, title=f"{name}: MTEB video tasks", licence=config.licence,
-                   template="mveb.md.j2", context=context, manifest=manifest, tags=["mveb"],
-                   progress=lambda items: report.bar(items, "writing configs", "config", min_items=8))
-        commit_output_dir(tmp_dir, final_dir)
-    except BaseException:
-        import shutil
-
-        shutil.rmtree(tmp_dir, ignore_errors=True)
-        raise
+    write_task_folder(final_dir, overwrite, lambda tmp_dir: write_repo(
+        tmp_dir, tasks, title=f"{name}: MTEB video tasks", licence=config.licence, template="mveb.md.j2",
+        context=context, manifest=manifest, tags=["mveb"],
+        progress=lambda items: report.bar(items, "writing configs", "config", min_items=8)))
     print(summary_text(tasks, prepared, report), file=sys.stderr)
     return final_dir
 

@@ -40,24 +40,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     export.add_argument("--overwrite", action="store_true", help="replace an existing output directory")
     export.set_defaults(mveb_run=_run_export)
 
-    evaluate = commands.add_parser("eval", formatter_class=argparse.ArgumentDefaultsHelpFormatter,
-                                   help="evaluate models on built task folders with mteb's own evaluators")
-    evaluate.add_argument("task_dirs", type=Path, nargs="+", help="folders written by mveb build / export-temporal")
-    evaluate.add_argument("--model", required=True,
-                          help="comma list: seeded-media[:DIM] (weightless stand-in) or any harness model spec "
-                               "(minilm, st:<path>, hf:<path>, vllm:<name>, openai:<model>@<url>)")
-    evaluate.add_argument("--tasks", nargs="+", default=None, help="only these task names")
-    evaluate.add_argument("--output", type=Path, default=Path("results/mveb"),
-                          help="receives results.json, scores.csv and ranking.md")
-    evaluate.add_argument("--batch-size", type=int, default=16, help="inputs per model call")
-    evaluate.add_argument("--max-length", type=int, default=None, help="model window in tokens")
-    evaluate.add_argument("--pooling", default=None, help="hf: last, mean or cls")
-    evaluate.add_argument("--instruction", default=None, help="query template with {instruction} and {text}")
-    evaluate.add_argument("--device", default="cpu", help="torch device")
-    evaluate.add_argument("--fps", type=float, default=2.0, help="frames per second sampled from a clip (mteb: 2)")
-    evaluate.add_argument("--max-frames", type=int, default=64, help="at most this many frames per clip (mteb: 64)")
-    evaluate.add_argument("--predictions", action="store_true", help="also keep mteb's predictions per task")
-    evaluate.set_defaults(mveb_run=_run_eval)
+    _add_eval_arguments(commands)
 
     rank = commands.add_parser("rank", help="Borda count, mean and Macro over a models x tasks score table")
     rank.add_argument("scores", type=Path, help="CSV: model, then one column per task (mveb eval's scores.csv)")
@@ -76,6 +59,28 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                        help="JSON {task: seconds}, or mveb eval's results.json: cheaper tasks are kept first")
     prune.add_argument("--output", type=Path, default=None, help="write the decision as JSON")
     prune.set_defaults(mveb_run=_run_prune)
+
+
+def _add_eval_arguments(commands) -> None:
+    """`mmle mveb eval`: mteb's own evaluators over built task folders."""
+    evaluate = commands.add_parser("eval", formatter_class=argparse.ArgumentDefaultsHelpFormatter,
+                                   help="evaluate models on built task folders with mteb's own evaluators")
+    evaluate.add_argument("task_dirs", type=Path, nargs="+", help="folders written by mveb build / export-temporal")
+    evaluate.add_argument("--model", required=True,
+                          help="comma list: seeded-media[:DIM] (weightless stand-in) or any harness model spec "
+                               "(minilm, st:<path>, hf:<path>, vllm:<name>, openai:<model>@<url>)")
+    evaluate.add_argument("--tasks", nargs="+", default=None, help="only these task names")
+    evaluate.add_argument("--output", type=Path, default=Path("results/mveb"),
+                          help="receives results.json, scores.csv and ranking.md")
+    evaluate.add_argument("--batch-size", type=int, default=16, help="inputs per model call")
+    evaluate.add_argument("--max-length", type=int, default=None, help="model window in tokens")
+    evaluate.add_argument("--pooling", default=None, help="hf: last, mean or cls")
+    evaluate.add_argument("--instruction", default=None, help="query template with {instruction} and {text}")
+    evaluate.add_argument("--device", default="cpu", help="torch device")
+    evaluate.add_argument("--fps", type=float, default=2.0, help="frames per second sampled from a clip (mteb: 2)")
+    evaluate.add_argument("--max-frames", type=int, default=64, help="at most this many frames per clip (mteb: 64)")
+    evaluate.add_argument("--predictions", action="store_true", help="also keep mteb's predictions per task")
+    evaluate.set_defaults(mveb_run=_run_eval)
 
 
 def run(args) -> int:

@@ -24,9 +24,9 @@ from mmlongembed.manifest import toolkit_identity
 from mmlongembed.media.clips import CLIP_FORMAT, MTEB_FPS, MTEB_MAX_FRAMES, mteb_frame_indices, mux_clip
 from mmlongembed.media.video import Frame
 from mmlongembed.ops.mveb import TEST
-from mmlongembed.output import commit_output_dir, prepare_output_dir
+from mmlongembed.pools import HARD_NEGATIVE, POSITIVE
 from mmlongembed.video_tasks.tasks import TaskOutput, camel
-from mmlongembed.video_tasks.writer import write_repo
+from mmlongembed.video_tasks.writer import write_repo, write_task_folder
 
 HARD_VARIANTS = ("back_shuffle", "front_shuffle", "reversal")
 
@@ -55,11 +55,11 @@ def pool_warnings(pool: str, corpus: dict, clip_fps: float, **sampling) -> dict:
     """Per hard variant: negatives checked, negatives with dropped changed frames, negatives the
     default sampling makes identical to their positive; and frame counts."""
     positives = {corpus["group"][i]: corpus["grid_index"][i] for i in range(len(corpus["_id"]))
-                 if corpus["role"][i] == "positive"}
+                 if corpus["role"][i] == POSITIVE}
     per_variant: dict[str, Counter] = {}
     for i in range(len(corpus["_id"])):
         variant = corpus["variant"][i]
-        if corpus["role"][i] != "hard_negative" or variant not in HARD_VARIANTS:
+        if corpus["role"][i] != HARD_NEGATIVE or variant not in HARD_VARIANTS:
             continue
         check = sampling_check(list(positives[corpus["group"][i]]), list(corpus["grid_index"][i]), clip_fps,
                                **sampling)
@@ -72,6 +72,38 @@ def pool_warnings(pool: str, corpus: dict, clip_fps: float, **sampling) -> dict:
     return {"pool": pool, "frames_min": min(frames), "frames_max": max(frames),
             "candidates_over_limit": sum(1 for n in frames if limit is not None and n > limit),
             "candidates": len(frames), "variants": {k: dict(v) for k, v in sorted(per_variant.items())}}
+
+
+def _pool_configs(build_dir: Path, row: dict) -> tuple[dict, dict, dict, dict]:
+    """One video pool of the build as the task's three configs: (configs, their features, the
+    pool's sampling warnings, its figures)."""
+    import datasets
+
+    string = datasets.Value("string")
+    pool = row["pool"]
+    fps = float(json.loads(row["extra"] or "{}").get("fps") or 1.0)
+    tables = read_built_pool(build_dir, pool)
+    corpus, queries, qrels = tables.corpus, tables.queries, tables.qrels
+    clips = []
+    for i in range(len(corpus["_id"])):
+        frames = [_frame(image["bytes"], k) for k, image in enumerate(corpus["images"][i])]
+        clips.append({"id": corpus["_id"][i], "video": {"bytes": mux_clip(frames, fps),
+                                                        "path": f"{corpus['_id'][i]}.mp4"}})
+    configs = {
+        f"{pool}-corpus": {TEST: clips},
+        f"{pool}-queries": {TEST: [{"id": queries["_id"][i], "text": queries["text"][i]}
+                                   for i in range(len(queries["_id"]))]},
+        f"{pool}-qrels": {TEST: [{"query-id": q, "corpus-id": c, "score": int(s)}
+                                 for q, c, s in zip(qrels["query-id"], qrels["corpus-id"], qrels["score"])]},
+    }
+    features = {
+        f"{pool}-corpus": datasets.Features({"id": string, "video": datasets.Video()}),
+        f"{pool}-queries": datasets.Features({"id": string, "text": string}),
+        f"{pool}-qrels": datasets.Features({"query-id": string, "corpus-id": string,
+                                            "score": datasets.Value("int64")}),
+    }
+    warnings = pool_warnings(pool, corpus, fps, fps=MTEB_FPS, max_frames=MTEB_MAX_FRAMES)
+    return configs, features, warnings, {"queries": len(queries["_id"]), "corpus": len(corpus["_id"]), "fps": fps}
 
 
 def export_temporal(build_dir: Path, output: Path, name: str = "", overwrite: bool = False, language: str = "eng-Latn",
@@ -88,33 +120,13 @@ def export_temporal(build_dir: Path, output: Path, name: str = "", overwrite: bo
     final_dir = Path(output) / name
     if final_dir.exists() and not overwrite:
         raise UserError(f"output directory {final_dir} already exists; pass --overwrite to replace it")
-    import datasets
-
-    string = datasets.Value("string")
     task_name = f"{camel(build_dir.name)}TemporalT2VRetrieval"
     configs, features, warnings, stats = {}, {}, [], {}
     for row in pools:
-        pool = row["pool"]
-        facts = json.loads(row["extra"] or "{}")
-        fps = float(facts.get("fps") or 1.0)
-        tables = read_built_pool(build_dir, pool)
-        corpus, queries, qrels = tables.corpus, tables.queries, tables.qrels
-        clips = []
-        for i in range(len(corpus["_id"])):
-            frames = [_frame(image["bytes"], k) for k, image in enumerate(corpus["images"][i])]
-            clips.append({"id": corpus["_id"][i], "video": {"bytes": mux_clip(frames, fps),
-                                                            "path": f"{corpus['_id'][i]}.mp4"}})
-        configs[f"{pool}-corpus"] = {TEST: clips}
-        configs[f"{pool}-queries"] = {TEST: [{"id": queries["_id"][i], "text": queries["text"][i]}
-                                             for i in range(len(queries["_id"]))]}
-        configs[f"{pool}-qrels"] = {TEST: [{"query-id": q, "corpus-id": c, "score": int(s)}
-                                           for q, c, s in zip(qrels["query-id"], qrels["corpus-id"], qrels["score"])]}
-        features[f"{pool}-corpus"] = datasets.Features({"id": string, "video": datasets.Video()})
-        features[f"{pool}-queries"] = datasets.Features({"id": string, "text": string})
-        features[f"{pool}-qrels"] = datasets.Features({"query-id": string, "corpus-id": string,
-                                                       "score": datasets.Value("int64")})
-        warnings.append(pool_warnings(pool, corpus, fps, fps=MTEB_FPS, max_frames=MTEB_MAX_FRAMES))
-        stats[pool] = {"queries": len(queries["_id"]), "corpus": len(corpus["_id"]), "fps": fps}
+        pool_configs, pool_features, pool_warning, stats[row["pool"]] = _pool_configs(build_dir, row)
+        configs.update(pool_configs)
+        features.update(pool_features)
+        warnings.append(pool_warning)
     title = f"{build_dir.name}: Temporal Summarization as an mteb task"
     metadata = {"name": task_name, "description": f"Temporal Summarization pools of the MMLongEmbed build "
                 f"'{build_dir.name}' (text -> ordered frames, as video clips at the pools' frame rate).",
@@ -133,20 +145,17 @@ def export_temporal(build_dir: Path, output: Path, name: str = "", overwrite: bo
                            "directory": build_dir.name, "builder": manifest.get("builder"),
                            "manifest_files": len(manifest.get("files", {}))},
                        "clip_format": CLIP_FORMAT}
-    tmp_dir = prepare_output_dir(final_dir, overwrite)
-    try:
-        write_repo(tmp_dir, [task], title=title, licence="not specified", template="mveb_temporal.md.j2",
-                   context=context, manifest=export_manifest, tags=["temporal-summarization"])
-        commit_output_dir(tmp_dir, final_dir)
-    except BaseException:
-        import shutil
+    write_task_folder(final_dir, overwrite, lambda tmp_dir: write_repo(
+        tmp_dir, [task], title=title, licence="not specified", template="mveb_temporal.md.j2", context=context,
+        manifest=export_manifest, tags=["temporal-summarization"]))
+    _print_sampling_warnings(warnings)
+    return final_dir
 
-        shutil.rmtree(tmp_dir, ignore_errors=True)
-        raise
+
+def _print_sampling_warnings(warnings: list[dict]) -> None:
     for w in warnings:
         back = w["variants"].get("back_shuffle", {})
         if w["candidates_over_limit"]:
             print(f"warning: {w['pool']}: {w['candidates_over_limit']} of {w['candidates']} candidates exceed "
                   f"{MTEB_MAX_FRAMES} frames; mteb's default sampling makes {back.get('indistinguishable', 0)} of "
                   f"{back.get('negatives', 0)} back-half shuffles identical to their positive", file=sys.stderr)
-    return final_dir

@@ -13,13 +13,15 @@ import hashlib
 import json
 import shutil
 from pathlib import Path
-from typing import Sequence
+from typing import Callable, Sequence
 
 import yaml
 
 from mmlongembed.card import size_category
 from mmlongembed.manifest import file_sha256
-from mmlongembed.output import write_json, write_parquet
+from mmlongembed.outdir import remove_stale_temporaries
+from mmlongembed.output import commit_output_dir, write_json, write_parquet
+from mmlongembed.pipeline import output_site, temporary_output
 from mmlongembed.video_tasks.tasks import TaskOutput
 
 LOADER = Path(__file__).with_name("mteb_tasks.py")
@@ -92,3 +94,16 @@ def write_repo(root: Path, tasks: Sequence[TaskOutput], *, title: str, licence: 
                                         "tasks": {t.name: {"family": t.family, "variant": t.variant, **t.stats}
                                                   for t in tasks}})
     return revision
+
+
+def write_task_folder(final_dir: Path, overwrite: bool, write: Callable[[Path], object]) -> None:
+    """``write(tmp_dir)`` into a temporary sibling of ``final_dir``, moved into place when it
+    returns: the part every build shares (``mmlongembed.pipeline``: the build lock, the
+    temporaries of a killed run removed, nothing left behind on a failure, a full disk one
+    line)."""
+    final_dir = Path(final_dir)
+    with output_site(final_dir.parent, final_dir.name) as site:
+        remove_stale_temporaries(site)
+        with temporary_output(site, overwrite) as tmp_dir:
+            write(tmp_dir)
+            commit_output_dir(tmp_dir, site)
