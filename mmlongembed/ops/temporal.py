@@ -225,6 +225,25 @@ def hard_order(variant: str, m: int, rng: np.random.Generator) -> list[int]:
     raise ValueError(f"unknown hard variant {variant!r}")
 
 
+def distinct_hard_orders(block_hashes: Sequence[Sequence[str]], rngs: dict[str, np.random.Generator],
+                         reversal_frames: bool = False) -> dict[str, list[int]] | None:
+    """The hard variants' block orders (``rngs``: each variant's generator), or None when the
+    frames they show would not differ: two variants, or one and the positive, the same frame
+    hashes in the same order (identical frames can hide a permutation). ``reversal_frames``: the
+    reversal reverses every frame, not the blocks."""
+    m = len(block_hashes)
+    positive = tuple(arrange(block_hashes, range(m)))
+    orders, seen = {}, {positive}
+    for variant in HARD_VARIANTS:
+        order = hard_order(variant, m, rngs[variant])
+        sequence = tuple(arrange(block_hashes, order, reversal_frames=variant == "reversal" and reversal_frames))
+        if sequence in seen:
+            return None
+        seen.add(sequence)
+        orders[variant] = order
+    return orders
+
+
 def order_problem(variant: str, order: Sequence[int], m: int) -> str | None:
     """Why a block order is not the named variant's structure (None when it is)."""
     order, h = list(order), front_size(m)
