@@ -8,7 +8,7 @@ import random
 from pathlib import Path
 
 from mmlongembed.rng import derive_rng
-from mmlongembed.testing import _word
+from mmlongembed.testing import made_up_word
 
 
 def write_mmeb_fixture(root: Path, n_rows: int = 4, seed: int = 5) -> Path:
@@ -21,7 +21,7 @@ def write_mmeb_fixture(root: Path, n_rows: int = 4, seed: int = 5) -> Path:
     root = Path(root)
 
     def sentence() -> str:
-        return " ".join(_word(rng) for _ in range(rng.randint(5, 10))).capitalize() + "."
+        return " ".join(made_up_word(rng) for _ in range(rng.randint(5, 10))).capitalize() + "."
 
     def image(subset: str, i: int) -> str:
         relative = f"images/{subset}/{i}.png"
@@ -38,7 +38,7 @@ def write_mmeb_fixture(root: Path, n_rows: int = 4, seed: int = 5) -> Path:
                         "qry_image_path": image("MSCOCO_i2t", i), "pos_text": sentence(), "pos_image_path": ""}
                        for i in range(n_rows)],
         "WebQA": [{"qry": f"Find a Wikipedia paragraph that answers this question: {sentence()[:-1]}?",
-                   "qry_image_path": "", "pos_text": f"{_word(rng).title()}\n{sentence()} {sentence()}",
+                   "qry_image_path": "", "pos_text": f"{made_up_word(rng).title()}\n{sentence()} {sentence()}",
                    "pos_image_path": ""} for _ in range(n_rows)],
         "OVEN": [{"qry": "<|image_1|>\nRetrieve a Wikipedia image-description pair for the entity.",
                   "qry_image_path": image("OVEN", i), "pos_text": sentence(), "pos_image_path": ""}

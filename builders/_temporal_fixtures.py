@@ -8,7 +8,7 @@ import json
 import random
 from pathlib import Path
 
-from mmlongembed.testing import _word, mark_synthetic, write_test_video
+from mmlongembed.testing import made_up_word, mark_synthetic, write_test_video
 
 TEMPORAL_FIXTURE_LENGTHS = (48, 96)  # tokens: fixture frames are 64x48 = 4 tokens each
 TEMPORAL_FIXTURE_NOTE = ("SYNTHETIC annotations written by mmlongembed.testing for tests: made-up captions over "
@@ -57,7 +57,7 @@ def write_temporal_sources(root: Path, n_videos: int = 12, language: str = "en",
         n_events = rng.randint(5, 8)
         duration = round(n_events * 2.6 + 1.0, 2)
         spans = _fixture_events(rng, n_events, duration, with_overview=v % 4 == 0)
-        words = [_word(rng) for _ in range(30)]
+        words = [made_up_word(rng) for _ in range(30)]
         sentences = []
         for _ in spans:
             english = _made_up_sentence(rng, words)

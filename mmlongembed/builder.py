@@ -201,10 +201,22 @@ def register(cls: type[Builder]) -> type[Builder]:
     return cls
 
 
-def registered() -> dict[str, type[Builder]]:
-    import builders  # noqa: F401  (importing the package registers every builder module)
-    import mmlongembed.composite  # noqa: F401  (the release of all of them: `mmle build mmlongembed`)
+# Where builders live, imported by name on first use (as mmlongembed.plugins finds its plug-ins):
+# this module defines what a builder is and must not import the builders, which subclass it.
+# Importing the ``builders`` package imports each of its public modules; a package of one's own
+# registers its builders through the ``mmlongembed.builders`` entry-point group.
+BUILDER_HOMES = ("builders", "mmlongembed.composite")
+ENTRY_POINT_GROUP = "mmlongembed.builders"
 
+
+def registered() -> dict[str, type[Builder]]:
+    import importlib
+    from importlib.metadata import entry_points
+
+    for home in BUILDER_HOMES:
+        importlib.import_module(home)
+    for entry in entry_points(group=ENTRY_POINT_GROUP):
+        entry.load()
     return dict(sorted(_REGISTRY.items()))
 
 

@@ -16,6 +16,7 @@ from pathlib import Path
 
 import pytest
 
+from builders._mmdocrag_fixtures import write_mmdocrag_jsonl
 from builders.govreport import HUB_SOURCE as GOVREPORT
 from builders.mmdocrag import HUB_SOURCE as MMDOCRAG
 from builders.mmlongbench import DOC_HUB as MMLONGBENCH_DOC
@@ -26,7 +27,7 @@ from builders.hotpotqa import parse_instance
 from builders.visual_grounding import NEEDLEBENCH, OBELICS
 from mmlongembed.rng import derive_rng
 from mmlongembed.testing import (
-    NAMES, NEEDLE_RECORDS, needle_prose, write_govreport_jsonl, write_hotpotqa_sources, write_mmdocrag_jsonl,
+    NAMES, NEEDLE_RECORDS, needle_prose, write_govreport_jsonl, write_hotpotqa_sources,
     write_paged_sources)
 from mmlongembed.validate import format_report, validate_dir
 from tests._publish_support import TOKEN, client_env

@@ -39,9 +39,6 @@ LAYERS = {
 
 # Known debt (issue 20), as (importer, imported). Remove a line when its import is gone.
 KNOWN_DEBT = {
-    # "builder.py imports the builders package": registered() scans it to register every builder
-    ("mmlongembed.builder", "builders"),
-    ("mmlongembed.builder", "mmlongembed.composite"),  # the same scan registers the release
     # "build.py -> training.py -> build.py": the training pipeline reuses build.py's shared part
     # (lock, temporary folder, card, finish); it goes once that part moves down (one pipeline per kind)
     ("mmlongembed.training", "mmlongembed.build"),

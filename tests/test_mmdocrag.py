@@ -3,18 +3,25 @@ PDFs and on the shared sample data, and MMDocRAG's own JSONL format."""
 
 import copy
 import json
+import re
 from collections import Counter, defaultdict
 
 import pytest
 
-from builders.mmdocrag import MMDocRAGBuilder, MMDocRAGConfig, check_quote_pool, quote_kind, reads_as_prose
+from builders._mmdocrag_checks import check_quote_pool
+from builders._mmdocrag_fixtures import write_mmdocir_sources, write_mmdocrag_jsonl
+from builders.mmdocrag import MMDocRAGBuilder, MMDocRAGConfig
 from mmlongembed.build import run_build
 from mmlongembed.documents import IMAGE_PLACEHOLDER
 from mmlongembed.errors import UserError
 from mmlongembed.layout import pool_rows, read_built_pool
+from mmlongembed.media.pdf import StoredImage
+from mmlongembed.ops.evidence import units_document
+from mmlongembed.ops.quote_supply import GoldGuard, Supply
+from mmlongembed.ops.quotes import Block, Instance, Quote
 from mmlongembed.pools import hard_negative_tolerance
-from mmlongembed.testing import write_mmdocir_sources, write_mmdocrag_jsonl
-from mmlongembed.tokens import image_tokens
+from mmlongembed.readers.mmdocir import quote_kind, reads_as_prose
+from mmlongembed.tokens import default_counter, image_tokens
 from mmlongembed.validate import format_report, validate_dir
 from tests._realdata import shared_data_dir
 
@@ -228,3 +235,59 @@ def test_question_set_is_chosen_by_flag_and_a_missing_one_is_one_line(tmp_path):
                                          r"dev_15, dev_20, evaluation_15, evaluation_20\): choose one with "
                                          r"--question-set NAME"):
         build(tmp_path / "src", tmp_path / "out2", question_set="evaluation_16")
+
+
+def _text(qid, page, text):
+    return Quote(qid, "text", page, 0.0, text=text)
+
+
+def _image(qid, page, seed):
+    return Quote(qid, "image", page, 1.0, image=StoredImage(bytes([seed]) * 64, 28, 28))
+
+
+def _supply_case():
+    gold_text, gold_image = _text("t1", 0, "The Kalomi gauge rose in spring."), _image("i1", 1, 1)
+    instance = Instance("own#q0", "own.pdf", "Which gauge rose?", "Zzkalomi", (gold_text, gold_image),
+                        ("t1", "i1"), "own#q0")
+    blocks = [Block("own.pdf", 4, (_text("c4", 4, "Own pages never pad their own questions."),)),
+              Block("a.pdf", 0, (_text("c0", 0, "Before that. The Kalomi gauge rose in spring. And more."),)),
+              Block("b.pdf", 0, (_text("c0", 0, "It was zzKALOMI all along."),)),
+              Block("c.pdf", 2, (_text("c2", 2, "A clean page of another report."), _image("f2", 2, 7))),
+              Block("d.pdf", 3, (_image("f3", 3, 1), _image("f4", 3, 9)))]
+    refill = {"own.pdf": [("own.pdf:c9", "Unused own text.")], "c.pdf": [("c.pdf:c8", "Unused other text.")]}
+    return instance, blocks, refill
+
+
+def test_padding_holds_no_gold_quote_no_answer_and_no_page_of_the_own_document():
+    instance, blocks, refill = _supply_case()
+    pattern = lambda answer: re.compile(re.escape(answer), re.IGNORECASE)  # noqa: E731
+    whole = Supply.of(blocks, refill, default_counter(), whole=lambda b: True, answer_pattern=pattern)
+    assert [u.id for u in whole.padding_for(instance)] == ["block:p2:c.pdf"]
+    pieces = Supply.of(blocks, refill, default_counter(), whole=lambda b: False, answer_pattern=lambda a: None)
+    # without an anchor the answer's page may pad; a page of pieces is cut quote by quote
+    assert [u.id for u in pieces.padding_for(instance)] == ["piece:p0.c0:b.pdf", "piece:p2.c2:c.pdf",
+                                                            "piece:p2.f2:c.pdf", "piece:p3.f4:d.pdf"]
+    assert [u.id for u in whole.refill_elsewhere(instance)] == ["refill:c.pdf:c8"]
+    # image donors: other documents only, never a copy of a gold image, pages the positive lacks first
+    assert [d.id for d in whole.donors_for(instance, used_docs=set())] == ["c.pdf:f2", "d.pdf:f4"]
+    assert [d.id for d in whole.donors_for(instance, used_docs={"c.pdf"})] == ["d.pdf:f4"]
+    assert [d.id for d in whole.donors_for(instance, used_docs={"c.pdf", "d.pdf"})] == ["c.pdf:f2", "d.pdf:f4"]
+
+
+def test_gold_guard_keeps_each_query_s_gold_quotes_in_its_own_group():
+    instance, blocks, refill = _supply_case()
+    supply = Supply.of(blocks, refill, default_counter(), whole=lambda b: True, answer_pattern=lambda a: None)
+    page = {supply.doc_of_block[u.id]: units_document(u.id, [u]) for u in supply.blocks}  # one page per document
+    guard = GoldGuard()
+    first_gold = [blocks[3].quotes[0]]  # c.pdf's text is the first query's gold
+    assert guard.admit(first_gold, [page["c.pdf"]])
+    assert not guard.clean(page["c.pdf"]) and guard.clean(page["a.pdf"])
+    # a candidate holding an admitted query's gold is refused, and the refusal records nothing
+    assert not guard.admit(instance.gold_quotes(), [page["d.pdf"], page["c.pdf"]])
+    assert guard.gold == first_gold and len(guard.contents) == 1
+    assert guard.unclaimed(instance.gold_quotes())
+    assert guard.admit(instance.gold_quotes(), [page["a.pdf"]])  # a.pdf holds this query's own gold text
+    # a.pdf and d.pdf (the gold image's bytes) are now claimed: a query with that gold may not join
+    assert not guard.unclaimed([instance.gold_quotes()[0]])
+    assert guard.clean(page["b.pdf"]) and not guard.admit([instance.gold_quotes()[0]], [page["b.pdf"]])
+    assert guard.unclaimed([_image("x", 0, 9)]) and not guard.clean(page["d.pdf"])
