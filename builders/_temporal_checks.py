@@ -115,7 +115,8 @@ def _candidate_rows(problem, corpus: dict) -> tuple[list[dict], list[Problem]]:
             problems.append(problem("frame_size", f"{cid}: its frames differ in size"))
         if not len(row["grid"]) == len(row["pts"]) == len(row["block_of"]) == len(images):
             problems.append(problem("frame_extras", f"{cid}: {len(images)} frames but {len(row['grid'])} grid "
-                                                    f"indices, {len(row['pts'])} pts, {len(row['block_of'])} block ids"))
+                                                    f"indices, {len(row['pts'])} pts, "
+                                                    f"{len(row['block_of'])} block ids"))
             continue
         rows.append(row)
     return rows, problems

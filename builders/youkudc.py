@@ -91,7 +91,8 @@ class YoukuDCBuilder(TemporalBuilder):
                                                Path(options.video_cache), self._zip_members)
             report.notes.append(f"YoukuDC release layout: columns used {json.dumps(used, sort_keys=True)}")
             return records, "YoukuDC release (meta_files/*.csv + data_files/)"
-        return read_activitynet_files(self.annotation_files(root), report), "plain local layout (ActivityNet-shaped JSON + video files named by id)"
+        layout = "plain local layout (ActivityNet-shaped JSON + video files named by id)"
+        return read_activitynet_files(self.annotation_files(root), report), layout
 
     def video_label(self, path: Path, root: Path) -> str:
         """A video extracted from the release's zips is named by its archive member, not by where
@@ -101,8 +102,8 @@ class YoukuDCBuilder(TemporalBuilder):
     def example_config(self, directory) -> YoukuDCConfig:
         """Generated Chinese captions in the release layout; translation has no offline
         fallback, so the example talks to a loopback fake LLM server that it starts."""
-        from mmlongembed.llm.fake_captions import start_caption_server
         from builders._temporal_fixtures import TEMPORAL_FIXTURE_LENGTHS, write_temporal_sources
+        from mmlongembed.llm.fake_captions import start_caption_server
 
         directory = Path(directory)
         translations = write_temporal_sources(directory, n_videos=16, language="zh", layout="youku")
