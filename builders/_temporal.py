@@ -4,14 +4,15 @@ A query describes a sequence of events; its positive shows them, in order, as 1-
 the hard negatives show the very same frames with the event blocks reversed, the front half
 shuffled or the back half shuffled; the easy negatives are runs of other videos of the same
 length band. The segment logic and the shuffles are pure operations (``mmlongembed.ops.temporal``),
-decoding lives in ``mmlongembed.media`` (each video decoded once into a content-keyed frame store,
-locally or as a Ray Data job). A subclass reads its source format (``read_records``) and says
-whether its captions need translating first.
+the band's plan (query runs, queries, easy negatives) is ``_temporal_plan``, the source readers are
+in ``mmlongembed.readers`` (``dense_captions``, ``youku``), decoding lives in ``mmlongembed.media``
+(each video decoded once into a content-keyed frame store, locally or as a Ray Data job). A
+subclass reads its source format (``read_records``) and says whether its captions need
+translating first.
 """
 
 from __future__ import annotations
 
-import hashlib
 import json
 import math
 import statistics
@@ -20,8 +21,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Iterable
 
-from mmlongembed.capacity import LengthLimit, halving_limit
+from builders._temporal_plan import BandPlanner, runs_by_band
 from mmlongembed.builder import Builder, BuildReport, CommonConfig, Problem
+from mmlongembed.capacity import LengthLimit, halving_limit
 from mmlongembed.documents import FRAME, Document, image_segment
 from mmlongembed.errors import UserError
 from mmlongembed.llm import LLMConfig, load_prompt, rewrite_captions, translate
@@ -30,16 +32,15 @@ from mmlongembed.media.frames import DecodeOutcome, FrameStore, decode_all, vide
 from mmlongembed.media.video import (
     DEFAULT_FRAME_PIXELS, FRAME_RULE, FrameSettings, audio_slice, decoder_identity, wav_bytes)
 from mmlongembed.ops.temporal import (
-    HARD_VARIANTS, MARGIN_RULES, MIN_BLOCKS_FOR_SHUFFLES, REVERSAL_MODES, Run, arrange, candidate_runs,
-    caption_similarity, chains, choose_run, hard_order, nearest_run, video_events)
+    HARD_VARIANTS, MARGIN_RULES, MIN_BLOCKS_FOR_SHUFFLES, REVERSAL_MODES, Run, arrange, chains, video_events)
+from mmlongembed.pool_plan import PoolContext
 from mmlongembed.pools import EASY_NEGATIVE, HARD_NEGATIVE, POSITIVE, Candidate, LengthBand, Pool, Query, pool_name
-from mmlongembed.rng import derive_rng
+from mmlongembed.readers.dense_captions import VideoRecord, find_videos, video_file_for
 from mmlongembed.synthetic import synthetic_marker
 from mmlongembed.tokens import default_counter, fit_image_size, image_tokens
 
 INSTRUCTION = ("Given a description of a sequence of events, retrieve the video whose frames show exactly "
                "these events in this order.")
-VIDEO_EXTENSIONS = (".mp4", ".webm", ".mkv", ".mov", ".avi", ".m4v", ".flv", ".mpg", ".mpeg", ".ts")
 CANDIDATE_FORM = "frames"  # pool fact: candidates are ordered frame images (harness: needs "image" only)
 
 
@@ -79,16 +80,6 @@ class TemporalConfig(CommonConfig, LLMConfig):
                 "the query's captions is never its easy negative"})
 
 
-@dataclass(frozen=True)
-class VideoRecord:
-    video_id: str
-    duration: float | None  # from the annotation (None: from the video)
-    timestamps: tuple
-    sentences: tuple  # in the source language
-    origin: str
-    path: str | None = None
-
-
 @dataclass
 class TemporalSources:
     records: list[VideoRecord]
@@ -109,52 +100,41 @@ def frame_settings(config: TemporalConfig) -> FrameSettings:
                         f"--frame-quality {config.frame_quality}") from None
 
 
-def find_videos(root: Path) -> dict[str, Path]:
-    """Video files under ``root`` by file stem (the first in sorted order wins)."""
-    found: dict[str, Path] = {}
-    for path in sorted(root.rglob("*")):
-        if path.suffix.lower() in VIDEO_EXTENSIONS and path.is_file():
-            found.setdefault(path.stem, path)
-    return found
+def check_options(config: TemporalConfig) -> None:
+    """One line naming the option when the segment options cannot make a query."""
+    if config.margin_rule not in MARGIN_RULES:
+        raise UserError(f"--margin-rule {config.margin_rule!r}: choose from {', '.join(MARGIN_RULES)}")
+    if config.min_blocks < MIN_BLOCKS_FOR_SHUFFLES:
+        raise UserError(f"--min-blocks {config.min_blocks}: the half shuffles need at least "
+                        f"{MIN_BLOCKS_FOR_SHUFFLES} blocks")
+    if not 1 <= config.easy_min_blocks <= config.min_blocks:
+        raise UserError(f"--easy-min-blocks {config.easy_min_blocks}: choose 1 to --min-blocks "
+                        f"({config.min_blocks})")
 
 
-def video_file_for(video_id: str, videos: dict[str, Path]) -> Path | None:
-    """ActivityNet ids carry a ``v_`` prefix that downloaded files often drop."""
-    return videos.get(video_id) or videos.get(video_id.removeprefix("v_")) or videos.get(f"v_{video_id}")
-
-
-def read_activitynet_json(path: Path, report: BuildReport) -> list[VideoRecord]:
-    """``{video_id: {"duration": s, "timestamps": [[start, end], ...], "sentences": [...]}}``."""
-    from mmlongembed.sources import read_json
-
-    data = read_json(path, report)
-    if not isinstance(data, dict):
-        return []
-    records = []
-    for video_id, value in data.items():
-        if not isinstance(value, dict) or "timestamps" not in value or "sentences" not in value:
-            report.skip("malformed_annotation", f"{path.name}:{video_id}")
+def usable_records(records: list[VideoRecord], videos: dict[str, Path], config: TemporalConfig,
+                   report: BuildReport) -> list[VideoRecord]:
+    """The records worth decoding: one per video (the first annotation file wins), with their
+    video file, and with a chain of at least ``easy_min_blocks`` events; the rest counted."""
+    seen: dict[str, str] = {}
+    usable: list[VideoRecord] = []
+    for record in sorted(records, key=lambda r: (r.origin.split(":")[0], r.video_id)):
+        if record.video_id in seen:  # e.g. val_1 and val_2 annotate the same videos: one serves
+            report.skip("duplicate_video_annotation", f"{record.origin} (kept {seen[record.video_id]})")
             continue
-        duration = value.get("duration")
-        records.append(VideoRecord(str(video_id), float(duration) if isinstance(duration, (int, float)) else None,
-                                   tuple(value["timestamps"] or ()), tuple(value["sentences"] or ()),
-                                   f"{path.name}:{video_id}"))
-    return records
-
-
-def activitynet_annotations(path: Path) -> dict | None:
-    """The file's video id -> annotation mapping when it is ActivityNet Captions JSON, else None."""
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError):
-        return None
-    shaped = isinstance(data, dict) and bool(data) and all(
-        isinstance(v, dict) and "timestamps" in v and "sentences" in v for v in list(data.values())[:20])
-    return data if shaped else None
-
-
-def is_activitynet_json(path: Path) -> bool:
-    return activitynet_annotations(path) is not None
+        seen[record.video_id] = record.origin
+        path = Path(record.path) if record.path else video_file_for(record.video_id, videos)
+        if path is None or not path.is_file():
+            report.skip("video_file_missing", record.video_id)
+            continue
+        events, _ = video_events(record.timestamps, record.sentences, record.duration or math.inf)
+        if max((len(c) for c in chains(events, config.margin_rule, config.margin)),
+               default=0) < config.easy_min_blocks:
+            report.skip("no_admissible_chain", record.video_id)  # not decoded at all
+            continue
+        usable.append(VideoRecord(record.video_id, record.duration, record.timestamps, record.sentences,
+                                  record.origin, str(path)))
+    return usable
 
 
 def _relative(path: Path, root: Path) -> str:
@@ -196,37 +176,12 @@ class TemporalBuilder(Builder):
                             "a folder of videos named by id")
         from mmlongembed.sources import require_dir
 
-        if config.margin_rule not in MARGIN_RULES:
-            raise UserError(f"--margin-rule {config.margin_rule!r}: choose from {', '.join(MARGIN_RULES)}")
-        if config.min_blocks < MIN_BLOCKS_FOR_SHUFFLES:
-            raise UserError(f"--min-blocks {config.min_blocks}: the half shuffles need at least "
-                            f"{MIN_BLOCKS_FOR_SHUFFLES} blocks")
-        if not 1 <= config.easy_min_blocks <= config.min_blocks:
-            raise UserError(f"--easy-min-blocks {config.easy_min_blocks}: choose 1 to --min-blocks "
-                            f"({config.min_blocks})")
+        check_options(config)
         root = require_dir(config.sources, f"{self.source_name} annotations and videos")
         records, layout = self.read_records(root, report)
         if not records:
             raise UserError(f"no {self.source_name} annotation under {root}")
-        videos = find_videos(root)
-        seen: dict[str, str] = {}
-        usable: list[VideoRecord] = []
-        for record in sorted(records, key=lambda r: (r.origin.split(":")[0], r.video_id)):
-            if record.video_id in seen:  # e.g. val_1 and val_2 annotate the same videos: one serves
-                report.skip("duplicate_video_annotation", f"{record.origin} (kept {seen[record.video_id]})")
-                continue
-            seen[record.video_id] = record.origin
-            path = Path(record.path) if record.path else video_file_for(record.video_id, videos)
-            if path is None or not path.is_file():
-                report.skip("video_file_missing", record.video_id)
-                continue
-            events, _ = video_events(record.timestamps, record.sentences, record.duration or math.inf)
-            if max((len(c) for c in chains(events, config.margin_rule, config.margin)),
-                   default=0) < config.easy_min_blocks:
-                report.skip("no_admissible_chain", record.video_id)  # not decoded at all
-                continue
-            usable.append(VideoRecord(record.video_id, record.duration, record.timestamps, record.sentences,
-                                      record.origin, str(path)))
+        usable = usable_records(records, find_videos(root), config, report)
         settings = frame_settings(config)
         store = FrameStore(config.frame_store, settings)
         jobs = [store.job(r.video_id, r.path) for r in usable]
@@ -287,35 +242,8 @@ class TemporalBuilder(Builder):
 
     def build_pools(self, sources: TemporalSources, config: TemporalConfig, report: BuildReport) -> list[Pool]:
         bands = [LengthBand.halving(t) for t in sorted(set(config.lengths))]
-        chosen: dict[str, dict[str, Run]] = {band.name: {} for band in bands}  # band -> video -> query run
-        fitting: dict[str, dict[str, list[Run]]] = {band.name: {} for band in bands}  # band -> video -> easy runs
-        for record in sources.records:
-            meta = sources.meta[record.video_id]
-            duration = min(record.duration or math.inf, meta["duration"])
-            events, dropped = video_events(record.timestamps, record.sentences, duration)
-            for reason in dropped:
-                report.skip(f"event_{reason}", record.video_id)
-            runs = candidate_runs(record.video_id, events, config.margin_rule, config.margin, config.fps,
-                                  meta["n_frames"], config.easy_min_blocks)
-            if not runs:
-                report.skip("no_admissible_run", record.video_id)
-                continue
-            per_frame = image_tokens(meta["frame_height"], meta["frame_width"])
-            placed = False
-            for band in bands:
-                in_band = [r for r in runs if band.contains(r.n_frames * per_frame)]
-                if not in_band:
-                    continue
-                fitting[band.name][record.video_id] = in_band
-                placed = True
-                rng = derive_rng(config.seed, self.name, band.name, record.video_id, "run")
-                run = choose_run(in_band, lambda r: len(r.blocks) >= config.min_blocks, rng)
-                if run is not None:
-                    chosen[band.name][record.video_id] = run
-            if not placed:
-                lengths = sorted({r.n_frames * per_frame for r in runs})
-                report.skip("no_run_in_any_band", f"{record.video_id} ({lengths[0]}..{lengths[-1]} tokens)")
-
+        context = PoolContext(self.name, config, default_counter(), report)
+        chosen, fitting = runs_by_band(sources.records, sources.meta, bands, context)
         frames_cache: dict[str, object] = {}
 
         def video(video_id: str):
@@ -325,97 +253,14 @@ class TemporalBuilder(Builder):
 
         self._segments: dict[str, dict] = {}  # video -> grid index -> Segment, shared by every candidate
         self._synthetic = sources.synthetic
-        plans = {band.name: self._plan_band(band, chosen[band.name], fitting[band.name], video, config, report)
+        plans = {band.name: BandPlanner(band, chosen[band.name], fitting[band.name], video, context).plan()
                  for band in bands}
         texts = self._query_texts(plans, chosen, config, report)
         pools = []
         for band in bands:
             plan = [(vid, hard, negatives) for vid, hard, negatives in plans[band.name] if vid in texts[band.name]]
-            pools += self._assemble(band, plan, chosen[band.name], texts[band.name], video, config)
+            pools += self._assemble(band, plan, chosen[band.name], texts[band.name], video, context)
         return pools
-
-    def _plan_band(self, band: LengthBand, query_runs: dict[str, Run], fitting: dict[str, list[Run]], video,
-                   config: TemporalConfig, report: BuildReport) -> list[tuple[str, dict, list[Run]]]:
-        """Queries of the band (each with its hard orders) and their easy negatives, each the run of
-        another video nearest in frames to the positive; a video serves the band once (as a query
-        or as one negative)."""
-        k = config.negatives_per_query
-        eligible = sorted(fitting)
-        rng = derive_rng(config.seed, self.name, band.name, "partition")
-        order = [eligible[int(i)] for i in rng.permutation(len(eligible))]
-        hashes: dict[tuple, set] = {}
-
-        def frames_of(run: Run) -> set:
-            key = (run.video_id, run.key)
-            if key not in hashes:
-                by_grid = {f.grid_index: f.image for f in video(run.video_id).frames}
-                hashes[key] = {hashlib.sha256(by_grid[j]).hexdigest() for j in run.grid}
-            return hashes[key]
-
-        queries, failed = [], set()
-        taken: set[str] = set()  # frames already in the band's groups: byte-identical frames of two
-        i = 0                    # videos (black intros) must not sit in two groups
-        while i < len(order) and len(queries) < min(config.max_queries_per_pool, (len(order) - len(failed)) // (k + 1)):
-            vid = order[i]
-            i += 1
-            if vid not in query_runs:  # no run long enough to shuffle: an easy negative only
-                continue
-            hard = self._hard_orders(band, vid, query_runs[vid], video(vid), config)
-            if hard is None or frames_of(query_runs[vid]) & taken:
-                failed.add(vid)
-                report.skip("indistinct_shuffles" if hard is None else "frames_shared_across_videos",
-                            f"{vid} ({band.name})")
-                continue
-            taken |= frames_of(query_runs[vid])
-            queries.append((vid, hard))
-        query_ids = {vid for vid, _ in queries}
-        supply = [vid for vid in order if vid not in query_ids and vid not in failed]
-        used: set[str] = set()
-        plan = []
-        for vid, hard in queries:
-            positive = query_runs[vid]
-            captions = " ".join(positive.sentences)
-            picks: list[Run] = []
-            for other in supply:
-                if other in used:
-                    continue
-                run = nearest_run(fitting[other], positive.n_frames,
-                                  derive_rng(config.seed, self.name, band.name, vid, other, "easy_run"))
-                if caption_similarity(captions, " ".join(run.sentences)) >= config.caption_similarity_max:
-                    report.skip("blacklisted_negative_similar_captions", f"{other} for {vid} ({band.name})")
-                    continue
-                if frames_of(run) & taken:
-                    used.add(other)
-                    report.skip("frames_shared_across_videos", f"{other} ({band.name})")
-                    continue
-                picks.append(run)
-                if len(picks) == k:
-                    break
-            if len(picks) < k:
-                report.skip("easy_not_enough_negatives", f"{vid} ({band.name})")
-                continue
-            used.update(p.video_id for p in picks)
-            for run in picks:
-                taken |= frames_of(run)
-            plan.append((vid, hard, picks))
-        return plan
-
-    def _hard_orders(self, band, vid, run: Run, decoded, config: TemporalConfig) -> dict[str, list[int]] | None:
-        """The three hard variants' block orders, or None when their frames would not differ."""
-        frames = {f.grid_index: f for f in decoded.frames}
-        block_hashes = [[hashlib.sha256(frames[j].image).hexdigest() for j in block.grid] for block in run.blocks]
-        m = len(run.blocks)
-        positive = tuple(arrange(block_hashes, range(m)))
-        orders, seen = {}, {positive}
-        for variant in HARD_VARIANTS:
-            order = hard_order(variant, m, derive_rng(config.seed, self.name, band.name, vid, variant))
-            sequence = tuple(arrange(block_hashes, order, reversal_frames=variant == "reversal"
-                                     and config.reversal == "frames"))
-            if sequence in seen:
-                return None
-            seen.add(sequence)
-            orders[variant] = order
-        return orders
 
     def _query_texts(self, plans, chosen, config: TemporalConfig, report: BuildReport) -> dict[str, dict]:
         """band -> video -> (query text, extras), through the LLM steps (translate, then rewrite)."""
@@ -449,8 +294,8 @@ class TemporalBuilder(Builder):
             texts[band][vid] = (text.strip(), extra)
         return texts
 
-    def _assemble(self, band, plan, runs, texts, video, config) -> list[Pool]:
-        counter = default_counter()
+    def _assemble(self, band, plan, runs, texts, video, context: PoolContext) -> list[Pool]:
+        config = context.config
         facts = {"candidate_form": CANDIDATE_FORM, "fps": config.fps, "frame_rule": FRAME_RULE,
                  "margin_rule": config.margin_rule, "margin": config.margin, "reversal": config.reversal,
                  "min_blocks": config.min_blocks, "easy_min_blocks": config.easy_min_blocks}
@@ -461,19 +306,20 @@ class TemporalBuilder(Builder):
         for vid, orders, negatives in plan:
             qid = f"q:{vid}:{band.name}"
             text, extra = texts[vid]
-            query = Query(id=qid, text=text, instruction=INSTRUCTION, source_id=vid, n_tokens=counter.count(text),
-                          extra=extra)
-            positive = self._candidate(f"d:{vid}:{band.name}", POSITIVE, qid, runs[vid], video(vid), None, None,
-                                       config)
+            query = Query(id=qid, text=text, instruction=INSTRUCTION, source_id=vid,
+                          n_tokens=context.counter.count(text), extra=extra)
+            positive = self._candidate(f"d:{vid}:{band.name}", POSITIVE, qid, runs[vid], video(vid), config)
             hard.add_query(query, positive, [
-                self._candidate(f"d:{vid}:{band.name}:{variant}", HARD_NEGATIVE, qid, runs[vid], video(vid), variant,
-                                order, config) for variant, order in orders.items()])
+                self._candidate(f"d:{vid}:{band.name}:{variant}", HARD_NEGATIVE, qid, runs[vid], video(vid), config,
+                                variant, order) for variant, order in orders.items()])
             easy.add_query(query, positive, [
-                self._candidate(f"d:{run.video_id}:{band.name}", EASY_NEGATIVE, qid, run, video(run.video_id), None,
-                                None, config) for run in negatives])
+                self._candidate(f"d:{run.video_id}:{band.name}", EASY_NEGATIVE, qid, run, video(run.video_id), config)
+                for run in negatives])
         return [easy, hard]
 
-    def _candidate(self, cid, role, group, run: Run, decoded, variant, order, config: TemporalConfig) -> Candidate:
+    def _candidate(self, cid, role, group, run: Run, decoded, config: TemporalConfig, variant: str | None = None,
+                   order=None) -> Candidate:
+        """One candidate: the run's frames in ``order`` (a hard variant's; default: time order)."""
         frames = {f.grid_index: f for f in decoded.frames}
         segments = self._segments.setdefault(run.video_id, {})
         for j in run.grid:

@@ -66,26 +66,8 @@ def check_temporal_pool(pool_row: dict, corpus: dict, queries: dict, qrels: dict
     def problem(check: str, detail: str) -> Problem:
         return Problem(name, check, detail)
 
-    rows = []
-    for i, cid in enumerate(corpus["_id"]):
-        images = corpus["images"][i] or []
-        text = corpus["text"][i]
-        provenance = json.loads(corpus["provenance"][i] or "{}")
-        row = {"id": cid, "role": corpus["role"][i], "group": corpus["group"][i],
-               "video": corpus["video_id"][i], "grid": list(corpus["grid_index"][i] or []),
-               "pts": list(corpus["frame_pts"][i] or []), "block_of": list(corpus["block_of_frame"][i] or []),
-               "variant": corpus["variant"][i], "provenance": provenance,
-               "hashes": [hashlib.sha256(im["bytes"]).hexdigest() for im in images]}
-        if text != IMAGE_PLACEHOLDER * len(images):
-            yield problem("placeholders_only", f"{cid}: the text is not {len(images)} image placeholders alone")
-        if len({_size(im) for im in images}) > 1:
-            yield problem("frame_size", f"{cid}: its frames differ in size")
-        if not len(row["grid"]) == len(row["pts"]) == len(row["block_of"]) == len(images):
-            yield problem("frame_extras", f"{cid}: {len(images)} frames but {len(row['grid'])} grid indices, "
-                                          f"{len(row['pts'])} pts, {len(row['block_of'])} block ids")
-            continue
-        rows.append(row)
-
+    rows, problems = _candidate_rows(problem, corpus)
+    yield from problems
     groups: dict[str, list[dict]] = defaultdict(list)
     for row in rows:
         groups[row["group"]].append(row)
@@ -97,37 +79,10 @@ def check_temporal_pool(pool_row: dict, corpus: dict, queries: dict, qrels: dict
             yield problem("group", f"group {group}: {len(positives)} positives among {len(members)} candidates "
                                    "(expected 1 of 4)")
             continue
-        positive = positives[0]
-        yield from _check_chronological(problem, positive, fps, strict_blocks=True)
-        structure = _blocks(positive["hashes"], positive["block_of"])
-        seen = {tuple(positive["hashes"]): "positive"}
         for row in members:
             videos_in[row["video"]].add(group)
             frames_in[group].update(row["hashes"])
-            if row is positive:
-                continue
-            if row["role"] == EASY_NEGATIVE:
-                if row["video"] == positive["video"]:
-                    yield problem("easy_other_video", f"{row['id']}: from the query's own video {row['video']}")
-                yield from _check_chronological(problem, row, fps, strict_blocks=False)
-                continue
-            if row["role"] != HARD_NEGATIVE:
-                yield problem("role", f"{row['id']}: unexpected role {row['role']!r}")
-                continue
-            if row["video"] != positive["video"]:
-                yield problem("hard_same_video", f"{row['id']}: not from its positive's video")
-            if Counter(row["hashes"]) != Counter(positive["hashes"]):
-                yield problem("hard_same_frames", f"{row['id']}: its frames are not exactly its positive's")
-                continue
-            key = tuple(row["hashes"])
-            if key in seen:
-                yield problem("hard_distinct", f"{row['id']} ({row['variant']}) shows the frames in the same order "
-                                               f"as the {seen[key]}")
-            seen[key] = row["variant"]
-            yield from _check_structure(problem, row, positive, structure)
-        variants = sorted(r["variant"] for r in members if r["role"] == HARD_NEGATIVE)
-        if variants and variants != sorted(HARD_VARIANTS):
-            yield problem("hard_variants", f"group {group}: hard variants {variants}, expected {sorted(HARD_VARIANTS)}")
+        yield from _check_group(problem, group, members, positives[0], fps)
     for video, in_groups in sorted(videos_in.items()):
         if len(in_groups) > 1:
             yield problem("video_once", f"video {video} appears in {len(in_groups)} groups")
@@ -137,6 +92,67 @@ def check_temporal_pool(pool_row: dict, corpus: dict, queries: dict, qrels: dict
             if owner.setdefault(h, group) != group:
                 yield problem("frame_once", f"a frame of group {group} is also in group {owner[h]}")
                 break
+
+
+def _candidate_rows(problem, corpus: dict) -> tuple[list[dict], list[Problem]]:
+    """The corpus's candidates as rows (frame hashes, extras, provenance), and the problems of
+    their frames and extras (rule 1); a candidate whose extras do not match its frames is left
+    out."""
+    rows, problems = [], []
+    for i, cid in enumerate(corpus["_id"]):
+        images = corpus["images"][i] or []
+        text = corpus["text"][i]
+        provenance = json.loads(corpus["provenance"][i] or "{}")
+        row = {"id": cid, "role": corpus["role"][i], "group": corpus["group"][i],
+               "video": corpus["video_id"][i], "grid": list(corpus["grid_index"][i] or []),
+               "pts": list(corpus["frame_pts"][i] or []), "block_of": list(corpus["block_of_frame"][i] or []),
+               "variant": corpus["variant"][i], "provenance": provenance,
+               "hashes": [hashlib.sha256(im["bytes"]).hexdigest() for im in images]}
+        if text != IMAGE_PLACEHOLDER * len(images):
+            problems.append(problem("placeholders_only", f"{cid}: the text is not {len(images)} image placeholders "
+                                                         "alone"))
+        if len({_size(im) for im in images}) > 1:
+            problems.append(problem("frame_size", f"{cid}: its frames differ in size"))
+        if not len(row["grid"]) == len(row["pts"]) == len(row["block_of"]) == len(images):
+            problems.append(problem("frame_extras", f"{cid}: {len(images)} frames but {len(row['grid'])} grid "
+                                                    f"indices, {len(row['pts'])} pts, "
+                                                    f"{len(row['block_of'])} block ids"))
+            continue
+        rows.append(row)
+    return rows, problems
+
+
+def _check_group(problem, group: str, members: list[dict], positive: dict, fps: float) -> Iterator[Problem]:
+    """One group (rules 2 to 5): the positive in time order, each hard negative its positive's
+    frames in its variant's structure, each easy negative another video's frames in time order."""
+    yield from _check_chronological(problem, positive, fps, strict_blocks=True)
+    structure = _blocks(positive["hashes"], positive["block_of"])
+    seen = {tuple(positive["hashes"]): "positive"}
+    for row in members:
+        if row is positive:
+            continue
+        if row["role"] == EASY_NEGATIVE:
+            if row["video"] == positive["video"]:
+                yield problem("easy_other_video", f"{row['id']}: from the query's own video {row['video']}")
+            yield from _check_chronological(problem, row, fps, strict_blocks=False)
+            continue
+        if row["role"] != HARD_NEGATIVE:
+            yield problem("role", f"{row['id']}: unexpected role {row['role']!r}")
+            continue
+        if row["video"] != positive["video"]:
+            yield problem("hard_same_video", f"{row['id']}: not from its positive's video")
+        if Counter(row["hashes"]) != Counter(positive["hashes"]):
+            yield problem("hard_same_frames", f"{row['id']}: its frames are not exactly its positive's")
+            continue
+        key = tuple(row["hashes"])
+        if key in seen:
+            yield problem("hard_distinct", f"{row['id']} ({row['variant']}) shows the frames in the same order "
+                                           f"as the {seen[key]}")
+        seen[key] = row["variant"]
+        yield from _check_structure(problem, row, positive, structure)
+    variants = sorted(r["variant"] for r in members if r["role"] == HARD_NEGATIVE)
+    if variants and variants != sorted(HARD_VARIANTS):
+        yield problem("hard_variants", f"group {group}: hard variants {variants}, expected {sorted(HARD_VARIANTS)}")
 
 
 def _check_chronological(problem, row: dict, fps: float, strict_blocks: bool) -> Iterator[Problem]:

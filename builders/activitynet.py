@@ -10,13 +10,12 @@ their queries.
 
 from __future__ import annotations
 
+from dataclasses import dataclass, field
 from pathlib import Path
 
-from builders._temporal import (
-    TemporalBuilder, TemporalConfig, VideoRecord, is_activitynet_json, read_activitynet_json)
-from dataclasses import dataclass, field
-
+from builders._temporal import TemporalBuilder, TemporalConfig
 from mmlongembed.builder import BuildReport, register
+from mmlongembed.readers.dense_captions import VideoRecord, activitynet_files, read_activitynet_files
 
 
 @dataclass
@@ -40,19 +39,17 @@ class ActivityNetBuilder(TemporalBuilder):
     source_citation = "ActivityNet Captions (Krishna et al., ICCV 2017)"
 
     def annotation_files(self, root: Path) -> list[Path]:
-        return [p for p in sorted(root.rglob("*.json")) if is_activitynet_json(p)]
+        return activitynet_files(root)
 
     def read_records(self, root: Path, report: BuildReport) -> tuple[list[VideoRecord], str]:
         """Every ActivityNet Captions JSON under ``root`` (``train.json``, ``val_1.json``,
         ``val_2.json``, or any file of that shape); the videos anywhere under ``root``, named by
         id with or without the ``v_`` prefix."""
-        records = []
-        for path in self.annotation_files(root):
-            records += read_activitynet_json(path, report)
-        return records, "ActivityNet Captions JSON + video files named by id"
+        layout = "ActivityNet Captions JSON + video files named by id"
+        return read_activitynet_files(self.annotation_files(root), report), layout
 
     def example_config(self, directory) -> ActivityNetConfig:
-        from mmlongembed.testing import TEMPORAL_FIXTURE_LENGTHS, write_temporal_sources
+        from builders._temporal_fixtures import TEMPORAL_FIXTURE_LENGTHS, write_temporal_sources
 
         directory = Path(directory)
         write_temporal_sources(directory, n_videos=16)

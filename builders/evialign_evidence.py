@@ -1,60 +1,44 @@
 """The `evialign-evidence` builder: EviAlign's evidence-aligned training data (Chen et al., "Learning
-Multimodal Embeddings with Evidence-Aligned Readout", 2026, §3.2, B.3, B.6)."""
+Multimodal Embeddings with Evidence-Aligned Readout", 2026, §3.2, B.3, B.6).
+
+The recipe: read MMEB-train's in-domain retrieval pairs (``mmlongembed.readers.mmeb_train``), ask
+the teacher for K evidence units per side input (one LLM step), assemble each input's targets in
+the 2x3 factorial (``mmlongembed.ops.evialign``), filter, and keep the pairs whose two sides both
+kept their evidence. The invariants a verifier checks on the build are in ``_evialign_checks``, the
+example's generated sources in ``_evialign_fixtures``."""
 
 from __future__ import annotations
 
 import hashlib
 import json
-import re
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Iterable
 
 from mmlongembed.builder import Builder, BuildReport, CommonConfig, Problem, register
-from mmlongembed.documents import IMAGE_PLACEHOLDER
 from mmlongembed.errors import UserError
 from mmlongembed.evialign import evidence_prompt, student_tokenizer, units_block
 from mmlongembed.llm import LLMConfig, run_llm_step
 from mmlongembed.llm.config import decoding_parameters
 from mmlongembed.manifest import files_identity
 from mmlongembed.ops.evialign import (
-    UNIT_SETS, TargetFormatError, assemble, boundary_ids, distributed_positions, insert_distributed,
-    non_identity_permutation, parse_target, permute, remove_ids, repetition, unit_spans, units_for)
+    UNIT_SETS, TargetFormatError, assemble, boundary_ids, insert_distributed, permute, repetition, unit_spans,
+    units_for)
+from mmlongembed.ops.permutations import non_identity_permutation
+from mmlongembed.readers.mmeb_train import (
+    OOD_KEYS, OOD_SUBSETS, READ_VARIANT, RETRIEVAL_SUBSETS, ImageFiles, SideInput, SourcePair, images_digest,
+    normalised_subset, pair_sides, read_rows, subset_files)
 from mmlongembed.rng import derive_rng
-from mmlongembed.sources import iter_jsonl, require_dir
+from mmlongembed.sources import require_dir
 from mmlongembed.training import TRAINING
 from mmlongembed.training_data import TrainingData, TrainingTable
 
 NAME = "evialign-evidence"
 STEP = "evidence_units"
 TEACHER = "zai-org/GLM-4.1V-9B-Thinking"  # the paper's teacher
-# The four out-of-domain evaluation sets the paper excludes (compared without case or punctuation).
-OOD_SUBSETS = ("FashionIQ", "Wiki-SS-NQ", "OVEN", "EDIS")
-# MMEB-train's retrieval training subsets (the retrieval group of VLM2Vec's MMEB_TRAIN_SUBSETS; the
-# paper's in-domain retrieval sets, its Table 4): what the paper builds its evidence on (B.3). The
-# classification, VQA and grounding subsets are read only when named (--subsets) or --all-subsets.
-RETRIEVAL_SUBSETS = ("VisDial", "CIRR", "VisualNews_t2i", "VisualNews_i2t", "MSCOCO_t2i", "MSCOCO_i2t", "NIGHTS",
-                     "WebQA")
-# The Hub release (TIGER-Lab/MMEB-train) holds three parquet files per subset: `original`,
-# `diverse_instruction` (the same rows under rewritten instructions) and an older `train` equal to
-# `original`. The builder reads `original` (what VLM2Vec trains on), `train` only where a subset has
-# no `original`, and never `diverse_instruction`, so each pair is read once.
-MMEB_VARIANTS = ("original", "train", "diverse_instruction")
-READ_VARIANT = "original"
-IMAGES_ZIP = "images_zip"  # the release's images: images_zip/<Subset>.zip
-MMEB_COLUMNS = ("qry", "qry_image_path", "pos_text", "pos_image_path")
-MMEB_IMAGE_TOKEN = re.compile(r"<\|image_\d+\|>")
-SIDES = (("query", "qry", "qry_image_path"), ("candidate", "pos_text", "pos_image_path"))
 CONDITIONS = ("semantic", "mixed")
 FILTER_GROUPS = ("teacher_failed", "invalid_format", "over_limit", "repetition")
-
-
-def _normalised(subset: str) -> str:
-    return re.sub(r"[^a-z0-9]", "", subset.lower())
-
-
-OOD_KEYS = frozenset(_normalised(s) for s in OOD_SUBSETS)
 
 
 @dataclass
@@ -88,28 +72,6 @@ class EviAlignConfig(CommonConfig, LLMConfig):
         "help": "most tokens the teacher may generate per reply (its reasoning block included)"})
 
 
-@dataclass(frozen=True)
-class SideInput:
-    input_id: str
-    subset: str
-    source_row: int
-    side: str
-    text: str  # MMEB's text with <|image|> placeholders, the instruction inline as MMEB has it
-    images: tuple[bytes, ...]
-
-
-@dataclass(frozen=True)
-class SourcePair:
-    subset: str
-    row: int
-    query: str  # input ids
-    candidate: str
-
-    @property
-    def pair_id(self) -> str:
-        return f"{self.subset}:{self.row}"
-
-
 @dataclass
 class Sources:
     inputs: dict[str, SideInput]
@@ -120,107 +82,6 @@ class Sources:
     subsets_read: list[str] = field(default_factory=list)
     subsets_not_selected: list[str] = field(default_factory=list)
     image_archives: list[str] = field(default_factory=list)
-
-
-def input_id(side: str, text: str, images: Iterable[bytes]) -> str:
-    digest = hashlib.sha256()
-    for part in (side, text):
-        data = part.encode("utf-8")
-        digest.update(len(data).to_bytes(8, "little") + data)
-    for image in images:
-        digest.update(hashlib.sha256(image).digest())
-    return digest.hexdigest()
-
-
-def _variant(path: Path) -> str | None:
-    """The Hub release's file variant of a parquet file (``original-00000-of-00001.parquet``)."""
-    return next((v for v in MMEB_VARIANTS if path.suffix == ".parquet" and path.name.startswith(f"{v}-")), None)
-
-
-def subset_files(root: Path) -> tuple[list[tuple[str, Path]], list[Path]]:
-    """((subset, rows file) to read, files left unread). A subset is ``<root>/<subset>/*.jsonl|*.parquet``
-    or ``<root>/<subset>.jsonl|.parquet``; where its folder holds the Hub release's variant files, only
-    the ``original`` ones are read (``train`` where there is no ``original``), the rest left unread."""
-    by_subset: dict[str, list[Path]] = {}
-    for path in sorted(p for p in root.rglob("*") if p.suffix in (".jsonl", ".parquet") and p.is_file()):
-        relative = path.relative_to(root)
-        if relative.parts[0] in ("images", IMAGES_ZIP):
-            continue
-        by_subset.setdefault(relative.parts[0] if len(relative.parts) > 1 else path.stem, []).append(path)
-    found, unread = [], []
-    for subset, paths in by_subset.items():
-        variants = {v: [p for p in paths if _variant(p) == v] for v in MMEB_VARIANTS}
-        if any(variants.values()):
-            chosen = variants[READ_VARIANT] or variants["train"]
-            unread += [p for p in paths if p not in chosen]
-            paths = chosen
-        found += [(subset, p) for p in paths]
-    return found, unread
-
-
-class ImageFiles:
-    """The images rows name, relative to the sources root: a file there, or a member of the
-    release's ``images_zip/<Subset>.zip`` (read from the zip, never unpacked). A member is looked
-    up under the row's path, then without its leading ``images/`` and ``images/<Subset>/``."""
-
-    def __init__(self, root: Path):
-        self.root = root
-        self._zips: dict[str, object] = {}
-        self.archives: list[Path] = []
-
-    def _zip(self, name: str):
-        import zipfile
-
-        if name not in self._zips:
-            path = self.root / IMAGES_ZIP / f"{name}.zip"
-            archive = None
-            if path.is_file():
-                try:
-                    archive = zipfile.ZipFile(path)
-                except (OSError, zipfile.BadZipFile) as error:
-                    raise UserError(f"{path}: not a readable zip archive ({error})") from None
-                self.archives.append(path)
-            self._zips[name] = archive
-        return self._zips[name]
-
-    def read(self, subset: str, path: str) -> bytes | None:
-        file = self.root / path
-        if file.is_file():
-            return file.read_bytes()
-        parts = Path(path).parts
-        names = [path]
-        if parts[:1] == ("images",):
-            names.append("/".join(parts[1:]))
-            names.append("/".join(parts[2:]))
-        for archive_name in dict.fromkeys([subset, *parts[1:2]] if parts[:1] == ("images",) else [subset]):
-            archive = self._zip(archive_name)
-            if archive is None:
-                continue
-            for name in names:
-                try:
-                    return archive.read(name)
-                except KeyError:
-                    continue
-        return None
-
-    def close(self) -> None:
-        for archive in self._zips.values():
-            if archive is not None:
-                archive.close()
-
-
-def read_rows(path: Path, report: BuildReport) -> Iterable[dict]:
-    if path.suffix == ".jsonl":
-        yield from iter_jsonl(path, report)
-        return
-    import pyarrow.parquet as pq
-
-    try:
-        table = pq.read_table(path)
-    except (OSError, ValueError) as error:
-        report.skip("unreadable_file", f"{path.name}: {type(error).__name__}")
-        return
-    yield from table.to_pylist()
 
 
 class EviAlignEvidence(Builder):
@@ -271,7 +132,7 @@ class EviAlignEvidence(Builder):
         found, unread = subset_files(root)
         present = list(dict.fromkeys(subset for subset, _ in found))
         wanted = self._wanted(config, root, present)
-        selected = [s for s in present if wanted is None or _normalised(s) in wanted or _normalised(s) in OOD_KEYS]
+        selected = [s for s in present if wanted is None or normalised_subset(s) in wanted | OOD_KEYS]
         for subset in present:
             if subset not in selected:
                 report.skip("subset_not_selected", subset)
@@ -284,7 +145,7 @@ class EviAlignEvidence(Builder):
         rows_read: Counter = Counter()  # a subset's rows are numbered across its files, in file order
         try:
             for subset, path in found:
-                key = _normalised(subset)
+                key = normalised_subset(subset)
                 if subset not in selected:
                     continue
                 files.append(path)
@@ -297,25 +158,17 @@ class EviAlignEvidence(Builder):
                     if key in OOD_KEYS:
                         report.skip("ood_subset_excluded", item)
                         continue
-                    sides = []
-                    for side, text_key, image_key in SIDES:
-                        made, reason = self._side(images, subset, row, side, record, text_key, image_key,
-                                                  image_cache)
-                        if made is None:
-                            report.skip(reason, item)
-                            break
-                        sides.append(made)
-                    else:
-                        for made in sides:
-                            inputs.setdefault(made.input_id, made)
-                        pairs.append(SourcePair(subset, row, sides[0].input_id, sides[1].input_id))
+                    sides, reason = pair_sides(images, subset, row, record, image_cache)
+                    if not sides:
+                        report.skip(reason, item)
+                        continue
+                    for made in sides:
+                        inputs.setdefault(made.input_id, made)
+                    pairs.append(SourcePair(subset, row, sides[0].input_id, sides[1].input_id))
         finally:
             images.close()
-        digest = hashlib.sha256()
-        for name in sorted(image_cache):
-            digest.update(name.encode() + b"\0" + hashlib.sha256(image_cache[name]).digest())
-        self._sources = Sources(inputs, pairs, files, digest.hexdigest(), len(image_cache),
-                                subsets_read=[s for s in selected if _normalised(s) not in OOD_KEYS],
+        self._sources = Sources(inputs, pairs, files, images_digest(image_cache), len(image_cache),
+                                subsets_read=[s for s in selected if normalised_subset(s) not in OOD_KEYS],
                                 subsets_not_selected=[s for s in present if s not in selected],
                                 image_archives=sorted(p.name for p in images.archives))
         return self._sources
@@ -323,47 +176,21 @@ class EviAlignEvidence(Builder):
     @staticmethod
     def _wanted(config: EviAlignConfig, root: Path, present: list[str]) -> set[str] | None:
         """The normalised names of the subsets to read (None: every one found)."""
-        have = {_normalised(s) for s in present}
+        have = {normalised_subset(s) for s in present}
         listing = ", ".join(present) or "no subset"
         if config.all_subsets:
             return None
         if config.subsets:
-            wanted = {_normalised(s) for s in config.subsets}
+            wanted = {normalised_subset(s) for s in config.subsets}
             if not have & wanted:
                 raise UserError(f"--subsets {' '.join(config.subsets)}: none of them is under {root} (it has "
                                 f"{listing})")
             return wanted
-        wanted = {_normalised(s) for s in RETRIEVAL_SUBSETS}
+        wanted = {normalised_subset(s) for s in RETRIEVAL_SUBSETS}
         if not have & wanted:
             raise UserError(f"{root} holds none of MMEB-train's retrieval subsets ({', '.join(RETRIEVAL_SUBSETS)}); "
                             f"it has {listing}: name the ones to read with --subsets, or pass --all-subsets")
         return wanted
-
-    @staticmethod
-    def _side(files: ImageFiles, subset, row, side, record, text_key, image_key, image_cache):
-        """One side of an MMEB row as the student sees it, or (None, skip reason)."""
-        if text_key not in record or any(not isinstance(record.get(k), (str, type(None)))
-                                         for k in (text_key, image_key)):
-            return None, "malformed_record"
-        text = (record.get(text_key) or "").strip()
-        path = (record.get(image_key) or "").strip()
-        markers = len(MMEB_IMAGE_TOKEN.findall(text))
-        if IMAGE_PLACEHOLDER in text:
-            return None, "placeholder_in_source_text"
-        if markers != (1 if path else 0):
-            return None, "image_token_without_image" if markers else "image_without_image_token"
-        text = MMEB_IMAGE_TOKEN.sub(IMAGE_PLACEHOLDER, text)
-        if not text.replace(IMAGE_PLACEHOLDER, "").strip() and not path:
-            return None, "empty_input"
-        images: tuple[bytes, ...] = ()
-        if path:
-            if path not in image_cache:
-                data = files.read(subset, path)
-                if data is None:
-                    return None, "image_missing"
-                image_cache[path] = data
-            images = (image_cache[path],)
-        return SideInput(input_id(side, text, images), subset, row, side, text, images), ""
 
     # -- the teacher -------------------------------------------------------------------------------
     def teach(self, sources: Sources, config: EviAlignConfig, report: BuildReport):
@@ -518,28 +345,9 @@ class EviAlignEvidence(Builder):
 
     # -- validation --------------------------------------------------------------------------------
     def validate_training(self, tables: dict[str, dict[str, list]], manifest: dict) -> Iterable[Problem]:
-        config = manifest.get("config") or {}
-        problems: list[Problem] = []
-        for name in ("inputs", "pairs"):
-            if name not in tables:
-                return [Problem(name, "configs", f"the build has no config {name}")]
-        try:
-            units = units_for(int(config.get("units", 5)))
-        except ValueError as error:
-            return [Problem("*", "units", str(error))]
-        tokens = [u.token for u in units]
-        tokenizer = student_tokenizer(config.get("student_tokenizer"), tuple(tokens))
-        recorded = (manifest.get("tokenizer") or {})
-        if recorded.get("sha256") != tokenizer.sha256 or \
-                recorded.get("boundary_token_ids") != dict(zip(tokens, tokenizer.token_ids)):
-            return [Problem("*", "tokenizer", "the student tokenizer differs from the one the build recorded")]
-        inputs = tables["inputs"]
-        rows = [{k: v[i] for k, v in inputs.items()} for i in range(len(inputs["input_id"]))]
-        for row in rows:
-            problems += [Problem(row["input_id"][:16], check, detail)
-                         for check, detail in check_input_row(row, units, tokenizer, config)]
-        problems += check_pairs(tables["pairs"], set(inputs["input_id"]))
-        return problems
+        from builders._evialign_checks import check_training
+
+        return check_training(self.name, tables, manifest)
 
     # -- example and card ---------------------------------------------------------------------------
     def example_config(self, directory) -> EviAlignConfig:
@@ -547,7 +355,7 @@ class EviAlignEvidence(Builder):
         answers to exactly the requests this build makes (so it builds with ``--llm replay``)."""
         from mmlongembed.evialign import teacher_responder
         from mmlongembed.llm.cache import LLMCache, request_keys
-        from mmlongembed.testing import write_mmeb_fixture
+        from builders._evialign_fixtures import write_mmeb_fixture
 
         directory = Path(directory)
         write_mmeb_fixture(directory / "mmeb")
@@ -588,78 +396,6 @@ class EviAlignEvidence(Builder):
             "example_mixed": next((r["target_mixed"] for r in data.tables[0].rows), ""),
             "example_permutation": next((r["mixed_permutation"] for r in data.tables[0].rows), []),
         }
-
-
-def check_input_row(row: dict, units, tokenizer, config: dict) -> Iterable[tuple[str, str]]:
-    """The invariants of one input row (yields (check, detail))."""
-    tokens = [u.token for u in units]
-    token_ids = list(tokenizer.token_ids)
-    k = len(units)
-    try:
-        semantic = parse_target(row["target_semantic"], units, labels_in_order=True)
-        mixed = parse_target(row["target_mixed"], units, labels_in_order=False)
-    except TargetFormatError as error:
-        yield "target_format", error.reason
-        return
-    if [row["units"][u.key] for u in units] != semantic:
-        yield "units", "the units column differs from the semantic target's spans"
-    perm = list(row["mixed_permutation"])
-    expected = list(non_identity_permutation(
-        derive_rng(int(config.get("seed", 0)), NAME, row["input_id"], "mixed"), k))
-    if perm != expected:
-        yield "mixed_permutation", f"{perm} is not the seeded permutation {expected}"
-    if k > 1 and perm == list(range(k)):
-        yield "mixed_permutation", "the identity"
-    if sorted(mixed) != sorted(semantic) or permute(semantic, perm) != mixed:
-        yield "mixed_spans", "slot k must hold the semantic span perm[k]"
-    span_ids = [tokenizer.encode(span) for span in semantic]
-    t = sum(len(s) for s in span_ids)
-    if row["T"] != t:
-        yield "T", f"stored {row['T']}, the spans have {t} ids"
-    for condition, order in (("semantic", list(range(k))), ("mixed", perm)):
-        ids = list(row[f"target_ids_{condition}"])
-        if tokenizer.encode(row[f"target_{condition}"]) != ids:
-            yield "round_trip", f"{condition}: encoding the target text does not give its ids"
-        positions = list(row[f"readout_positions_{condition}_boundary"])
-        if [ids[p] for p in positions if 0 <= p < len(ids)] != token_ids or positions[-1] != len(ids) - 1:
-            yield "boundary_positions", f"{condition}: the positions do not hold {tokens} with the last one last"
-        if [i for i in ids if i in token_ids] != token_ids:
-            yield "boundary_tokens", f"{condition}: each boundary id must occur once, in order"
-        if list(row[f"readout_positions_{condition}_trailing"]) != positions[-1:]:
-            yield "trailing_positions", condition
-        x = [i for span in permute(span_ids, order) for i in span]
-        spread = list(row[f"target_ids_{condition}_distributed"])
-        where = list(row[f"readout_positions_{condition}_distributed"])
-        if remove_ids(spread, token_ids) != x:
-            yield "distributed", f"{condition}: removing the readout ids does not give X"
-        if where != distributed_positions(t, k) or [spread[p] for p in where if p < len(spread)] != token_ids:
-            yield "distributed", f"{condition}: readout ids are not after floor(kT/K) ids of X"
-        elif any(sum(1 for i in spread[:p] if i not in token_ids) != (j * t) // k for j, p in enumerate(where, 1)):
-            yield "distributed", f"{condition}: a readout id does not follow exactly floor(kT/K) ids of X"
-        if where and where[-1] != len(spread) - 1:
-            yield "distributed", f"{condition}: the last readout id is not last"
-    if len(row["target_ids_semantic"]) > int(config.get("max_evidence_tokens", 8192)):
-        yield "over_limit", f"{len(row['target_ids_semantic'])} tokens"
-    measures = repetition([i for s in span_ids for i in s], [s.split("] ", 1)[1] for s in semantic],
-                          int(config.get("repetition_ngram", 8)), int(config.get("repetition_max", 3)))
-    if measures["excessive"]:
-        yield "repetition", json.dumps(measures)
-    if "<think>" in row["target_semantic"] or "</think>" in row["target_semantic"]:
-        yield "reasoning_block", "the teacher's reasoning is in the target"
-
-
-def check_pairs(pairs: dict[str, list], input_ids: set[str]) -> list[Problem]:
-    problems = []
-    if len(set(pairs["pair_id"])) != len(pairs["pair_id"]):
-        problems.append(Problem("pairs", "pair_id", "repeated pair ids"))
-    for pid, subset, query, candidate in zip(pairs["pair_id"], pairs["subset"], pairs["query_input_id"],
-                                             pairs["candidate_input_id"]):
-        if _normalised(subset) in OOD_KEYS:
-            problems.append(Problem(pid, "ood_subset", f"{subset} is an out-of-domain evaluation set"))
-        for side, iid in (("query", query), ("candidate", candidate)):
-            if iid not in input_ids:
-                problems.append(Problem(pid, "pair_inputs", f"its {side} input {iid[:16]} is not in `inputs`"))
-    return problems
 
 
 register(EviAlignEvidence)

@@ -38,7 +38,7 @@ DEMO_NOTE = ("SYNTHETIC demo sources written by `mmle demo-sources`: generated n
 
 def demo_commands(root: Path) -> list[str]:
     """The commands that build both demo sources (printed, and written to DIR/README.md)."""
-    from mmlongembed.testing import TEMPORAL_FIXTURE_LENGTHS
+    from builders._temporal_fixtures import TEMPORAL_FIXTURE_LENGTHS
 
     lengths = " ".join(str(n) for n in TEMPORAL_FIXTURE_LENGTHS)
     return [
@@ -83,7 +83,7 @@ def write_demo_sources(root: Path, n_videos: int = 16, seed: int = 5) -> dict[st
     """Write both demo sources under ``root`` (refusing to write into an existing subfolder);
     returns {source: folder to pass as --sources}."""
     from mmlongembed.synthetic import SYNTHETIC_MARKER
-    from mmlongembed.testing import write_temporal_sources
+    from builders._temporal_fixtures import write_temporal_sources
 
     try:
         import av  # noqa: F401  (the clips are encoded with PyAV)

@@ -46,7 +46,7 @@ class Component:
         are of no use without their videos: the sample data has the annotations only)."""
         if self.builder != "activitynet":
             return True
-        from builders._temporal import VIDEO_EXTENSIONS, activitynet_annotations
+        from mmlongembed.readers.dense_captions import VIDEO_EXTENSIONS, activitynet_annotations
 
         ids, stems = set(), set()
         for folder in folders:

@@ -7,7 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from builders.evialign_evidence import OOD_SUBSETS, EviAlignConfig, check_input_row
+from builders._evialign_checks import check_input_row
+from builders._evialign_fixtures import write_mmeb_fixture
+from builders.evialign_evidence import NAME, EviAlignConfig
 from mmlongembed.build import run_build, why_not_current
 from mmlongembed.builder import get_builder
 from mmlongembed.cli import main
@@ -15,7 +17,7 @@ from mmlongembed.errors import UserError
 from mmlongembed.evialign import TeacherFaults, student_tokenizer, teacher_responder
 from mmlongembed.llm.fake_server import FakeOpenAIServer
 from mmlongembed.ops.evialign import units_for
-from mmlongembed.testing import write_mmeb_fixture
+from mmlongembed.readers.mmeb_train import OOD_SUBSETS
 from mmlongembed.training_data import read_training_tables
 from mmlongembed.validate import InvalidBuild, format_report, validate_dir
 from tests._realdata import shared_data_dir
@@ -254,7 +256,7 @@ def good_rows(tmp_path_factory):
 def _problems(row, config):
     units = units_for(5)
     tokenizer = student_tokenizer(None, tuple(u.token for u in units))
-    return {check for check, _ in check_input_row(row, units, tokenizer, config)}
+    return {check for check, _ in check_input_row(row, units, tokenizer, config, NAME)}
 
 
 def test_validation_accepts_the_built_rows(good_rows):

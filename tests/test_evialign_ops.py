@@ -1,10 +1,9 @@
 """The EviAlign target operations (mmlongembed.ops.evialign) and the LLM-layer pieces they rely on:
-property tests over the target grammar, the Mixed permutation, the Distributed insertion, the
+property tests over the target grammar, the Distributed insertion, the
 readout locator; reasoning-block stripping; image-carrying requests and their cache keys."""
 
 import json
 import math
-from collections import Counter
 
 import pytest
 from hypothesis import given, settings
@@ -14,8 +13,8 @@ from mmlongembed.llm.cache import keyed_messages, request_keys
 from mmlongembed.llm.prompts import strip_reasoning
 from mmlongembed.ops.evialign import (
     UNIT_SETS, TargetFormatError, assemble, boundary_ids, distributed_positions, insert_distributed,
-    locate_readout, non_identity_permutation, nth_permutation, parse_target, permute, remove_ids, repetition,
-    unit_spans, units_for)
+    locate_readout, parse_target, permute, remove_ids, repetition, unit_spans, units_for)
+from mmlongembed.ops.permutations import non_identity_permutation
 from mmlongembed.rng import derive_rng
 
 TOKEN_IDS = [900, 901, 902, 903, 904, 905, 906]
@@ -73,27 +72,6 @@ def test_units_are_cleaned_and_checked():
         assert error.value.reason == reason
     with pytest.raises(TargetFormatError, match="missing_unit"):
         unit_spans(units, {k: v for k, v in good.items() if k != "summary"})
-
-
-@settings(max_examples=200, deadline=None)
-@given(k=st.integers(1, 7), seed=st.integers(0, 10 ** 6))
-def test_the_mixed_permutation_is_never_the_identity(k, seed):
-    perm = non_identity_permutation(derive_rng(seed, "p"), k)
-    assert sorted(perm) == list(range(k))
-    assert k == 1 or perm != tuple(range(k))
-    assert perm == non_identity_permutation(derive_rng(seed, "p"), k)  # reproducible
-
-
-def test_the_mixed_permutation_covers_every_non_identity_one_evenly():
-    draws = Counter(non_identity_permutation(derive_rng(s, "cover"), 3) for s in range(5000))
-    assert set(draws) == {nth_permutation(3, r) for r in range(1, 6)}  # 3! - 1 of them, identity excluded
-    assert min(draws.values()) > 850  # ~1000 each
-
-
-def test_nth_permutation_is_lexicographic():
-    import itertools
-
-    assert [nth_permutation(4, r) for r in range(24)] == list(itertools.permutations(range(4)))
 
 
 @settings(max_examples=300, deadline=None)

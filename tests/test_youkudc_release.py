@@ -12,10 +12,10 @@ import pytest
 
 pytest.importorskip("av", reason="the optional extra [video] is not installed")
 
+from builders._temporal_fixtures import write_temporal_sources  # noqa: E402
 from mmlongembed.cli import main as cli_main  # noqa: E402
 from mmlongembed.demo_sources import zip_split  # noqa: E402
 from mmlongembed.llm.fake_captions import start_caption_server  # noqa: E402
-from mmlongembed.testing import write_temporal_sources  # noqa: E402
 from mmlongembed.validate import validate_dir  # noqa: E402
 
 RENAMED = {"video_path": "clip_file", "captions": "dense_caption"}  # column names the reader does not know

@@ -6,7 +6,7 @@ factorial of paper §4.3 / Table 2 is built from the same spans:
 
 - *Semantic*: slot k holds unit k (fixed role -> token).
 - *Mixed*: slot k holds unit ``perm[k]`` (spans move with their labels; the tokens stay in place);
-  ``perm`` is one seeded non-identity permutation per input.
+  ``perm`` is one seeded non-identity permutation per input (``ops.permutations``).
 - *Boundary* readout: the tokens at the unit ends; *Trailing*: the same target, only the last
   token is read; *Distributed*: the K tokens inserted into X (the spans alone, in the condition's
   order) after the first ``floor(k*T/K)`` ids of X, k = 1..K, T = len(X) (Table 6's U(X)).
@@ -17,13 +17,10 @@ boundary); the functions take the ids and never a tokenizer. No I/O, explicit ge
 
 from __future__ import annotations
 
-import math
 import re
 from collections import Counter
 from dataclasses import dataclass
 from typing import Sequence
-
-import numpy as np
 
 
 @dataclass(frozen=True)
@@ -152,24 +149,6 @@ def parse_target(text: str, units: Sequence[EvidenceUnit], labels_in_order: bool
 
 
 # -- the factorial ---------------------------------------------------------------------------------
-
-def non_identity_permutation(rng: np.random.Generator, k: int) -> tuple[int, ...]:
-    """One of the k! - 1 permutations of range(k) other than the identity, uniformly, in one draw
-    (lexicographic rank 0 is the identity). k = 1 has none: the identity is returned."""
-    if k <= 1:
-        return tuple(range(k))
-    rank = int(rng.integers(1, math.factorial(k)))
-    return nth_permutation(k, rank)
-
-
-def nth_permutation(k: int, rank: int) -> tuple[int, ...]:
-    """The permutation of range(k) with the given lexicographic rank."""
-    pool, out = list(range(k)), []
-    for position in range(k, 0, -1):
-        index, rank = divmod(rank, math.factorial(position - 1))
-        out.append(pool.pop(index))
-    return tuple(out)
-
 
 def permute(spans: Sequence, perm: Sequence[int]) -> list:
     """Slot k holds item ``perm[k]``."""

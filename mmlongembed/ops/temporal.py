@@ -40,6 +40,8 @@ from typing import Sequence
 
 import numpy as np
 
+from mmlongembed.ops.permutations import non_identity_permutation
+
 MARGIN_RULES = {
     "tolerate": "next start >= previous end - margin (overlap of at most the margin) and next end > previous end",
     "gap": "next start >= previous end + margin (a gap of at least the margin)",
@@ -209,17 +211,6 @@ def front_size(m: int) -> int:
     return m // 2
 
 
-def non_identity_permutation(n: int, rng: np.random.Generator, attempts: int = 64) -> list[int]:
-    """A uniformly drawn permutation of range(n) other than the identity (n >= 2)."""
-    if n < 2:
-        raise ValueError("a non-identity permutation needs at least two items")
-    for _ in range(attempts):
-        p = [int(i) for i in rng.permutation(n)]
-        if p != list(range(n)):
-            return p
-    return list(range(1, n)) + [0]  # bounded: a rotation (reached with probability <= 2^-64)
-
-
 def hard_order(variant: str, m: int, rng: np.random.Generator) -> list[int]:
     """The block order of a hard variant (indices into the positive's blocks)."""
     h = front_size(m)
@@ -228,10 +219,29 @@ def hard_order(variant: str, m: int, rng: np.random.Generator) -> list[int]:
     if variant == "reversal":
         return list(range(m - 1, -1, -1))
     if variant == "front_shuffle":
-        return non_identity_permutation(h, rng) + list(range(h, m))
+        return list(non_identity_permutation(rng, h, draw="shuffle")) + list(range(h, m))
     if variant == "back_shuffle":
-        return list(range(h)) + [h + i for i in non_identity_permutation(m - h, rng)]
+        return list(range(h)) + [h + i for i in non_identity_permutation(rng, m - h, draw="shuffle")]
     raise ValueError(f"unknown hard variant {variant!r}")
+
+
+def distinct_hard_orders(block_hashes: Sequence[Sequence[str]], rngs: dict[str, np.random.Generator],
+                         reversal_frames: bool = False) -> dict[str, list[int]] | None:
+    """The hard variants' block orders (``rngs``: each variant's generator), or None when the
+    frames they show would not differ: two variants, or one and the positive, the same frame
+    hashes in the same order (identical frames can hide a permutation). ``reversal_frames``: the
+    reversal reverses every frame, not the blocks."""
+    m = len(block_hashes)
+    positive = tuple(arrange(block_hashes, range(m)))
+    orders, seen = {}, {positive}
+    for variant in HARD_VARIANTS:
+        order = hard_order(variant, m, rngs[variant])
+        sequence = tuple(arrange(block_hashes, order, reversal_frames=variant == "reversal" and reversal_frames))
+        if sequence in seen:
+            return None
+        seen.add(sequence)
+        orders[variant] = order
+    return orders
 
 
 def order_problem(variant: str, order: Sequence[int], m: int) -> str | None:
