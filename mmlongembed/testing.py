@@ -45,7 +45,6 @@ def made_up_word(rng: random.Random) -> str:
     return "".join(rng.choice(SYLLABLES) for _ in range(rng.randint(2, 4)))
 
 
-_word = made_up_word  # the short name the writers below use
 
 
 FIXTURE_NOTE = ("SYNTHETIC sources written by mmlongembed.testing for tests: generated records in the source's "
@@ -202,12 +201,12 @@ def paged_document_spec(rng: np.random.Generator, doc: int, n_pages: int, size=(
         width, height = (size[1], size[0]) if other_size_every and p % other_size_every == other_size_every - 1 else size
         lines, blocks, rects, images = [], [], [], []
         y = 40.0
-        heading = f"{_word(pyrng).title()} {_word(pyrng).title()} {doc}-{p}"
+        heading = f"{made_up_word(pyrng).title()} {made_up_word(pyrng).title()} {doc}-{p}"
         lines.append((50, y, 16, heading))
         blocks.append(("heading", (50, y, width - 50, y + 18), heading))
         y += 30
         for _ in range(pyrng.randint(2, 3)):
-            sentences = [" ".join(_word(pyrng) for _ in range(pyrng.randint(5, 9))).capitalize() + "."
+            sentences = [" ".join(made_up_word(pyrng) for _ in range(pyrng.randint(5, 9))).capitalize() + "."
                          for _ in range(pyrng.randint(3, 5))]
             text = " ".join(sentences)
             words, row, top = text.split(), [], y
