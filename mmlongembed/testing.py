@@ -45,8 +45,6 @@ def made_up_word(rng: random.Random) -> str:
     return "".join(rng.choice(SYLLABLES) for _ in range(rng.randint(2, 4)))
 
 
-
-
 FIXTURE_NOTE = ("SYNTHETIC sources written by mmlongembed.testing for tests: generated records in the source's "
                 "format. Never publish a build made from them.")
 
