@@ -12,7 +12,7 @@ SCORE_ARGS ?=
 # e.g. make push DATASET=govreport PUSH_ARGS="--repo org/mmlongembed --version 1.0.0"
 PUSH_ARGS ?=
 
-.PHONY: venv build-dataset validate test bench score push clean
+.PHONY: venv build-dataset validate test bench score push readme clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -45,6 +45,9 @@ score: $(STAMP)
 
 push: $(STAMP)
 	$(BIN)/mmle push $(OUT)/$(DATASET) $(PUSH_ARGS)
+
+readme: $(STAMP)  # the README's builder tables, from each builder's summary and source_formats
+	$(BIN)/python -m mmlongembed.readme
 
 clean:
 	rm -rf $(VENV) $(OUT) .pytest_cache

@@ -32,6 +32,16 @@ class ActivityNetBuilder(TemporalBuilder):
     name = "activitynet"
     version = "1.0.0"
     title = "MMLongEmbed Temporal Summarization: ActivityNet Captions"
+    # its rows in the README's builder tables (`make readme` writes them): what it makes, from what
+    summary = (
+        "Temporal Summarization: a rewritten sequence of caption events -> the run's 1-FPS frames in order; hard "
+        "negatives are the same frames with the event blocks reversed, front-half or back-half shuffled; easy "
+        "negatives are other videos' runs of the same band"
+    )
+    source_formats = (
+        "ActivityNet Captions JSON + a folder of videos named by id (`pip install .[video]`; see "
+        "[docs/VIDEO.md](docs/VIDEO.md))"
+    )
     config_class = ActivityNetConfig
     licence = "other"
     source_name = "ActivityNet Captions"

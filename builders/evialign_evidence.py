@@ -105,6 +105,21 @@ class EviAlignEvidence(Builder):
     version = "1.2.0"  # 1.1: the paper's K = 1 and K = 3 unit sets; 1.2: retrieval subsets, one file per subset
     task = "evidence_alignment"
     title = "EviAlign-Evidence: semantic-evidence targets for retrieval training"
+    # its rows in the README's builder tables (`make readme` writes them): what it makes, from what
+    summary = (
+        "Evidence Alignment, EviAlign-Evidence: a teacher MLLM's structured semantic evidence (Entity, Attribute, "
+        "Relation, Detail, Summary; the paper's K ablation sets: K = 1 Entity, K = 3 Entity/Attribute/Relation, K = "
+        "7 adds Context and Emotion) for both sides of every in-domain retrieval pair, assembled with role labels "
+        "and boundary tokens `<ENT>`...`<SUM>`, the Semantic/Mixed x Boundary/Trailing/Distributed factorial as "
+        "student token ids with readout positions, filters counted by reason"
+    )
+    source_formats = (
+        "MMEB-train as the Hub has it (`TIGER-Lab/MMEB-train`: `<Subset>/original-*.parquet`, read alone, and "
+        "`images_zip/<Subset>.zip`), or `<subset>/*.jsonl|*.parquet` with `qry`, `qry_image_path`, `pos_text`, "
+        "`pos_image_path`, images relative to the directory; MMEB's eight retrieval subsets by default "
+        "(`--subsets`, `--all-subsets` for others). `python -m mmlongembed.mmeb_samples` writes real pairs from "
+        "`../shared/data` in it (build them with `--subsets MMLongBench-Doc HotpotQA scikit-image-photos`)"
+    )
     config_class = EviAlignConfig
     card_template = "evialign_evidence.md.j2"
     licence = "other"

@@ -93,6 +93,15 @@ class GovReportBuilder(Builder):
     design_signals = ("type_token_ratio", "hapax_share")
     task = "logical_summarization"
     title = "MMLongEmbed Logical Summarization: GovReport"
+    # its rows in the README's builder tables (`make readme` writes them): what it makes, from what
+    summary = (
+        "Logical Summarization: summary -> report; hard negatives have 25%/50% of the report replaced by "
+        "length-matched paragraphs of a BM25-retrieved donor"
+    )
+    source_formats = (
+        "GovReport JSONL (`id`, `report`, `summary`), L-Eval JSONL (`input`, `outputs`), ZeroSCROLLS `*_input.json` "
+        "+ `*_output.json`"
+    )
     config_class = GovReportConfig
     card_template = "govreport.md.j2"
     licence = "cc-by-4.0"

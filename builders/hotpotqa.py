@@ -126,6 +126,14 @@ class HotpotQABuilder(Builder):
     version = "1.6.0"
     task = "multi_source_reasoning"
     title = "MMLongEmbed Multi-Source Reasoning: HotpotQA"
+    # its rows in the README's builder tables (`make readme` writes them): what it makes, from what
+    summary = (
+        "Multi-Source Reasoning: question -> its context padded with whole Wikipedia articles to 8K/16K/32K, "
+        "evidence positions recorded; hard negatives lose one evidence sentence, refilled at equal length (the "
+        "positive has a non-evidence sentence refilled alike, so no word statistic marks the variants); `--split` "
+        "picks train or dev files; queries audited by an LLM step"
+    )
+    source_formats = "HotpotQA JSON/JSONL (distractor setting), WikiText-2 raw for padding"
     config_class = HotpotQAConfig
     card_template = "hotpotqa.md.j2"
     licence = "cc-by-sa-4.0"

@@ -164,6 +164,18 @@ class MMDocRAGBuilder(Builder):
     version = "1.1.0"  # 1.1.0: one question set (--question-set), q_id deduplicated, images.zip, the Hub
     task = "multi_source_reasoning"
     title = "MMLongEmbed Multi-Source Reasoning: MMDocRAG (interleaved text and images)"
+    # its rows in the README's builder tables (`make readme` writes them): what it makes, from what
+    summary = (
+        "Multi-Source Reasoning over interleaved text and image quotes: question -> its quotes padded with other "
+        "documents' page blocks; hard negatives lose one gold quote (text refilled at equal length, images by "
+        "another document's image at the exact size)"
+    )
+    source_formats = (
+        "the Hub release `MMDocIR/MMDocRAG` without `--sources` (one question set, `--question-set`, default "
+        "`evaluation_20`; a repeated `q_id` is skipped; images read from `images.zip`), the same files local (JSONL "
+        "+ `images/` or `images.zip`), or the substitute: MMDocIR layout annotations over the MMLongBench-Doc PDFs "
+        "(text layer inside boxes, crops of table/chart/figure boxes)"
+    )
     config_class = MMDocRAGConfig
     card_template = "mmdocrag.md.j2"
     licence = "cc-by-nc-4.0"

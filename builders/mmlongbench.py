@@ -82,6 +82,20 @@ class MMLongBenchBuilder(Builder):
     version = "1.1.0"  # 1.1.0: MMLongBench's release layout (mmlb_data/ + mmlb_image/), the Hub's samples parquet
     task = "logical_summarization"
     title = "MMLongEmbed Logical Summarization: MMLongBench (document images)"
+    # its rows in the README's builder tables (`make readme` writes them): what it makes, from what
+    summary = (
+        "Logical Summarization on page images: summary -> a head window of a document's pages (placeholders only, "
+        "no page numbers or names); hard negatives have the pages covering 25%/25%/50% of the tokens replaced by "
+        "unseen pages of the same document"
+    )
+    source_formats = (
+        "without `--sources`, MMLongBench-Doc from the Hub (`yubo2333/MMLongBench-Doc` at a pinned revision: the "
+        "samples table and the PDFs it names); or local: MMLongBench JSONL (`image_list` + `summary`) with page "
+        "images (its release as extracted: `mmlb_data/` with the separate image root `mmlb_image/`), PDFs with a "
+        "summary sidecar, or MMLongBench-Doc (GitHub's `data/samples.json` or the Hub's `data/train-*.parquet`, + "
+        "PDFs; summaries from the `document_summary` LLM step). PDFs rendered with pypdfium2 (`--dpi`, "
+        "`--max-image-pixels`)"
+    )
     config_class = MMLongBenchConfig
     card_template = "mmlongbench.md.j2"
     licence = "cc-by-nc-4.0"

@@ -132,6 +132,15 @@ class NeedleBuilder(Builder):
     version = "1.1.0"  # 1.1: one fixed needle set per needle modality for the whole grid
     task = "visual_grounding"
     title = "MMLongEmbed Visual Grounding: multimodal needles in interleaved haystacks"
+    # its rows in the README's builder tables (`make readme` writes them): what it makes, from what
+    summary = (
+        "Visual Grounding: the full grid (text/image needle x text/mixed/image haystack x 256..32K (and beyond) x 6 "
+        "depths), 25 confusable needles per cell, procedurally drawn image needles"
+    )
+    source_formats = (
+        "NeedleBench `needles.jsonl` + `names.json`, plain-text haystacks (Gutenberg, WikiText, Paul Graham "
+        "essays), photos"
+    )
     config_class = NeedleConfig
     card_template = "needle.md.j2"
     licence = "other"

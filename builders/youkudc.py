@@ -66,6 +66,16 @@ class YoukuDCBuilder(TemporalBuilder):
     name = "youkudc"
     version = "1.1.0"  # 1.1.0: zipped train/val folders, --caption-column / --video-column
     title = "MMLongEmbed Temporal Summarization: YoukuDenseCaption"
+    # its rows in the README's builder tables (`make readme` writes them): what it makes, from what
+    summary = (
+        "Temporal Summarization from Chinese dense captions, translated literally by the LLM layer before the "
+        "rewrite"
+    )
+    source_formats = (
+        "the YoukuDC release (`meta_files/*.csv` + `data_files/`, zipped `train`/`val` read as shipped; "
+        "`--video-column`/`--caption-column` name the CSV columns) or ActivityNet-shaped JSON with Chinese "
+        "captions, + videos"
+    )
     config_class = YoukuDCConfig
     licence = "cc-by-nc-sa-4.0"
     languages = ("en",)

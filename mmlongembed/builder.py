@@ -118,6 +118,10 @@ class Builder:
     config_class: ClassVar[type] = CommonConfig
     card_template: ClassVar[str]  # file name in cards/
     licence: ClassVar[str] = "other"
+    # the builder's row in the README's builder tables (``make readme`` writes them from these):
+    # what it makes, opening with its task's name, and the local source formats it reads
+    summary: ClassVar[str] = ""
+    source_formats: ClassVar[str] = ""
     languages: ClassVar[tuple[str, ...]] = ("en",)
     # the pipeline of this builder's output kind (a mmlongembed.pipeline.Pipeline), which builds,
     # keeps and validates its output: None, a benchmark of pools (build_pools, the blind layout;

@@ -34,7 +34,7 @@ LAYERS = {
     # 5 the scoring harness (reads builds as a user does; imports no builder)
     "harness": 5,
     # 6 command lines
-    "mmlongembed.cli": 6, "mmlongembed.video_tasks.cli": 6, "mmlongembed.demo_sources": 6,
+    "mmlongembed.cli": 6, "mmlongembed.video_tasks.cli": 6, "mmlongembed.demo_sources": 6, "mmlongembed.readme": 6,
 }
 
 def module_files(root: Path, packages) -> dict[str, Path]:
