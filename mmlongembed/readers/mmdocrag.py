@@ -8,7 +8,6 @@
 from __future__ import annotations
 
 import dataclasses
-import zipfile
 from collections import defaultdict
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -18,6 +17,7 @@ from mmlongembed.builder import BuildReport
 from mmlongembed.errors import UserError
 from mmlongembed.media.pdf import PageRenderer
 from mmlongembed.ops.quotes import Block, Instance, Quote
+from mmlongembed.readers.archives import ZipMembers
 from mmlongembed.sources import HubSource, hub_file, iter_jsonl, require_dir
 
 MIN_EVIDENCE, MAX_EVIDENCE = 2, 5
@@ -81,7 +81,7 @@ class QuoteImages:
     bare file name; macOS ``__MACOSX/`` entries are not images)."""
 
     def __init__(self):
-        self._archives: dict[Path, tuple[zipfile.ZipFile, dict[str, str]]] = {}
+        self._archives: dict[Path, ZipMembers] = {}
 
     @staticmethod
     def folders(jsonl: Path) -> list[Path]:
@@ -92,19 +92,13 @@ class QuoteImages:
         return [p for p in dict.fromkeys([jsonl.parent / IMAGE_ARCHIVE, jsonl.parent / "images" / IMAGE_ARCHIVE,
                                           jsonl.parent.parent / IMAGE_ARCHIVE]) if p.is_file()]
 
-    def _archive(self, path: Path) -> tuple[zipfile.ZipFile, dict[str, str]]:
+    @staticmethod
+    def _is_image_member(member: str) -> bool:
+        return not (member.endswith("/") or member.startswith("__MACOSX/") or "/._" in f"/{member}")
+
+    def _archive(self, path: Path) -> ZipMembers:
         if path not in self._archives:
-            try:
-                archive = zipfile.ZipFile(path)
-            except (OSError, zipfile.BadZipFile) as error:
-                raise UserError(f"{path}: not a readable zip archive ({error})") from None
-            index: dict[str, str] = {}
-            for member in archive.namelist():
-                if member.endswith("/") or member.startswith("__MACOSX/") or "/._" in f"/{member}":
-                    continue
-                index.setdefault(member, member)
-                index.setdefault(member.rsplit("/", 1)[-1], member)
-            self._archives[path] = (archive, index)
+            self._archives[path] = ZipMembers(path, keep=self._is_image_member)
         return self._archives[path]
 
     def find(self, img_path: str, jsonl: Path, extra_archives: Iterable[Path] = ()) -> tuple[str, bytes] | None:
@@ -115,14 +109,14 @@ class QuoteImages:
             if (folder / img_path).is_file():
                 return str(folder / img_path), (folder / img_path).read_bytes()
         for path in [*self.archive_paths(jsonl), *extra_archives]:
-            archive, index = self._archive(path)
-            member = index.get(img_path) or index.get(img_path.rsplit("/", 1)[-1])
+            archive = self._archive(path)
+            member = archive.find(img_path, img_path.rsplit("/", 1)[-1])
             if member is not None:
                 return f"{path.name}:{member}", archive.read(member)
         return None
 
     def close(self) -> None:
-        for archive, _ in self._archives.values():
+        for archive in self._archives.values():
             archive.close()
         self._archives.clear()
 
