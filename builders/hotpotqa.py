@@ -10,10 +10,11 @@ exactly the same token length; easy negatives are other questions' documents pad
 length.
 
 The recipe, top-down: sources (``mmlongembed.readers.hotpotqa``, ``mmlongembed.readers.wikitext``);
-operations (the question's paragraphs as units and the padding that holds neither its answer nor
-its evidence, ``ops.padding``; growth by whole units, ``ops.evidence.grow``; refills, ``ops.refill``,
-planned and assembled in ``builders._hotpotqa_hard``); the pool plan (``build_pools``: per length
-the hard pool, then the easy pool among its queries). The checks of a written pool are
+the declared step (``run_steps``: the query audit, the build's one LLM call); operations (the
+question's paragraphs as units and the padding that holds neither its answer nor its evidence,
+``ops.padding``; growth by whole units, ``ops.evidence.grow``; refills, ``ops.refill``, planned and
+assembled in ``builders._hotpotqa_hard``); the pool plan (``build_pools``, pure: per length the hard
+pool, then the easy pool among its queries). The checks of a written pool are
 ``builders._hotpotqa_checks``.
 """
 
@@ -30,7 +31,7 @@ from mmlongembed.builder import Builder, BuildReport, CommonConfig, Problem, reg
 from mmlongembed.capacity import LengthLimit
 from mmlongembed.documents import text_segments
 from mmlongembed.errors import FitError, UserError
-from mmlongembed.llm import AuditItem, LLMConfig, audit_queries
+from mmlongembed.llm import Audited, AuditItem, LLMConfig, audit_queries
 from mmlongembed.manifest import files_identity
 from mmlongembed.ops.donor import exchangeable_offsets
 from mmlongembed.ops.evidence import Unit, grow, units_document
@@ -193,12 +194,20 @@ class HotpotQABuilder(Builder):
                                   f"{len(paragraphs)} paragraphs and {len(sources.articles)} articles of these sources "
                                   f"hold {total} tokens in all")
 
-    def build_pools(self, sources: Sources, config: HotpotQAConfig, report: BuildReport) -> list[Pool]:
-        context = PoolContext(self.name, config, default_counter(), report)
+    # -- the query audit ------------------------------------------------------------------
+    def run_steps(self, sources: Sources, config: HotpotQAConfig, report: BuildReport) -> Audited:
+        """The query audit (the LLM of ``--llm``, or its rules under ``none``): which questions
+        may be queries. Every instance stays a source of easy negatives."""
         audit = audit_queries([AuditItem(i.id, i.question, i.answer, tuple(i.evidence_texts()))
                                for i in sources.instances], config, report)
+        return Audited(sources, frozenset(audit.kept))
+
+    def build_pools(self, audited: Audited, config: HotpotQAConfig, report: BuildReport) -> list[Pool]:
+        """Pure: the audited sources in, pools out (no file read, no LLM call)."""
+        sources: Sources = audited.sources
+        context = PoolContext(self.name, config, default_counter(), report)
         stock = self._stock(sources, context)
-        order = seeded_order([i for i in sources.instances if i.id in audit.kept], context.rng("order"))
+        order = seeded_order([i for i in sources.instances if i.id in audited.kept], context.rng("order"))
         stock.planned = prefetch_hard_plans(context, order, partial(self._positives, stock), stock.bands,
                                             stock.refills)
         pools = []

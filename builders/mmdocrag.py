@@ -12,8 +12,10 @@ other questions' positives of the same length.
 Sources: MMDocRAG's release (``readers.mmdocrag``: from the Hub or a folder), else MMDocIR's
 annotations over the MMLongBench-Doc PDFs as a substitute (``readers.mmdocir``). Operations: quotes
 as units and what a candidate holds (``ops.quotes``), the padding supply and the gold guard
-(``ops.quote_supply``), growth and sentence refills (``ops.evidence``). Pool plan: per length an
-easy and a hard pool over the audited questions in one seeded order (``pool_plan.fill_pool``).
+(``ops.quote_supply``), growth and sentence refills (``ops.evidence``). The declared step
+(``run_steps``) is the query audit, the build's one LLM call. Pool plan (``build_pools``, pure: every
+image is rendered in ``load_sources``, a refill image is resized in memory): per length an easy and
+a hard pool over the audited questions in one seeded order (``pool_plan.fill_pool``).
 The gold-quote checks are in ``builders/_mmdocrag_checks.py``.
 """
 
@@ -31,7 +33,7 @@ from mmlongembed.builder import Builder, BuildReport, CommonConfig, Problem, reg
 from mmlongembed.capacity import LengthLimit
 from mmlongembed.documents import image_segment
 from mmlongembed.errors import FitError, UserError
-from mmlongembed.llm import AuditItem, LLMConfig, audit_queries
+from mmlongembed.llm import Audited, AuditItem, LLMConfig, audit_queries
 from mmlongembed.manifest import files_identity
 from mmlongembed.media.pdf import PageRenderer, RenderOptions, StoredImage
 from mmlongembed.ops.answers import answer_pattern as whole_word_answer
@@ -48,7 +50,7 @@ from mmlongembed.readers.mmdocir import SubstituteOptions, SubstituteReader
 from mmlongembed.readers.mmdocrag import (
     HUB_SOURCE, IMAGE_ARCHIVE, Sources, hub_files, hub_source, image_files, read_original, source_layout)
 from mmlongembed.rng import derive_rng
-from mmlongembed.tokens import TokenCounter, default_counter
+from mmlongembed.tokens import default_counter
 
 INSTRUCTION = ("Given a question about a document, retrieve the document that contains all the text and image "
                "evidence needed to answer it.")
@@ -97,13 +99,15 @@ def positive_window(band: LengthBand) -> tuple[int, int]:
 @dataclass
 class Plan:
     """What every pool of one build shares: the context, the length bands, the queries' seeded
-    order, the padding supply, each instance's context as units, and the positives built so far."""
+    order, the padding supply, each instance's context as units, the renderer that resizes refill
+    images (in memory, with the sources' settings) and the positives built so far."""
 
     context: PoolContext
     bands: list[LengthBand]
     order: list[Instance]
     supply: Supply
     units_of: dict[str, list[Unit]]
+    renderer: PageRenderer
     memo: dict[tuple[str, str], list[Built]] = field(default_factory=dict)
 
     def positives_of(self, instance: Instance, exclude_doc: str = "") -> list[Built]:
@@ -181,17 +185,18 @@ class MMDocRAGBuilder(Builder):
     licence = "cc-by-nc-4.0"
 
     def __init__(self):
-        self._renderer: PageRenderer | None = None
         self._substitute: bool | None = None
         self._hub_paths: list[Path] | None = None
 
     # -- sources: MMDocRAG's release (the Hub or a folder), else the MMDocIR substitute --------
     def load_sources(self, config: MMDocRAGConfig, report: BuildReport) -> Sources:
-        self._renderer = PageRenderer(config.render_settings())
+        """The instances and padding pages, every image quote decoded and rendered here (the
+        sources keep their renderer, for the refill images ``build_pools`` resizes)."""
+        renderer = PageRenderer(config.render_settings())
         if not config.sources:
             self._hub_paths = hub_files(config.question_set, config.hub_revision, self.name)
             jsonl, archive = self._hub_paths
-            sources = read_original([jsonl], self._renderer, report, archives=[archive])
+            sources = read_original([jsonl], renderer, report, archives=[archive])
             self._substitute = False
             if not sources.instances:
                 raise UserError(f"no usable instance (2 to 5 evidence quotes) in {HUB_SOURCE.repo} "
@@ -199,11 +204,11 @@ class MMDocRAGBuilder(Builder):
             return sources
         original, annotations, pdf_dirs = source_layout(config.sources, config.question_set)
         if original:
-            sources = read_original(original, self._renderer, report)
+            sources = read_original(original, renderer, report)
         elif annotations and pdf_dirs:
             options = SubstituteOptions(config.seed, config.quotes_per_instance, config.chunk_tokens,
                                         config.min_figure_points)
-            reader = SubstituteReader(annotations, pdf_dirs, self._renderer, options, default_counter(), report)
+            reader = SubstituteReader(annotations, pdf_dirs, renderer, options, default_counter(), report)
             sources = reader.read()
             sources.files = [*annotations, *(reader.pdf_paths[n] for n in sorted(reader.pdfs))]
         else:
@@ -245,30 +250,39 @@ class MMDocRAGBuilder(Builder):
         return LengthLimit(total, f"a document grows from its context, padding pages and refill text, which hold "
                                   f"{total} tokens in all in these sources")
 
-    def build_pools(self, sources: Sources, config: MMDocRAGConfig, report: BuildReport) -> list[Pool]:
+    # -- the query audit ------------------------------------------------------------------
+    def run_steps(self, sources: Sources, config: MMDocRAGConfig, report: BuildReport) -> Audited:
+        """The query audit (the LLM of ``--llm``, or its rules under ``none``) over each question
+        with its gold quotes: which questions may be queries."""
+        audit = audit_queries([AuditItem(i.id, i.question, i.answer, tuple(
+            q.text if q.kind == "text" else "[image quote]" for q in i.gold_quotes())) for i in sources.instances],
+            config, report)
+        return Audited(sources, frozenset(audit.kept))
+
+    def build_pools(self, audited: Audited, config: MMDocRAGConfig, report: BuildReport) -> list[Pool]:
+        """Pure: the audited sources in, pools out (no file read, no LLM call; a refill image
+        is resized in memory by the sources' renderer)."""
+        sources: Sources = audited.sources
         context = PoolContext(self.name, config, default_counter(), report)
         instances = sources.instances
-        audit = audit_queries([AuditItem(i.id, i.question, i.answer, tuple(
-            q.text if q.kind == "text" else "[image quote]" for q in i.gold_quotes())) for i in instances],
-            config, report)
-        kept = [i for i in instances if i.id in audit.kept]
+        kept = [i for i in instances if i.id in audited.kept]
         supply = Supply.of(sources.blocks, sources.refill_text, context.counter,
                            whole=lambda b: context.rng("piece", b.doc, b.page).random() >= PIECE_SHARE,
                            answer_pattern=answer_pattern)
         plan = Plan(context, LengthBand.tight_bands(config.lengths, config.band_slack),
                     seeded_order(kept, context.rng("order")), supply,
-                    {i.id: context_units(i, context.counter) for i in instances})
+                    {i.id: context_units(i, context.counter) for i in instances}, sources.renderer)
         pools = []
         for level, band in enumerate(plan.bands):
             pools.append(self._easy_pool(plan, band, level))
             pools.append(self._hard_pool(plan, band, level))
-        stats = self._renderer.stats()
+        stats = sources.renderer.stats()
         report.notes.append(f"{'substitute: ' + SUBSTITUTE if sources.substitute else ORIGINAL}; "
                             f"{len(instances)} instances with 2-5 evidence quotes, {len(kept)} kept by the audit; "
                             f"{stats['renders']} images rendered or re-encoded in {stats['seconds']} s")
         # how long rendering took is a fact of this build, not of its sources (the up-to-date rule
         # compares sources)
-        report.stats["rendering"] = self._renderer.stats()
+        report.stats["rendering"] = sources.renderer.stats()
         return pools
 
     def _query(self, instance: Instance) -> Query:
@@ -381,7 +395,7 @@ class MMDocRAGBuilder(Builder):
             for k in removed_indices:
                 # this generator's key has no builder name: kept as first built, so the data stay the same
                 run_rng = derive_rng(config.seed, state.pool.name, instance.id, variant, k)
-                units, record = self._drop(units, k, text_sources, donors, slack, run_rng, counter)
+                units, record = self._drop(units, k, text_sources, donors, slack, run_rng, plan)
                 removed.append(record)
             document = trim_edges(units_document(f"{instance.id}@{band.name}:{variant}", units), counter)
             n_tokens = exact_tokens(document, counter)
@@ -394,7 +408,7 @@ class MMDocRAGBuilder(Builder):
         return out
 
     def _drop(self, units: list[Unit], k: int, text_sources: list[list[Unit]], donors: list[Donor], slack: int,
-              rng: np.random.Generator, counter: TokenCounter) -> tuple[list[Unit], dict]:
+              rng: np.random.Generator, plan: Plan) -> tuple[list[Unit], dict]:
         """Gold quote ``k`` swapped for a refill: an image for a donor resized to its exact size,
         a text for a run of whole sentences within ``slack`` tokens of it (the first source that
         has one). Returns the units and the removal's record."""
@@ -404,8 +418,8 @@ class MMDocRAGBuilder(Builder):
             donor = closest_aspect(donors, segment.height, segment.width, rng) if donors else None
             if donor is None:
                 raise Skip("no_image_donor")
-            stored = self._renderer.resized(StoredImage(donor.data, donor.height, donor.width),
-                                            segment.height, segment.width)
+            stored = plan.renderer.resized(StoredImage(donor.data, donor.height, donor.width),
+                                           segment.height, segment.width)
             refill = image_segment(stored.data, stored.height, stored.width, origin=f"replacement:{donor.id}")
             return replace_image_evidence(units, k, refill, donor.id)
         window = (max(1, segment.tokens - slack), segment.tokens + slack)
@@ -418,7 +432,7 @@ class MMDocRAGBuilder(Builder):
         else:
             raise Skip("no_replacement_sentences")
         lead, tail = edge_whitespace(segment.text)
-        run = fit_block_edges(source.segments[a:b], lead, tail, counter, f"replacement:{source.id}")
+        run = fit_block_edges(source.segments[a:b], lead, tail, plan.context.counter, f"replacement:{source.id}")
         return replace_text_evidence(units, k, run, source.id, (a, b))
 
     # -- checks ----------------------------------------------------------------------------

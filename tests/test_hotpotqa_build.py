@@ -233,7 +233,8 @@ def test_easy_negatives_grow_as_positives_do():
     config = builder.config_class(sources=str(shared_data_dir("hotpotqa").parent), lengths=(2048, 4096, 8192),
                                   max_queries_per_pool=20)
     report = BuildReport(progress=False)
-    pools = builder.build_pools(builder.load_sources(config, report), config, report)
+    audited = builder.run_steps(builder.load_sources(config, report), config, report)
+    pools = builder.build_pools(audited, config, report)
     easy = next(p for p in pools if p.name == "hotpotqa-easy-8k")
     units = {role: statistics.mean(len(c.document.meta["units"]) for c in easy.candidates if c.role == role)
              for role in ("positive", "easy_negative")}

@@ -357,7 +357,8 @@ def test_every_easy_query_is_one_of_the_hard_pool_queries_of_its_length(tmp_path
     builder = get_builder("hotpotqa")
     config = builder.config_class(sources=str(tmp_path), lengths=(1024, 2048), max_queries_per_pool=6)
     report = BuildReport(progress=False)
-    pools = {p.name: p for p in builder.build_pools(builder.load_sources(config, report), config, report)}
+    audited = builder.run_steps(builder.load_sources(config, report), config, report)
+    pools = {p.name: p for p in builder.build_pools(audited, config, report)}
     for length in ("1k", "2k"):
         easy = {q.id for q in pools[f"hotpotqa-easy-{length}"].queries}
         hard = {q.id for q in pools[f"hotpotqa-hard-{length}"].queries}
@@ -393,7 +394,8 @@ def test_the_pools_are_the_same_on_one_core_as_on_several(tmp_path, monkeypatch)
     def build(cores: int):
         monkeypatch.setattr(parallel, "available_cores", lambda: cores)
         report = BuildReport(progress=False)
-        pools = builder.build_pools(builder.load_sources(config, report), config, report)
+        audited = builder.run_steps(builder.load_sources(config, report), config, report)
+        pools = builder.build_pools(audited, config, report)
         return ([(p.name, [(c.id, c.document.text, c.n_tokens, c.provenance) for c in p.candidates],
                   [q.id for q in p.queries]) for p in pools], dict(report.skipped), report.examples)
 
@@ -401,3 +403,31 @@ def test_the_pools_are_the_same_on_one_core_as_on_several(tmp_path, monkeypatch)
     assert any(c[0].endswith(":drop_first") for _, candidates, _ in one[0] for c in candidates)
     assert build(2) == one and build(3) == one
     assert forked == [2, 3]  # the plans were worked out in 2, then 3 workers
+
+
+def test_build_pools_reads_no_file_and_calls_no_llm(tmp_path, monkeypatch):
+    """The contract: the sources are read in load_sources, the query audit (an LLM step) runs in
+    run_steps, and build_pools only assembles what they gave: it opens no file and calls no LLM,
+    and it takes its queries only from the questions the audit kept."""
+    from dataclasses import replace
+
+    from mmlongembed.builder import BuildReport, get_builder
+    from builders._hotpotqa_fixtures import write_hotpotqa_sources
+    from tests._outside import nothing_outside
+
+    write_hotpotqa_sources(tmp_path, n_instances=30)
+    builder = get_builder("hotpotqa")
+    config = builder.config_class(sources=str(tmp_path), lengths=(1024, 2048), max_queries_per_pool=4)
+    report = BuildReport(progress=False)
+    audited = builder.run_steps(builder.load_sources(config, report), config, report)
+    assert [step["step"] for step in report.llm_steps] == ["query_audit"]
+    default_counter()  # the token counter's vocabulary is the yardstick, loaded once per process
+    with nothing_outside(monkeypatch, "builders.hotpotqa.audit_queries"):
+        pools = builder.build_pools(audited, config, report)
+        first = next(p for p in pools if p.difficulty == "hard").queries[0].source_id
+        without_first = replace(audited, kept=audited.kept - {first})
+        dropped = builder.build_pools(without_first, config, BuildReport(progress=False))
+    assert [p.name for p in pools] == [f"hotpotqa-{d}-{n}" for n in ("1k", "2k") for d in ("easy", "hard")]
+    assert all(p.queries for p in pools) and len(report.llm_steps) == 1
+    assert {q.source_id for p in pools for q in p.queries} <= audited.kept
+    assert first not in {q.source_id for p in dropped for q in p.queries}

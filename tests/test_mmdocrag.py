@@ -151,6 +151,35 @@ def test_rebuild_is_byte_identical(substitute_build, tmp_path):
         json.loads((again / "manifest.json").read_text())["files"]
 
 
+
+def test_build_pools_reads_no_file_renders_nothing_and_calls_no_llm(tmp_path, monkeypatch):
+    """The contract: every image is decoded and rendered in load_sources, the query audit (an LLM
+    step) runs in run_steps, and build_pools only assembles what they gave (a refill image is
+    resized in memory). A fresh builder builds the same pools: nothing load_sources left on the
+    builder is needed."""
+    from mmlongembed.builder import BuildReport
+    from mmlongembed.media.pdf import PageRenderer, PdfFile
+    from tests._outside import nothing_outside
+
+    write_mmdocir_sources(tmp_path / "src")
+    config = MMDocRAGConfig(sources=str(tmp_path / "src"), **SMALL)
+    report = BuildReport(progress=False)
+    loader = MMDocRAGBuilder()
+    audited = loader.run_steps(loader.load_sources(config, report), config, report)
+    assert [step["step"] for step in report.llm_steps] == ["query_audit"]
+    rendered = audited.sources.renderer.stats()["pages"]
+    default_counter()  # the token counter's vocabulary is the yardstick, loaded once per process
+    blocked = (*((PageRenderer, m) for m in ("page", "region", "image_file", "image_data")), (PdfFile, "document"))
+    with nothing_outside(monkeypatch, "builders.mmdocrag.audit_queries", methods=blocked):
+        pools = MMDocRAGBuilder().build_pools(audited, config, report)
+    assert [p.name for p in pools] == [f"mmdocrag-{d}-{n}" for n in ("1k", "2k") for d in ("easy", "hard")]
+    assert all(p.queries for p in pools) and len(report.llm_steps) == 1
+    assert {q.source_id for p in pools for q in p.queries} <= audited.kept
+    removed = [r for p in pools for c in p.candidates if c.role == "hard_negative" for r in c.provenance["removed"]]
+    assert {r["kind"] for r in removed} == {"text", "image"}  # image refills were made, resized in memory
+    assert report.stats["rendering"]["pages"] == rendered  # and nothing more was rendered
+
+
 def test_box_kinds():
     prose = "The findings in this report are based on data from telephone interviews conducted in 2013."
     assert reads_as_prose(prose) and not reads_as_prose("Total for all 65+ (n=1,526) 59% Gender a Male 65b")

@@ -200,22 +200,19 @@ def test_build_pools_reads_no_file_and_calls_no_llm(tmp_path, monkeypatch):
     in run_steps, and build_pools only assembles; it gives the same pools as the whole build."""
     from mmlongembed.builder import BuildReport
     from mmlongembed.media.pdf import PdfFile
+    from mmlongembed.tokens import default_counter
+    from tests._outside import nothing_outside
 
     write_paged_sources(tmp_path / "src", n_documents=8, pages=(14, 22))
     builder = MMLongBenchBuilder()
     config = MMLongBenchConfig(sources=str(tmp_path / "src"), lengths=(512, 1024), max_queries_per_pool=4, **SMALL)
     report = BuildReport(progress=False)
     planned = builder.run_steps(builder.load_sources(config, report), config, report)
-
-    def outside(*args, **kwargs):
-        raise AssertionError("build_pools reached outside its inputs")
-
-    monkeypatch.setattr(PdfFile, "document", property(outside))
-    for method in ("page", "image_file", "image_data"):
-        monkeypatch.setattr(PageRenderer, method, outside)
-    monkeypatch.setattr("builders.mmlongbench.summarise_documents", outside)
-    monkeypatch.setattr("mmlongembed.llm.summaries.run_llm_step", outside)
-    pools = builder.build_pools(planned, config, report)
+    default_counter()  # the token counter's vocabulary is the yardstick, loaded once per process
+    blocked = (*((PageRenderer, m) for m in ("page", "image_file", "image_data")), (PdfFile, "document"))
+    with nothing_outside(monkeypatch, "builders.mmlongbench.summarise_documents",
+                         "mmlongembed.llm.summaries.run_llm_step", methods=blocked):
+        pools = builder.build_pools(planned, config, report)
     assert [p.name for p in pools] == [f"mmlongbench-{d}-{n}" for n in ("512", "1k") for d in ("easy", "hard")]
     hard = [p for p in pools if p.difficulty == "hard"]
     assert all(p.queries for p in hard)

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from collections import Counter
 from dataclasses import dataclass, field
-from typing import Sequence
+from typing import Any, Sequence
 
 from mmlongembed.builder import BuildReport
 from mmlongembed.errors import UserError
@@ -39,6 +39,16 @@ class AuditOutcome:
     kept: set[str] = field(default_factory=set)
     verdicts: dict[str, tuple[bool, str]] = field(default_factory=dict)  # id -> (valid, reason)
     details: dict[str, dict] = field(default_factory=dict)  # id -> the whole verdict (paper: its JSON fields)
+
+
+@dataclass(frozen=True)
+class Audited:
+    """What ``build_pools`` takes from a builder whose declared step is the query audit: the
+    sources as ``load_sources`` gave them and the ids of the queries the audit kept. The audit
+    runs in ``run_steps``, so that ``build_pools`` calls no LLM."""
+
+    sources: Any
+    kept: frozenset[str]
 
 
 def format_evidence(evidence: Sequence[str]) -> str:

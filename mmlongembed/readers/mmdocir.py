@@ -147,7 +147,7 @@ class SubstituteReader:
                     blocks.append(Block(name, page, tuple(sorted(quotes, key=lambda q: q.order))))
         for pdf in self.pdfs.values():
             pdf.close()
-        return Sources(built, blocks, refill, substitute=True)
+        return Sources(built, blocks, refill, substitute=True, renderer=self.renderer)
 
     def _boxes(self, pdf: PdfFile, question: dict, rid: str) -> list[tuple[int, Box]] | None:
         if not isinstance(question.get("Q"), str) or not isinstance(question.get("layout_mapping"), list):

@@ -38,6 +38,9 @@ class Sources:
     refill_text: dict[str, list[tuple[str, str]]]  # doc -> (id, text) of text that no context uses
     substitute: bool
     files: list[Path] = field(default_factory=list)
+    # the renderer that decoded these sources' images: refill images are resized (in memory) with
+    # its settings, and its counts are the build's rendering figures
+    renderer: PageRenderer | None = field(default=None, repr=False, compare=False)
 
 
 def source_layout(sources: str, question_set: str) -> tuple[list[Path], list[Path], list[Path]]:
@@ -189,7 +192,8 @@ def _original_sources(records, renderer: PageRenderer, report: BuildReport, imag
         refill[doc] = [(f"{doc}:{q.id}", q.text) for page in sorted(pages_of[doc])
                        for q in pages_of[doc][page].values()
                        if q.kind == "text" and q.key not in gold_keys and (doc, q.key) not in in_context]
-    return Sources(sorted(instances, key=lambda i: i.id), blocks, dict(refill), substitute=False, files=paths)
+    return Sources(sorted(instances, key=lambda i: i.id), blocks, dict(refill), substitute=False, files=paths,
+                   renderer=renderer)
 
 
 def _original_quote(item, path: Path, renderer: PageRenderer, report: BuildReport, origin: str,
