@@ -150,6 +150,21 @@ def _percentiles(values: list[float]) -> dict:
     return {"min": round(min(values), 2), "median": round(statistics.median(values), 2), "max": round(max(values), 2)}
 
 
+@dataclass
+class TemporalPlan:
+    """What ``run_steps`` gives ``build_pools``: each band's runs and plan (video, hard orders,
+    easy negatives) for the queries the LLM steps wrote, their texts, and the decoded frames of
+    every video the pools show (read from the store once)."""
+
+    synthetic: str  # the SYNTHETIC marker load_sources found ("" for real sources)
+    bands: list
+    chosen: dict[str, dict]  # band -> video -> Run
+    plans: dict[str, list]  # band -> [(video, hard orders, easy-negative runs)]
+    texts: dict[str, dict]  # band -> video -> (query text, extras)
+    frames: dict[str, object]  # video -> decoded frames
+
+
+
 class TemporalBuilder(Builder):
     """Base of the Temporal Summarization builders (not registered itself)."""
 
@@ -240,26 +255,39 @@ class TemporalBuilder(Builder):
         frames = [m["n_frames"] * image_tokens(m["frame_height"], m["frame_width"]) for m in sources.meta.values()]
         return halving_limit(max(frames), "the longest video, all its frames,") if frames else None
 
-    def build_pools(self, sources: TemporalSources, config: TemporalConfig, report: BuildReport) -> list[Pool]:
+    def run_steps(self, sources: TemporalSources, config: TemporalConfig, report: BuildReport) -> TemporalPlan:
+        """The declared steps: each band's runs and plan (over frames read from the store), then
+        the LLM steps that write their queries (translate, then rewrite); what ``build_pools``
+        assembles, the frames of every video it uses included."""
         bands = [LengthBand.halving(t) for t in sorted(set(config.lengths))]
         context = PoolContext(self.name, config, default_counter(), report)
         chosen, fitting = runs_by_band(sources.records, sources.meta, bands, context)
-        frames_cache: dict[str, object] = {}
+        frames: dict[str, object] = {}
 
         def video(video_id: str):
-            if video_id not in frames_cache:
-                frames_cache[video_id] = sources.store.get(sources.keys[video_id], video_id)
-            return frames_cache[video_id]
+            if video_id not in frames:
+                frames[video_id] = sources.store.get(sources.keys[video_id], video_id)
+            return frames[video_id]
 
-        self._segments: dict[str, dict] = {}  # video -> grid index -> Segment, shared by every candidate
-        self._synthetic = sources.synthetic
         plans = {band.name: BandPlanner(band, chosen[band.name], fitting[band.name], video, context).plan()
                  for band in bands}
         texts = self._query_texts(plans, chosen, config, report)
+        kept = {band.name: [(vid, hard, negatives) for vid, hard, negatives in plans[band.name]
+                            if vid in texts[band.name]] for band in bands}
+        for vid, _, negatives in (entry for plan in kept.values() for entry in plan):
+            for used in (vid, *(run.video_id for run in negatives)):
+                video(used)
+        return TemporalPlan(sources.synthetic, bands, chosen, kept, texts, frames)
+
+    def build_pools(self, planned: TemporalPlan, config: TemporalConfig, report: BuildReport) -> list[Pool]:
+        """Pure: the planned runs, their query texts and their frames into easy and hard pools."""
+        context = PoolContext(self.name, config, default_counter(), report)
+        self._segments: dict[str, dict] = {}  # video -> grid index -> Segment, shared by every candidate
+        self._synthetic = planned.synthetic
         pools = []
-        for band in bands:
-            plan = [(vid, hard, negatives) for vid, hard, negatives in plans[band.name] if vid in texts[band.name]]
-            pools += self._assemble(band, plan, chosen[band.name], texts[band.name], video, context)
+        for band in planned.bands:
+            pools += self._assemble(band, planned.plans[band.name], planned.chosen[band.name],
+                                    planned.texts[band.name], planned.frames.__getitem__, context)
         return pools
 
     def _query_texts(self, plans, chosen, config: TemporalConfig, report: BuildReport) -> dict[str, dict]:

@@ -335,3 +335,29 @@ def test_easy_negatives_need_fewer_blocks_and_match_the_positive_in_frames(tmp_p
     strict_out, strict = build("strict", "--easy-min-blocks", "4")
     assert strict.corpus["role"].count("positive") == 1
     assert json.loads((strict_out / "manifest.json").read_text())["report"]["skipped"]["no_admissible_chain"] == 12
+
+
+def test_build_pools_reads_no_file_and_calls_no_llm(tmp_path, monkeypatch):
+    """The contract: videos are decoded in load_sources, the plans are drawn over frames read
+    from the store and the queries written by the LLM steps in run_steps; build_pools only
+    assembles, and gives the pools the whole build gives."""
+    from builders.activitynet import ActivityNetBuilder
+    from mmlongembed.build import run_build
+    from mmlongembed.builder import BuildReport
+    from mmlongembed.media.frames import FrameStore
+    from mmlongembed.tokens import default_counter
+    from tests._outside import nothing_outside
+
+    builder = ActivityNetBuilder()
+    config = builder.example_config(tmp_path / "sources")
+    report = BuildReport(progress=False)
+    planned = builder.run_steps(builder.load_sources(config, report), config, report)
+    assert any(step["step"] == "caption_rewrite" for step in report.llm_steps)
+    default_counter()  # the token counter's vocabulary is the yardstick, loaded once per process
+    with nothing_outside(monkeypatch, "builders._temporal.rewrite_captions", "builders._temporal.translate",
+                         methods=((FrameStore, "get"),)):
+        pools = builder.build_pools(planned, config, report)
+    out = run_build(ActivityNetBuilder(), config, tmp_path / "out", progress=False, quiet=True)
+    manifest = json.loads((out / "manifest.json").read_text())
+    assert sorted((p.name, len(p.queries), len(p.candidates)) for p in pools if p.queries) == sorted(
+        (p["pool"], p["queries"], p["candidates"]) for p in manifest["pools"])
