@@ -84,6 +84,16 @@ class Sources:
     image_archives: list[str] = field(default_factory=list)
 
 
+@dataclass(frozen=True)
+class Taught:
+    """What ``run_steps`` gives ``build_training``: the sources, the teacher's prompt and its
+    answers (the LLM step's result)."""
+
+    sources: Sources
+    prompt: object
+    result: object
+
+
 class EviAlignEvidence(Builder):
     """EviAlign-Evidence: structured semantic-evidence targets for retrieval training pairs (EviAlign §3.2, B.3).
 
@@ -220,12 +230,17 @@ class EviAlignEvidence(Builder):
         images = {i: sources.inputs[i].images for i in ordered if sources.inputs[i].images}
         return prompt, run_llm_step(STEP, prompt, items, config, report, images=images)
 
+    def run_steps(self, sources: Sources, config: EviAlignConfig, report: BuildReport) -> Taught:
+        """The declared step: the teacher's evidence for every input (``build_training`` is pure)."""
+        prompt, result = self.teach(sources, config, report)
+        return Taught(sources, prompt, result)
+
     # -- building ----------------------------------------------------------------------------------
-    def build_training(self, sources: Sources, config: EviAlignConfig, report: BuildReport) -> TrainingData:
+    def build_training(self, taught: Taught, config: EviAlignConfig, report: BuildReport) -> TrainingData:
+        sources, prompt, result = taught.sources, taught.prompt, taught.result
         units = units_for(config.units)
         tokens = [u.token for u in units]
         tokenizer = student_tokenizer(config.student_tokenizer, tuple(tokens))
-        prompt, result = self.teach(sources, config, report)
         # not the backend: a replayed build writes the same bytes as the build that asked the model
         teacher = {"model": config.llm_model, "revision": config.llm_model_revision, "prompt": prompt.name,
                    "prompt_version": prompt.version,

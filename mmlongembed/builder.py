@@ -143,8 +143,9 @@ class Builder:
 
     def run_steps(self, sources: Any, config, report: BuildReport) -> Any:
         """The builder's declared steps, run after ``load_sources`` and the length check and
-        before ``build_pools``: what calls out but needs the sources first (an LLM writing the
-        queries). Returns what ``build_pools`` takes; by default the sources, unchanged."""
+        before ``build_pools`` (a training builder's ``build_training``): what calls out but needs
+        the sources first (an LLM writing the queries, a teacher's evidence). Returns what
+        ``build_pools`` takes; by default the sources, unchanged."""
         return sources
 
     def build_pools(self, sources: Any, config, report: BuildReport) -> list[Pool]:
@@ -168,7 +169,7 @@ class Builder:
         return ()
 
     def build_training(self, sources: Any, config, report: BuildReport):
-        """Training builders (``pipeline = TRAINING``): records in, a
+        """Training builders (``pipeline = TRAINING``): what ``run_steps`` gave in (pure), a
         ``mmlongembed.training_data.TrainingData`` out, every random choice from derive_rng(seed, ...)."""
         raise NotImplementedError
 

@@ -43,6 +43,7 @@ class TrainingPipeline(Pipeline):
               quiet: bool = False) -> Path:
         """The training-data build, inside ``run``'s lock."""
         sources = builder.load_sources(config, report)
+        sources = builder.run_steps(sources, config, report)  # the declared steps (the teacher) before the pure part
         data = builder.build_training(sources, config, report)
         if not any(t.rows for t in data.tables):
             raise UserError(f"{builder.name}: the sources gave no training rows ({dict(report.skipped)})")
