@@ -274,8 +274,8 @@ class MMDocRAGBuilder(Builder):
                     {i.id: context_units(i, context.counter) for i in instances}, sources.renderer)
         pools = []
         for level, band in enumerate(plan.bands):
-            pools.append(self._easy_pool(plan, band, level))
-            pools.append(self._hard_pool(plan, band, level))
+            pools.append(self._pool(plan, "easy", band, level, self._easy_query))
+            pools.append(self._pool(plan, "hard", band, level, self._hard_query))
         stats = sources.renderer.stats()
         report.notes.append(f"{'substitute: ' + SUBSTITUTE if sources.substitute else ORIGINAL}; "
                             f"{len(instances)} instances with 2-5 evidence quotes, {len(kept)} kept by the audit; "
@@ -297,17 +297,16 @@ class MMDocRAGBuilder(Builder):
                         "evidence": evidence_positions(built.document, built.n_tokens, default_counter()),
                         "padding": padding_provenance(built.units)})
 
-    def _new_pool(self, difficulty: str, band: LengthBand, level: int) -> PoolState:
-        return PoolState(Pool(name=pool_name(self.name, difficulty, band), task=self.task, dataset=self.name,
-                              difficulty=difficulty, band=band, modality="mixed"), band, level)
-
-    # -- easy: other questions' positives of the same length -------------------------------
-    def _easy_pool(self, plan: Plan, band: LengthBand, level: int) -> Pool:
-        state = self._new_pool("easy", band, level)
-        fill_pool(state.pool, plan.order, lambda instance: self._easy_query(plan, state, instance), plan.context,
+    def _pool(self, plan: Plan, difficulty: str, band: LengthBand, level: int, query_of) -> Pool:
+        """One pool of this length: each question in the plan's order made into its query by
+        ``query_of(plan, state, instance)`` (``_easy_query`` or ``_hard_query``)."""
+        state = PoolState(Pool(name=pool_name(self.name, difficulty, band), task=self.task, dataset=self.name,
+                               difficulty=difficulty, band=band, modality="mixed"), band, level)
+        fill_pool(state.pool, plan.order, lambda instance: query_of(plan, state, instance), plan.context,
                   describe=lambda instance: instance.id)
         return state.pool
 
+    # -- easy: other questions' positives of the same length -------------------------------
     def _easy_query(self, plan: Plan, state: PoolState, instance: Instance) -> Made | None:
         built = plan.positives_of(instance)
         if instance.id in state.claimed or len(built) <= state.level:
@@ -347,12 +346,6 @@ class MMDocRAGBuilder(Builder):
         return negatives
 
     # -- hard: the positive without one gold quote, refilled to the same length ------------
-    def _hard_pool(self, plan: Plan, band: LengthBand, level: int) -> Pool:
-        state = self._new_pool("hard", band, level)
-        fill_pool(state.pool, plan.order, lambda instance: self._hard_query(plan, state, instance), plan.context,
-                  describe=lambda instance: instance.id)
-        return state.pool
-
     def _hard_query(self, plan: Plan, state: PoolState, instance: Instance) -> Made | None:
         built = plan.positives_of(instance)
         if len(built) <= state.level:
