@@ -58,6 +58,8 @@ def hard_plan(context: PoolContext, instance: Instance, positive: Built, pool_la
     variants = variants[: context.config.negatives_per_query]
     evidence = instance.evidence_texts()
     # Where no run is exact, the variants aim at exchangeable lengths (see exchangeable_offsets).
+    # The generators here are keyed by the pool's label (which holds the builder's name), as they
+    # always were, not by context.rng: its builder key would draw others and change the data.
     offsets = exchangeable_offsets(positive.n_tokens, len(variants), derive_rng(seed, pool_label, instance.id,
                                                                                 "offsets"))
     tolerance = hard_negative_tolerance(positive.n_tokens)

@@ -16,7 +16,8 @@ from typing import Callable
 from mmlongembed.ops.temporal import (
     HARD_VARIANTS, Run, candidate_runs, caption_similarity, choose_run, distinct_hard_orders, nearest_run,
     video_events)
-from mmlongembed.pool_plan import PoolContext, seeded_order
+from mmlongembed.pool_plan import PoolContext
+from mmlongembed.rng import seeded_order
 from mmlongembed.pools import LengthBand
 from mmlongembed.readers.dense_captions import VideoRecord
 from mmlongembed.tokens import image_tokens

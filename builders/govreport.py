@@ -25,7 +25,8 @@ from mmlongembed.manifest import files_identity
 from mmlongembed.ops.donor import (
     SHINGLE_WORDS, content_sha256, exchangeable_offsets, jaccard, replace_span_with_donor, word_shingles)
 from mmlongembed.ops.length import Fitted, truncate_to_band
-from mmlongembed.pool_plan import PoolContext, seeded_order
+from mmlongembed.pool_plan import PoolContext
+from mmlongembed.rng import seeded_order
 from mmlongembed.pools import EASY_NEGATIVE, HARD_NEGATIVE, POSITIVE, Candidate, LengthBand, Pool, Query, pool_name
 from mmlongembed.readers.govreport import HUB_SOURCE, Report, local_files, local_root, read_reports
 from mmlongembed.tokens import default_counter

@@ -40,12 +40,12 @@ from mmlongembed.ops.length import summed_tokens, trim_edges
 from mmlongembed.ops.measured import RECOUNT_MARGIN, Built
 from mmlongembed.ops.padding import PaddingSupply, context_pieces, context_units
 from mmlongembed.ops.refill import REFILL_CHOICES, RefillSource, with_origin
-from mmlongembed.pool_plan import PoolContext, Skip, fill_pool, seeded_order
+from mmlongembed.pool_plan import PoolContext, Skip, fill_pool
 from mmlongembed.pools import (
     EASY_NEGATIVE, HARD_NEGATIVE, POSITIVE, Candidate, LengthBand, Pool, Query, hard_negative_tolerance, pool_name)
 from mmlongembed.readers.hotpotqa import Instance, local_files, origin_file, read_instances, read_local_instances
 from mmlongembed.readers.wikitext import read_wikitext_files, wikitext_files, wikitext_rows_articles
-from mmlongembed.rng import derive_rng
+from mmlongembed.rng import derive_rng, seeded_order
 from mmlongembed.sources import HubSource, hub_rows, require_dir
 from mmlongembed.tokens import TokenCounter, default_counter
 
@@ -383,6 +383,8 @@ class HotpotQABuilder(Builder):
         k, seed = stock.context.config.negatives_per_query, stock.context.config.seed
         titles = {t for t, _ in instance.context}
         evidence = instance.evidence_texts()
+        # keyed by the pool's name (which holds the builder's), as it always was: not context.rng,
+        # whose builder key would draw other offsets and change the data
         offsets = exchangeable_offsets(positive.n_tokens, k, derive_rng(seed, draw.name, instance.id, "offsets"))
         drawn = seeded_order(stock.instances, stock.context.rng(draw.name, instance.id, "negatives"))
         negatives = []

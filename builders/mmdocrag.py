@@ -39,22 +39,22 @@ from mmlongembed.media.pdf import PageRenderer, RenderOptions, StoredImage
 from mmlongembed.ops.answers import answer_pattern as whole_word_answer
 from mmlongembed.ops.evidence import Unit, find_evidence, find_sentence_run, grow, units_document
 from mmlongembed.ops.length import edge_whitespace, exact_tokens, fit_block_edges, trim_edges
-from mmlongembed.ops.quote_supply import Built, GoldGuard, Supply, padding_provenance
+from mmlongembed.ops.measured import RECOUNT_MARGIN, Built
+from mmlongembed.ops.quote_supply import GoldGuard, Supply, padding_pages
 from mmlongembed.ops.quotes import (
     Donor, Instance, closest_aspect, content_keys, context_units, evidence_positions, holds, replace_image_evidence,
     replace_text_evidence)
-from mmlongembed.pool_plan import Made, PoolContext, Skip, fill_pool, seeded_order
+from mmlongembed.pool_plan import Made, PoolContext, Skip, fill_pool
 from mmlongembed.pools import (
     EASY_NEGATIVE, HARD_NEGATIVE, POSITIVE, Candidate, LengthBand, Pool, Query, hard_negative_tolerance, pool_name)
 from mmlongembed.readers.mmdocir import SubstituteOptions, SubstituteReader
 from mmlongembed.readers.mmdocrag import (
     HUB_SOURCE, IMAGE_ARCHIVE, Sources, hub_files, hub_source, image_files, read_original, source_layout)
-from mmlongembed.rng import derive_rng
+from mmlongembed.rng import derive_rng, seeded_order
 from mmlongembed.tokens import default_counter
 
 INSTRUCTION = ("Given a question about a document, retrieve the document that contains all the text and image "
                "evidence needed to answer it.")
-RECOUNT_MARGIN = 4
 GROWTH_PIECES = 4
 PIECE_SHARE = 0.25  # share of padding pages used quote by quote (the rest as whole-page blocks)
 NOT_ANCHORS = frozenset({"yes", "no", "not answerable"})  # answers any document holds as words
@@ -295,7 +295,7 @@ class MMDocRAGBuilder(Builder):
             source_id=instance.id, n_tokens=built.n_tokens, extra={"doc_name": instance.doc},
             provenance={"variant": "original", "answer": instance.answer, "n_evidence": len(instance.gold),
                         "evidence": evidence_positions(built.document, built.n_tokens, default_counter()),
-                        "padding": padding_provenance(built.units)})
+                        "padding": padding_pages(built.units)})
 
     def _pool(self, plan: Plan, difficulty: str, band: LengthBand, level: int, query_of) -> Pool:
         """One pool of this length: each question in the plan's order made into its query by
@@ -322,7 +322,7 @@ class MMDocRAGBuilder(Builder):
         return self._query(instance), self._positive_candidate(instance, positive), [Candidate(
             id=f"d:{other.id}:for:{instance.id}", document=made.document, role=EASY_NEGATIVE,
             group=f"q:{instance.id}", source_id=other.id, n_tokens=made.n_tokens, extra={"doc_name": other.doc},
-            provenance={"variant": "other_instance", "instance": other.id, "padding": padding_provenance(made.units)})
+            provenance={"variant": "other_instance", "instance": other.id, "padding": padding_pages(made.units)})
             for other, made in negatives]
 
     def _easy_negatives(self, plan: Plan, state: PoolState, instance: Instance) -> list[tuple[Instance, Built]]:
@@ -363,7 +363,7 @@ class MMDocRAGBuilder(Builder):
             group=f"q:{instance.id}", source_id=instance.id, n_tokens=made.n_tokens, extra={"doc_name": instance.doc},
             provenance={"variant": variant, "removed": removed,
                         "evidence": evidence_positions(made.document, made.n_tokens, counter),
-                        "padding": padding_provenance(made.units)})
+                        "padding": padding_pages(made.units)})
             for variant, made, removed in variants]
 
     def _hard_variants(self, plan: Plan, state: PoolState, instance: Instance, positive: Built) -> list:

@@ -31,7 +31,8 @@ from mmlongembed.llm.summaries import SYNTHETIC_QUERY_SOURCE, summarise_document
 from mmlongembed.manifest import files_identity
 from mmlongembed.media.pdf import RenderOptions
 from mmlongembed.ops.pages import HARD_VARIANTS, PageGuard, PagePlan, apply_plan, head_window
-from mmlongembed.pool_plan import PoolContext, Skip, fill_pool, seeded_order
+from mmlongembed.pool_plan import PoolContext, Skip, fill_pool
+from mmlongembed.rng import seeded_order
 from mmlongembed.pools import EASY_NEGATIVE, HARD_NEGATIVE, POSITIVE, Candidate, LengthBand, Pool, Query, pool_name
 from mmlongembed.readers.mmlongbench import (
     DOC_HUB, DOC_HUB_SAMPLES, FORM_JSONL, FORM_NAMES, OpenPdfs, PagedDocument, Sources, hub_doc_root, measure_pages,

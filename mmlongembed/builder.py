@@ -208,6 +208,9 @@ _REGISTRY: dict[str, type[Builder]] = {}
 
 
 def register(cls: type[Builder]) -> type[Builder]:
+    if "output_kind" in vars(cls):  # the string switch the pipelines replaced: never build it as a benchmark
+        raise RuntimeError(f"builder {cls.__name__} sets output_kind, which is gone: name its pipeline instead "
+                           "(pipeline = TRAINING from mmlongembed.training; a benchmark names none)")
     if cls.name in _REGISTRY and _REGISTRY[cls.name] is not cls:
         raise RuntimeError(f"two builders are registered as {cls.name!r}: {_REGISTRY[cls.name]} and {cls}")
     _REGISTRY[cls.name] = cls

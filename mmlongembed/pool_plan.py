@@ -52,11 +52,6 @@ class Skip(Exception):
 Made = tuple[Query, Candidate, Sequence[Candidate]]
 
 
-def seeded_order(items: Sequence, rng: np.random.Generator) -> list:
-    """``items`` in the order of one permutation drawn from ``rng``."""
-    return [items[int(i)] for i in rng.permutation(len(items))]
-
-
 def fill_pool(pool: Pool, order: Iterable, make: Callable[[Any], Made | None], context: PoolContext,
               cap: int | None = None, describe: Callable[[Any], str] = str, bar: str | None = None,
               unit: str = "item") -> int:

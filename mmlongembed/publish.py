@@ -140,7 +140,7 @@ class Build:
 def load_build(root: Path, token: str | None = None) -> Build:
     """Check that `root` is a complete build in the published layout (docs/LAYOUT.md) that
     `mmle validate` accepts (its checks of the card's configs are the ones that count)."""
-    from mmlongembed.validate import format_report, load_manifest, validate_build
+    from mmlongembed.validate import load_manifest, validate_build
 
     root = Path(root)
     if not root.is_dir():
@@ -157,7 +157,7 @@ def load_build(root: Path, token: str | None = None) -> Build:
                 raise UserError(f"refusing to publish: {rel} contains the Hub token")
     validation = validate_build(root, progress=sys.stderr.isatty())  # minutes on a large grid: show it
     if validation.problems:
-        report = format_report(validation.problems, dict(validation.checked), limit=3).splitlines()
+        report = validation.report(limit=3).splitlines()
         raise UserError(f"refusing to publish {root}: `mmle validate` finds {len(validation.problems)} problems "
                         f"({report[1].strip() if len(report) > 1 else report[0]})")
     # validated: the card has a header whose configs read, and the manifest parses

@@ -11,7 +11,6 @@ import argparse
 import sys
 from pathlib import Path
 
-from mmlongembed.build import pipeline_of
 from mmlongembed.builder import Builder, registered
 from mmlongembed.errors import UserError
 from mmlongembed.pools import TASKS
@@ -31,10 +30,10 @@ def _cell(text: str) -> str:
 
 
 def toolkit_builders() -> dict[str, type[Builder]]:
-    """The builders this toolkit ships (not ones a test or another package registers), less the
-    release of all of them, which has its own README section."""
-    return {name: cls for name, cls in registered().items()
-            if cls.__module__.startswith("builders.") and pipeline_of(cls).tasks != ("all",)}
+    """The builders this toolkit ships in ``builders/`` (not ones a test or another package
+    registers, nor the release of all of them, ``mmlongembed.composite``, which has its own README
+    section)."""
+    return {name: cls for name, cls in registered().items() if cls.__module__.startswith("builders.")}
 
 
 def builder_tables(builders: dict[str, type[Builder]]) -> str:

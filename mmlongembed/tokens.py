@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import base64
 import functools
-import hashlib
 import importlib.util
 import math
 import re
@@ -27,6 +26,8 @@ from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
 from typing import Iterable, Sequence
+
+from mmlongembed.digests import file_sha256
 
 # its end: after a newline, before a non-space, a seam where the pre-tokenizer always splits
 # (splits_between)
@@ -59,7 +60,7 @@ def reference_tokenizer_file() -> Path:
 
 @functools.lru_cache(maxsize=1)
 def _file_sha256(path: str) -> str:
-    return hashlib.sha256(Path(path).read_bytes()).hexdigest()
+    return file_sha256(Path(path))  # the ranks file, hashed once per process
 
 
 class TokenCounter:

@@ -3,7 +3,7 @@
 Each table is one config (split ``train``), one parquet file named by its content hash under
 ``data/<name>/``, loadable with ``load_dataset(dir, name, split="train")``; a column named
 ``images`` (a list of encoded images) stores each distinct image once. The build pipeline that
-writes them is ``mmlongembed.training``; ``mmlongembed.validate`` reads them back.
+writes them, and reads them back to validate them, is ``mmlongembed.training`` (``TRAINING``).
 """
 
 from __future__ import annotations

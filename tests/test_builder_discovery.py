@@ -5,6 +5,8 @@ their own package, needs no edit here)."""
 import sys
 import textwrap
 
+import pytest
+
 import mmlongembed.builder as builder_module
 from mmlongembed.builder import ENTRY_POINT_GROUP, registered
 
@@ -33,3 +35,15 @@ def test_a_builder_in_another_package_is_found_through_its_entry_point(tmp_path,
     assert "tiny_outside" in found and found["tiny_outside"].__module__ == "my_builders"
     assert {"govreport", "hotpotqa", "mmlongembed"} <= set(found)
     sys.modules.pop("my_builders", None)
+
+
+def test_a_builder_that_still_names_an_output_kind_fails_loudly():
+    from mmlongembed.builder import Builder, register
+
+    class OldStyle(Builder):
+        name = "old_style"
+        output_kind = "training"
+
+    with pytest.raises(RuntimeError, match="output_kind, which is gone: name its pipeline"):
+        register(OldStyle)
+    assert "old_style" not in registered()

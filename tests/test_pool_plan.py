@@ -2,9 +2,9 @@
 
 from mmlongembed.builder import BuildReport, CommonConfig
 from mmlongembed.documents import text_document
-from mmlongembed.pool_plan import PoolContext, Skip, fill_pool, seeded_order
+from mmlongembed.pool_plan import PoolContext, Skip, fill_pool
 from mmlongembed.pools import EASY_NEGATIVE, POSITIVE, Candidate, LengthBand, Pool, Query
-from mmlongembed.rng import derive_rng
+from mmlongembed.rng import derive_rng, seeded_order
 from mmlongembed.tokens import default_counter
 
 

@@ -147,11 +147,6 @@ def drop_small_classes(clips: Sequence[Clip], min_per_class: int, dropped: Dropp
     return out
 
 
-def seeded_order(n: int, seed: int, *key: str) -> list[int]:
-    """A deterministic shuffle of range(n) (MVEB shuffles its rows with seed 42)."""
-    return [int(i) for i in derive_rng(seed, "mveb", *key, "order").permutation(n)]
-
-
 def mveb_pairs(labels: Sequence, seed: int = MVEB_SEED, max_per_side: int = MVEB_PAIRS_PER_SIDE
                ) -> list[tuple[int, int, int]]:
     """Balanced same-class (1) / different-class (0) pairs, MVEB's baking rule, step for step:

@@ -5,14 +5,13 @@ pure operations over the records of ``ops.quotes``.
   image donors, each filtered for the instance at hand;
 - ``GoldGuard``: every query ranks the whole pool, so no candidate outside a query's group may
   hold any of its gold quotes;
-- ``Built``: a document as built (its units, the document, its exact token count), and
-  ``padding_provenance``: which padding it took, for the candidate's provenance.
+- ``padding_pages``: which pages padded a document, for the candidate's provenance (the document
+  as built is ``ops.measured.Built``).
 """
 
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
 from typing import Callable, Mapping, Sequence
 
 from mmlongembed.digests import short_sha256
@@ -23,14 +22,9 @@ from mmlongembed.ops.quotes import (
 from mmlongembed.tokens import TokenCounter
 
 
-@dataclass
-class Built:
-    units: list[Unit]
-    document: Document
-    n_tokens: int
-
-
-def padding_provenance(units: list[Unit]) -> list[dict]:
+def padding_pages(units: list[Unit]) -> list[dict]:
+    """Which pages padded a document (each block's or piece's id and its document), for the
+    candidate's provenance."""
     return [{"id": u.id, "doc": padding_doc(u)} for u in units if u.kind in ("block", "piece")]
 
 

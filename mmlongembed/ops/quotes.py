@@ -24,7 +24,7 @@ quote is one image segment; both end with a blank-line separator segment. Gold q
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import Protocol, Sequence
 
 import numpy as np
@@ -243,7 +243,3 @@ def evidence_positions(document: Document, n_tokens: int, counter: TokenCounter)
             text_parts.append(segment.text)
             chars += len(segment.text)
     return sorted(out, key=lambda e: e["index"])
-
-
-def with_origin(segment: Segment, origin: str) -> Segment:
-    return replace(segment, origin=origin)

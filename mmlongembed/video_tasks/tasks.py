@@ -22,7 +22,8 @@ from dataclasses import dataclass, field
 from typing import Callable, Sequence
 
 from mmlongembed.layout import OpaqueIds
-from mmlongembed.ops.mveb import TEST, TRAIN, Clip, first_caption, mveb_pairs, qa_candidates, seeded_order
+from mmlongembed.ops.mveb import TEST, TRAIN, Clip, first_caption, mveb_pairs, qa_candidates
+from mmlongembed.rng import derive_rng, seeded_order
 
 FAMILIES = ("classification", "clustering", "pairs", "zeroshot", "retrieval", "qa")
 VARIANTS = ("v", "va")
@@ -170,7 +171,7 @@ def _dropped_sources(ctx: TaskContext, clip_ids: Sequence[str]) -> dict[str, int
 
 
 def _shuffled(ctx: TaskContext, rows: list[dict], *key: str) -> list[dict]:
-    return [rows[i] for i in seeded_order(len(rows), ctx.seed, ctx.collection, *key)]
+    return seeded_order(rows, derive_rng(ctx.seed, "mveb", ctx.collection, *key, "order"))  # MVEB shuffles its rows
 
 
 def _labelled(ctx: TaskContext, clip_ids: Sequence[str]) -> list[str]:
