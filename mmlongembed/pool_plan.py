@@ -44,33 +44,28 @@ class Skip(Exception):
     """An item that cannot become a query of this pool, with the reason the summary counts it
     under (``BuildReport.skip``)."""
 
-    def __init__(self, reason: str, item: str = ""):
+    def __init__(self, reason: str):
         super().__init__(reason)
-        self.reason, self.item = reason, item
+        self.reason = reason
 
 
 Made = tuple[Query, Candidate, Sequence[Candidate]]
 
 
 def fill_pool(pool: Pool, order: Iterable, make: Callable[[Any], Made | None], context: PoolContext,
-              cap: int | None = None, describe: Callable[[Any], str] = str, bar: str | None = None,
-              unit: str = "item") -> int:
-    """Make queries from ``order`` until ``pool`` holds ``cap`` of them (default: the context's):
-    ``make(item)`` returns (query, positive, negatives), or None to pass over an item without
-    counting it, or raises ``Skip`` (counted under its reason, with ``describe(item)`` as the
-    example unless the Skip names one). ``bar``: a progress bar's label (``unit``: what it
-    counts). Returns how many
-    queries were added."""
-    cap = context.cap if cap is None else cap
-    items = context.report.bar(order, bar, unit) if bar else order
+              describe: Callable[[Any], str] = str) -> int:
+    """Make queries from ``order`` until ``pool`` holds the context's cap of them: ``make(item)``
+    returns (query, positive, negatives), or None to pass over an item without counting it, or
+    raises ``Skip`` (counted under its reason, ``describe(item)`` as the example). Returns how
+    many queries were added."""
     added = 0
-    for item in items:
-        if added >= cap:
+    for item in order:
+        if added >= context.cap:
             break
         try:
             made = make(item)
         except Skip as skipped:
-            context.report.skip(skipped.reason, skipped.item or describe(item))
+            context.report.skip(skipped.reason, describe(item))
             continue
         if made is None:
             continue
