@@ -15,15 +15,16 @@ report). ``PdfFile`` reads the text layer: a whole page, or the text inside a la
 
 from __future__ import annotations
 
-import hashlib
 import io
 import math
 import re
 import threading
 import time
 from dataclasses import dataclass, field
+from functools import cached_property
 from pathlib import Path
 
+from mmlongembed.digests import content_sha256
 from mmlongembed.errors import UserError
 from mmlongembed.manifest import file_sha256
 from mmlongembed.tokens import DEFAULT_MAX_IMAGE_PIXELS, fit_image_size, image_tokens
@@ -110,9 +111,9 @@ class StoredImage:
     def tokens(self) -> int:
         return image_tokens(self.height, self.width)
 
-    @property
-    def sha256(self) -> str:
-        return hashlib.sha256(self.data).hexdigest()
+    @cached_property
+    def sha256(self) -> str:  # hashed once: the gold checks ask for it per candidate and per quote
+        return content_sha256(self.data)
 
 
 def render_size(width_pt: float, height_pt: float, dpi: float) -> tuple[int, int]:
@@ -333,7 +334,7 @@ class PageRenderer:
     def image_data(self, data: bytes, name: str) -> StoredImage:
         """An image's bytes (a file, or a member of an archive named ``name``), fitted and
         re-encoded with the settings; cached by the bytes' sha256 like ``image_file``."""
-        key = ("file", hashlib.sha256(data).hexdigest(), self.settings)
+        key = ("file", content_sha256(data), self.settings)
 
         def make() -> StoredImage:
             from PIL import Image, UnidentifiedImageError

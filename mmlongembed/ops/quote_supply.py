@@ -62,6 +62,9 @@ class Supply:
         self.blocks, self.doc_of_block, self.refill, self.donors = blocks, doc_of_block, refill, donors
         self.answer_pattern = answer_pattern
         self._memo: dict[str, list[Unit]] = {}
+        # what the gold checks look for in each padding block and each donor, worked out once
+        self._block_keys = {unit.id: content_keys(units_document(unit.id, [unit])) for unit in blocks}
+        self._donor_digests = [short_sha256(donor.data) for _, donor in donors]
 
     @classmethod
     def of(cls, blocks: Sequence[Block], refill_text: Mapping[str, list[tuple[str, str]]], counter: TokenCounter,
@@ -83,8 +86,7 @@ class Supply:
             for unit in self.blocks:
                 if self.doc_of_block[unit.id] == instance.doc:
                     continue
-                document = units_document(unit.id, [unit])
-                text, images = content_keys(document)
+                text, images = self._block_keys[unit.id]
                 if any(holds(text, images, q) for q in gold) or (pattern is not None and pattern.search(text)):
                     continue
                 out.append(unit)
@@ -97,6 +99,7 @@ class Supply:
     def donors_for(self, instance: Instance, used_docs: set) -> list[Donor]:
         """Images of other documents, those whose pages the positive does not already hold first."""
         gold = {q.image.sha256[:16] for q in instance.gold_quotes() if q.kind == "image"}
-        usable = [(doc, d) for doc, d in self.donors if doc != instance.doc and short_sha256(d.data) not in gold]
+        usable = [(doc, d) for (doc, d), digest in zip(self.donors, self._donor_digests)
+                  if doc != instance.doc and digest not in gold]
         fresh = [d for doc, d in usable if doc not in used_docs]
         return fresh or [d for _, d in usable]
