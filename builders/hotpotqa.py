@@ -37,7 +37,7 @@ from mmlongembed.ops.donor import exchangeable_offsets
 from mmlongembed.ops.evidence import Unit, grow, units_document
 from mmlongembed.ops.evidence_guard import PoolEvidenceGuard
 from mmlongembed.ops.length import summed_tokens, trim_edges
-from mmlongembed.ops.measured import RECOUNT_MARGIN, Built
+from mmlongembed.ops.measured import RECOUNT_MARGIN, Built, positive_window
 from mmlongembed.ops.padding import PaddingSupply, context_pieces, context_units
 from mmlongembed.ops.refill import REFILL_CHOICES, RefillSource, with_origin
 from mmlongembed.pool_plan import PoolContext, Skip, fill_pool
@@ -254,12 +254,6 @@ class HotpotQABuilder(Builder):
                                        segments=tuple(with_origin(s, origin) for s in unit.segments)))
         return PaddingSupply(articles, paragraphs)
 
-    def _window(self, band: LengthBand) -> tuple[int, int]:
-        """Where a positive's length must lie so that every negative can match it within the
-        hard-negative tolerance and stay in the band."""
-        tolerance = hard_negative_tolerance(band.hi)
-        return band.lo + tolerance, band.hi - tolerance - RECOUNT_MARGIN
-
     def _positives(self, stock: PoolStock, instance: Instance) -> list[Built]:
         """The positive at each length, each grown from the previous one; stops at the first
         length that cannot be built (counted). Built on first use, so a small build touches only
@@ -271,7 +265,7 @@ class HotpotQABuilder(Builder):
         out: list[Built] = []
         units = list(stock.units_of[instance.id])
         for level, band in enumerate(stock.bands):
-            lo, hi = self._window(band)
+            lo, hi = positive_window(band)
             try:
                 units = grow(units, level, lo, hi, articles, paragraphs,
                              stock.context.rng(instance.id, band.target, "positive"), GROWTH_PIECES)
@@ -413,7 +407,7 @@ class HotpotQABuilder(Builder):
         units = list(stock.units_of[other.id])
         try:
             for step in range(level + 1):
-                lo, hi = self._window(bands[step]) if step < level else (
+                lo, hi = positive_window(bands[step]) if step < level else (
                     max(band.lo + RECOUNT_MARGIN, aim - tolerance // 2), min(band.hi - RECOUNT_MARGIN, aim + tolerance // 2))
                 rng = stock.context.rng(bands[step].target, instance.id, other.id, "easy")
                 units = grow(units, step, lo, hi, articles, paragraphs, rng, GROWTH_PIECES)

@@ -39,7 +39,7 @@ from mmlongembed.media.pdf import PageRenderer, RenderOptions, StoredImage
 from mmlongembed.ops.answers import answer_pattern as whole_word_answer
 from mmlongembed.ops.evidence import Unit, find_evidence, find_sentence_run, grow, units_document
 from mmlongembed.ops.length import edge_whitespace, exact_tokens, fit_block_edges, trim_edges
-from mmlongembed.ops.measured import RECOUNT_MARGIN, Built
+from mmlongembed.ops.measured import RECOUNT_MARGIN, Built, positive_window
 from mmlongembed.ops.quote_supply import GoldGuard, Supply, padding_pages
 from mmlongembed.ops.quotes import (
     Donor, Instance, closest_aspect, content_keys, context_units, evidence_positions, holds, replace_image_evidence,
@@ -87,13 +87,6 @@ def answer_pattern(answer: str) -> re.Pattern | None:
     """Whole-word pattern of a distinctive answer (4+ characters with a letter); short or
     numeric answers ("8", "21%") occur in any document and are not checked."""
     return whole_word_answer(answer, not_anchors=NOT_ANCHORS, min_chars=4, needs_letter=True)
-
-
-def positive_window(band: LengthBand) -> tuple[int, int]:
-    """Where a positive of the band lands: inside the band by a hard negative's tolerance on each
-    side (and the recount margin at the top), so that its negatives fit too."""
-    tolerance = hard_negative_tolerance(band.hi)
-    return band.lo + tolerance, band.hi - tolerance - RECOUNT_MARGIN
 
 
 @dataclass
@@ -210,7 +203,6 @@ class MMDocRAGBuilder(Builder):
                                         config.min_figure_points)
             reader = SubstituteReader(annotations, pdf_dirs, renderer, options, default_counter(), report)
             sources = reader.read()
-            sources.files = [*annotations, *(reader.pdf_paths[n] for n in sorted(reader.pdfs))]
         else:
             raise UserError(f"no MMDocRAG JSONL (gold_quotes) and no MMDocIR annotations with PDFs under "
                             f"{config.sources}")
@@ -282,7 +274,7 @@ class MMDocRAGBuilder(Builder):
                             f"{stats['renders']} images rendered or re-encoded in {stats['seconds']} s")
         # how long rendering took is a fact of this build, not of its sources (the up-to-date rule
         # compares sources)
-        report.stats["rendering"] = sources.renderer.stats()
+        report.stats["rendering"] = stats
         return pools
 
     def _query(self, instance: Instance) -> Query:

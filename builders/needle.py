@@ -27,7 +27,7 @@ from mmlongembed.manifest import files_identity
 from mmlongembed.needles import images as synth
 from mmlongembed.needles.sets import Needle, draw_needle_set, encode_needle
 from mmlongembed.needles.text import SUBJECT_KINDS, parse_templates
-from mmlongembed.ops.haystacks import Haystacks
+from mmlongembed.ops.haystacks import Haystacks, image_share
 from mmlongembed.ops.length import exact_tokens
 from mmlongembed.ops.needle import (
     Stream, cell_name, insert_needle, locate_needle, nearest_boundary, needle_side, pool_modality, sigmoid_depths)
@@ -198,7 +198,7 @@ class NeedleBuilder(Builder):
         if not backgrounds or not sources.documents:
             return None
         text = sum(default_counter().count_many([t for _, t in sources.documents]))
-        share = min(max(config.mixed_image_share, 0.01), 0.95) if backgrounds == ["mixed"] else 0.0
+        share = image_share(config) if backgrounds == ["mixed"] else 0.0
         return LengthLimit(int(text / (1 - share)), f"a {' or '.join(backgrounds)} haystack is a window of the "
                                                     f"{len(sources.documents)} haystack documents, {text} text tokens "
                                                     "in all")

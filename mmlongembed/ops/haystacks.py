@@ -12,7 +12,14 @@ import numpy as np
 
 from mmlongembed.documents import Segment, image_segment, text_segments
 from mmlongembed.ops.needle import Stream, fit_to_patches, patch_grid
+from mmlongembed.rng import seeded_order
 from mmlongembed.tokens import TokenCounter
+
+
+def image_share(config) -> float:
+    """The share of a mixed haystack's tokens that are photos: ``--mixed-image-share``, kept
+    within [0.01, 0.95] so that a mixed stream always holds both text and photos."""
+    return min(max(config.mixed_image_share, 0.01), 0.95)
 
 
 class Haystacks:
@@ -27,10 +34,8 @@ class Haystacks:
     def __init__(self, documents: Sequence[tuple[str, str]], photos: Sequence[tuple[str, object]], config,
                  counter: TokenCounter, rng: Callable[..., np.random.Generator]):
         self.config, self.counter, self.documents, self.photos, self.rng = config, counter, documents, photos, rng
-        order = rng("stream-order").permutation(len(documents))
         segments: list[Segment] = []
-        for i in order:
-            source_id, text = documents[int(i)]
+        for source_id, text in seeded_order(documents, rng("stream-order")):
             segments.extend(text_segments(text if text.endswith("\n") else text + "\n", counter, origin=source_id))
         self.text_stream = Stream(segments)
         self.corpus_lower = "".join(s.text for s in segments).lower()
@@ -64,7 +69,7 @@ class Haystacks:
         cap = self.image_cap(length)
         if cap not in self._mixed:
             rng = self.rng("mixed-stream", cap)
-            share = min(max(self.config.mixed_image_share, 0.01), 0.95)
+            share = image_share(self.config)
             gap = cap * (1 - share) / share
             out: list[Segment] = []
             since, previous = 0.0, -1

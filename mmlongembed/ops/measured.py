@@ -11,11 +11,19 @@ from mmlongembed.digests import short_sha256
 from mmlongembed.documents import Document
 from mmlongembed.ops.evidence import EVIDENCE_ORIGIN, Unit, unit_spans
 from mmlongembed.ops.length import segment_token_offsets
+from mmlongembed.pools import LengthBand, hard_negative_tolerance
 from mmlongembed.tokens import TokenCounter, default_counter
 from mmlongembed.wordstats import WordStats
 
 # Room left for the few tokens a final recount can differ from the sum of unit counts.
 RECOUNT_MARGIN = 4
+
+
+def positive_window(band: LengthBand) -> tuple[int, int]:
+    """Where a positive's length must lie so that every negative can match it within the
+    hard-negative tolerance and stay in the band (the recount margin kept free at the top)."""
+    tolerance = hard_negative_tolerance(band.hi)
+    return band.lo + tolerance, band.hi - tolerance - RECOUNT_MARGIN
 
 
 @dataclass

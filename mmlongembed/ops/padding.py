@@ -10,7 +10,7 @@ has them).
 from __future__ import annotations
 
 import re
-from typing import Protocol
+from typing import Iterator, Protocol
 
 from mmlongembed.documents import TEXT, Segment
 from mmlongembed.ops.answers import answer_pattern as whole_word_answer
@@ -38,41 +38,40 @@ def answer_pattern(answer: str) -> re.Pattern | None:
     return whole_word_answer(answer, not_anchors=YES_NO)
 
 
+def _shaped_paragraphs(instance: Question) -> Iterator[tuple[str, list[tuple[int, str]]]]:
+    """Each paragraph's title and its non-empty sentences (index, text) as the document holds
+    them: the first without leading space, the others after one space, the last ending the
+    paragraph with a blank line."""
+    for title, sentences in instance.context:
+        kept = [(i, s) for i, s in enumerate(sentences) if s.strip()]
+        texts = []
+        for position, (i, sentence) in enumerate(kept):
+            text = sentence.lstrip() if position == 0 else " " + sentence.lstrip()
+            texts.append((i, text.rstrip() + "\n\n" if position == len(kept) - 1 else text))
+        if texts:
+            yield title, texts
+
+
 def context_units(instance: Question, counter: TokenCounter, counts: dict[str, int]) -> list[Unit]:
     """The instance's paragraphs as units: a title line, then one segment per sentence (so each
     supporting fact is exactly one segment, marked ``evidence:<k>`` in document order)."""
     evidence_index = {fact: k for k, fact in enumerate(instance.supporting)}
     units = []
-    for title, sentences in instance.context:
-        kept = [(i, s) for i, s in enumerate(sentences) if s.strip()]
-        if not kept:
-            continue
-        segments = [Segment(kind=TEXT, tokens=counts[title + "\n"], text=title + "\n", paragraph_end=True, origin="source")]
-        for position, (i, sentence) in enumerate(kept):
-            text = sentence if position == 0 else (" " + sentence.lstrip())
-            text = text.lstrip() if position == 0 else text
-            if position == len(kept) - 1:
-                text = text.rstrip() + "\n\n"
+    for title, texts in _shaped_paragraphs(instance):
+        segments = [Segment(kind=TEXT, tokens=counts[title + "\n"], text=title + "\n", paragraph_end=True,
+                            origin="source")]
+        for position, (i, text) in enumerate(texts):
             k = evidence_index.get((title, i))
             origin = f"{EVIDENCE_ORIGIN}{k}" if k is not None else "source"
             segments.append(Segment(kind=TEXT, tokens=counts[text], text=text,
-                                    paragraph_end=position == len(kept) - 1, origin=origin))
+                                    paragraph_end=position == len(texts) - 1, origin=origin))
         units.append(Unit(id=f"context:{title}", kind="context", segments=tuple(segments)))
     return units
 
 
 def context_pieces(instance: Question) -> list[str]:
     """Every text piece ``context_units`` counts (to count them all in one batch)."""
-    pieces = []
-    for title, sentences in instance.context:
-        kept = [s for s in sentences if s.strip()]
-        if not kept:
-            continue
-        pieces.append(title + "\n")
-        for position, sentence in enumerate(kept):
-            text = sentence.lstrip() if position == 0 else " " + sentence.lstrip()
-            pieces.append(text.rstrip() + "\n\n" if position == len(kept) - 1 else text)
-    return pieces
+    return [piece for title, texts in _shaped_paragraphs(instance) for piece in (title + "\n", *(t for _, t in texts))]
 
 
 class PaddingSupply:
@@ -93,8 +92,7 @@ class PaddingSupply:
             return False
         return unit.id not in with_evidence
 
-    def usable(self, instance: Question, exclude_titles: set[str] = frozenset(),
-               exclude_ids: set[str] = frozenset()) -> tuple[list[Unit], list[Unit]]:
+    def usable(self, instance: Question, exclude_titles: set[str] = frozenset()) -> tuple[list[Unit], list[Unit]]:
         if instance.id not in self._memo:
             answer = answer_pattern(instance.answer)
             with_evidence = set().union(*(self._lines.holding(e) for e in instance.evidence_texts()))
@@ -106,7 +104,6 @@ class PaddingSupply:
                  if u.id[len("paragraph:"):] not in own and self._clean(u, answer, answer_lower, with_evidence)],
             )
         articles, paragraphs = self._memo[instance.id]
-        if not exclude_titles and not exclude_ids:
+        if not exclude_titles:
             return articles, paragraphs
-        return ([u for u in articles if u.id not in exclude_ids],
-                [u for u in paragraphs if u.id not in exclude_ids and u.id[len("paragraph:"):] not in exclude_titles])
+        return list(articles), [u for u in paragraphs if u.id[len("paragraph:"):] not in exclude_titles]

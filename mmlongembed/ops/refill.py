@@ -80,11 +80,12 @@ class RefillGuard:
     def _unit_clear(self, unit: Unit) -> bool:
         if unit.id not in self._clear:
             text = unit.text
+            lowered = text.lower() if self.anchors else ""
             # lower() maps character by character (a substring's lowering is a substring of the
             # lowering) except for the Greek final sigma, which depends on what follows
             self._clear[unit.id] = not (
                 (self.plain is not None and self.plain.search(text)) or any(e in text for e in self.evidence)
-                or (self.anchors and ("Σ" in text or any(a in text.lower() for a in self.anchors))))
+                or (self.anchors and ("Σ" in text or any(a in lowered for a in self.anchors))))
         return self._clear[unit.id]
 
     def allows(self, unit: Unit, text: str) -> bool:
@@ -358,6 +359,8 @@ def positive_places(units: list[Unit], removals: list[list[int]], evidence: list
     sentences = [(unit, s) for unit in context for s in range(1, len(unit.segments))
                  if unit.segments[s].origin == "source" and unit.segments[s].text.strip() not in evidence
                  and not (unit is units[-1] and s == len(unit.segments) - 1)]
+    classes = [_sentence_class(unit, s) for unit, s in sentences]  # each candidate's, once
+    shapes = [_sentence_shape(unit.segments[s]) for unit, s in sentences]
     taken: set[str] = set()  # the paragraphs an earlier mirrored sentence may use
     out = []
     for k in drawn:
@@ -365,8 +368,8 @@ def positive_places(units: list[Unit], removals: list[list[int]], evidence: list
         mirrored, shape = _sentence_class(units[u], s), _sentence_shape(units[u].segments[s])
         ties = rng.random(len(sentences))
         ranked = sorted(range(len(sentences)), key=lambda i: (
-            (0 if sentences[i][0].id not in gold else 1) if _sentence_class(*sentences[i]) == mirrored else 2,
-            sum(abs(a - b) for a, b in zip(_sentence_shape(sentences[i][0].segments[sentences[i][1]]), shape)),
+            (0 if sentences[i][0].id not in gold else 1) if classes[i] == mirrored else 2,
+            sum(abs(a - b) for a, b in zip(shapes[i], shape)),
             ties[i]))
         # one refill per paragraph: a refill's run shifts the segment indices after it
         alternatives = [(sentences[i][0].id, sentences[i][1]) for i in ranked
