@@ -37,7 +37,6 @@ class Sources:
     blocks: list[Block]  # padding: pages holding no instance's evidence
     refill_text: dict[str, list[tuple[str, str]]]  # doc -> (id, text) of text that no context uses
     substitute: bool
-    files: list[Path] = field(default_factory=list)
     # the renderer that decoded these sources' images: refill images are resized (in memory) with
     # its settings, and its counts are the build's rendering figures
     renderer: PageRenderer | None = field(default=None, repr=False, compare=False)
@@ -143,13 +142,13 @@ def read_original(paths: list[Path], renderer: PageRenderer, report: BuildReport
             records.append((record, path, origin))
     images = QuoteImages()
     try:
-        return _original_sources(records, renderer, report, images, list(archives), paths)
+        return _original_sources(records, renderer, report, images, list(archives))
     finally:
         images.close()
 
 
 def _original_sources(records, renderer: PageRenderer, report: BuildReport, images: QuoteImages,
-                      archives: list[Path], paths: list[Path]) -> Sources:
+                      archives: list[Path]) -> Sources:
     instances, gold_keys, pages_of = [], set(), defaultdict(lambda: defaultdict(dict))
     for record, path, origin in records:
         try:
@@ -192,7 +191,7 @@ def _original_sources(records, renderer: PageRenderer, report: BuildReport, imag
         refill[doc] = [(f"{doc}:{q.id}", q.text) for page in sorted(pages_of[doc])
                        for q in pages_of[doc][page].values()
                        if q.kind == "text" and q.key not in gold_keys and (doc, q.key) not in in_context]
-    return Sources(sorted(instances, key=lambda i: i.id), blocks, dict(refill), substitute=False, files=paths,
+    return Sources(sorted(instances, key=lambda i: i.id), blocks, dict(refill), substitute=False,
                    renderer=renderer)
 
 

@@ -21,7 +21,6 @@ from mmlongembed.media.pdf import (
 from mmlongembed.sources import HubSource, hub_file, iter_jsonl, read_json, require_dir
 from mmlongembed.tokens import fit_image_size, image_tokens
 
-IMAGE_SUFFIXES = (".png", ".jpg", ".jpeg", ".webp", ".bmp", ".tif", ".tiff")
 SUBDIRS = ("mmlongbench", "mmlongbench_doc")
 FORM_JSONL, FORM_SIDECAR, FORM_DOC = "mmlongbench_jsonl", "pdf_with_summary", "mmlongbench_doc"
 FORM_NAMES = {

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import io
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 
 from mmlongembed.builder import BuildReport
@@ -40,8 +40,6 @@ class Sources:
     names: list[str]
     documents: list[tuple[str, str]]  # (source id, text) of the text haystack, in document order
     photos: list[tuple[str, object]]  # (source id, PIL RGB image)
-    files: list[Path] = field(default_factory=list)
-    root: Path | None = None
 
 
 def _rewrap(text: str) -> str:
@@ -80,15 +78,10 @@ def read_local_sources(root: Path, config, report: BuildReport) -> Sources:
     for path in (needles_path, names_path):
         if not path.is_file():
             raise UserError(f"missing {path} (NeedleBench needles and names)")
-    names_obj = read_json(names_path, report)
-    names_text = names_obj.get(config.language, "") if isinstance(names_obj, dict) else ""
-    if not isinstance(names_text, str) or not names_text:
-        raise UserError(f"{names_path} has no {config.language!r} names")
-    files = [needles_path, names_path]
+    names_text = _names(read_json(names_path, report), config.language, str(names_path))
     documents: list[tuple[str, str]] = []
     essays = needle_dir / "PaulGrahamEssays.jsonl"
     if essays.is_file():
-        files.append(essays)
         for number, record in enumerate(iter_jsonl(essays, report), 1):
             text = record.get("text")
             if not isinstance(text, str) or not text.strip():
@@ -103,7 +96,6 @@ def read_local_sources(root: Path, config, report: BuildReport) -> Sources:
             raw = read_text_file(path, report)
             if raw is None:
                 continue
-            files.append(path)
             if path.suffix == ".raw":
                 documents.extend(_wikitext_articles(raw))
             else:
@@ -121,13 +113,12 @@ def read_local_sources(root: Path, config, report: BuildReport) -> Sources:
             try:
                 with Image.open(path) as im:
                     photos.append((f"image:{path.name}", im.convert("RGB")))
-                files.append(path)
             except (OSError, UnidentifiedImageError):
                 report.skip("unreadable_image", path.name)
     if not photos and {"mixed", "image"} & set(config.backgrounds):
         raise UserError(f"no haystack images under {image_root}: the mixed and image backgrounds need them")
     records = list(iter_jsonl(needles_path, report))
-    return Sources(records, surnames(names_text), documents, photos, files, root)
+    return Sources(records, surnames(names_text), documents, photos)
 
 
 def local_source_paths(root: Path) -> list[Path]:
@@ -211,7 +202,7 @@ def read_hub_sources(config, builder_name: str, report: BuildReport) -> Sources:
     if want_photos and not photos:
         raise UserError("no OBELICS image could be fetched (see the image_fetch_failed count); the mixed and image "
                         "backgrounds need them: pass --backgrounds text, or --sources DIR with images/")
-    return Sources(records, surnames(names_text), documents, photos, [], None)
+    return Sources(records, surnames(names_text), documents, photos)
 
 
 LOCAL_CARD_SOURCES = [
