@@ -30,7 +30,7 @@ from mmlongembed.build import BENCHMARK, run_build, why_not_current
 from mmlongembed.build_checks import check_configs, check_files, check_readable, load_manifest
 from mmlongembed.builder import Builder, get_builder, register
 from mmlongembed.errors import UserError
-from mmlongembed.layout import ConfigSpec, configs_from_card, pools_table, read_config
+from mmlongembed.layout import ConfigSpec, configs_from_card, pool_rows, pools_table, split_card
 from mmlongembed.manifest import file_sha256, public_config, toolkit_identity
 from mmlongembed.output import commit_output_dir, write_json, write_pools_rows
 from mmlongembed.outdir import check_replaceable, remove_stale_temporaries
@@ -39,7 +39,7 @@ from mmlongembed.pipeline import (
     temporary_output, write_card)
 from mmlongembed.release_plan import COMPONENTS, COMPONENTS_FOLDER, DEFAULT_OPTIONS, MMLongEmbedConfig, Planned, plan
 from mmlongembed.release_tables import (
-    card_body, demote_headings, distinct_images, figure1, measured_table1, paper_table1, substitutes, table1_text)
+    demote_headings, distinct_images, figure1, measured_table1, paper_table1, substitutes, table1_text)
 from mmlongembed.validate import validate_build
 
 RELEASE = "mmlongembed"
@@ -103,8 +103,7 @@ def gather(components: dict[str, Path], tmp_dir: Path) -> Gathered:
         manifest = load_manifest(directory)
         own_specs = configs_from_card(directory / "README.md")
         gathered.manifests[name] = manifest
-        gathered.rows += [{k: v[i] for k, v in table.items()} for table in [read_config(directory, own_specs["pools"])]
-                          for i in range(len(table.get("pool", [])))]
+        gathered.rows += pool_rows(directory, own_specs)
         for path, facts in sorted((manifest.get("files") or {}).items()):
             if path == own_specs["pools"].path:
                 continue
@@ -116,8 +115,9 @@ def gather(components: dict[str, Path], tmp_dir: Path) -> Gathered:
         for figure in sorted((directory / "figures").glob("*")):
             if figure.is_file():
                 _place(figure, tmp_dir / "figures" / name / figure.name)
-        gathered.bodies[name] = demote_headings(card_body(directory / "README.md").replace(
-            "](figures/", f"](figures/{name}/"))
+        card = directory / "README.md"
+        _, body = split_card(card.read_text(encoding="utf-8"), str(card))
+        gathered.bodies[name] = demote_headings(body.replace("](figures/", f"](figures/{name}/"))
         gathered.recorded[name] = {
             "builder": manifest["builder"], "config": manifest.get("config"), "seed": manifest.get("seed"),
             "sources": manifest.get("sources"), "synthetic": manifest.get("synthetic") or [],

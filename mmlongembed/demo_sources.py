@@ -82,8 +82,8 @@ def zip_split(root: Path, category: str, split: str = "train") -> int:
 def write_demo_sources(root: Path, n_videos: int = 16, seed: int = 5) -> dict[str, Path]:
     """Write both demo sources under ``root`` (refusing to write into an existing subfolder);
     returns {source: folder to pass as --sources}."""
-    from mmlongembed.synthetic import SYNTHETIC_MARKER
     from builders._temporal_fixtures import write_temporal_sources
+    from mmlongembed.testing import mark_synthetic
 
     try:
         import av  # noqa: F401  (the clips are encoded with PyAV)
@@ -103,7 +103,7 @@ def write_demo_sources(root: Path, n_videos: int = 16, seed: int = 5) -> dict[st
     (root / YOUKUDC_DIR / TRANSLATIONS_FILE).write_text(json.dumps(translations, ensure_ascii=False, indent=1),
                                                         encoding="utf-8")
     for folder in (".", ACTIVITYNET_DIR, VIDEOS_DIR, YOUKUDC_DIR):  # each subfolder stays marked when copied
-        (root / folder / SYNTHETIC_MARKER).write_text(DEMO_NOTE + "\n", encoding="utf-8")
+        mark_synthetic(root / folder, DEMO_NOTE)
     (root / "README.md").write_text(
         "# Demo video sources (SYNTHETIC)\n\nWritten by `mmle demo-sources`: generated clips with made-up captions "
         "in the ActivityNet Captions and YoukuDC release formats, for trying the builders offline. Never publish "

@@ -28,7 +28,6 @@ from pathlib import Path
 from typing import Sequence
 
 from mmlongembed.errors import UserError
-from mmlongembed.llm.fake_server import Canned, FakeOpenAIServer, serve_until_interrupted
 from mmlongembed.llm.prompts import Prompt, load_prompt
 from mmlongembed.ops.evialign import EvidenceUnit, units_for
 
@@ -169,6 +168,8 @@ def fake_units(side: str, text: str, image_urls: Sequence[str], keys: Sequence[s
 
 def teacher_responder(faults: TeacherFaults = TeacherFaults(), think: bool = True):
     """A responder for ``FakeOpenAIServer`` that answers the evidence prompt (see the module doc)."""
+    from mmlongembed.llm.fake_server import Canned  # a test stand-in: imported only when one runs
+
     def respond(body: dict):
         text, urls = _user_turn(body)
         side, given = _SIDE.search(text), _INPUT.search(text)
@@ -210,6 +211,8 @@ def main(argv: list[str] | None = None) -> int:
     responder = teacher_responder(TeacherFaults(malformed_every=args.malformed_every,
                                                 missing_unit_every=args.broken_every,
                                                 failing_every=args.failing_every))
+    from mmlongembed.llm.fake_server import FakeOpenAIServer, serve_until_interrupted
+
     return serve_until_interrupted(FakeOpenAIServer(responder=responder, model=args.model).start())
 
 

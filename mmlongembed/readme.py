@@ -11,17 +11,17 @@ import argparse
 import sys
 from pathlib import Path
 
+from mmlongembed.build import BENCHMARK
 from mmlongembed.builder import Builder, registered
 from mmlongembed.errors import UserError
-from mmlongembed.pools import TASKS
-from mmlongembed.training_data import TRAINING_TASKS
+from mmlongembed.training import TRAINING
 
 BEGIN = "<!-- builder tables: written by `make readme` from each builder's summary and source_formats -->"
 END = "<!-- end of builder tables -->"
 README = Path(__file__).resolve().parent.parent / "README.md"
-TABLES = (  # (tasks, table head): which builders each table lists, in this task order
-    (TASKS, "| builder | task | sources (local format) |"),
-    (TRAINING_TASKS, "| builder | what it makes | sources (local format) |"),
+TABLES = (  # (tasks, table head): which builders each table lists (its pipeline's tasks), in this order
+    (BENCHMARK.tasks, "| builder | task | sources (local format) |"),
+    (TRAINING.tasks, "| builder | what it makes | sources (local format) |"),
 )
 
 

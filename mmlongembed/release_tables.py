@@ -140,11 +140,6 @@ def demote_headings(markdown: str) -> str:
     return "\n".join(out) + "\n"
 
 
-def card_body(card_path: Path) -> str:
-    text = card_path.read_text(encoding="utf-8")
-    return text[text.index("\n---", 4) + 5:] if text.startswith("---\n") else text
-
-
 def substitutes(recorded: dict[str, dict]) -> list[str]:
     """What stands in for a source of the paper, from the components' own records."""
     out = []

@@ -71,8 +71,9 @@ class TrainingPipeline(Pipeline):
                 **builder.card_context(config, data, report),
             }
             write_card(builder, context, tmp_dir)
-            validation = self.validate(tmp_dir, {s.name: s for s in written.specs}, manifest, builder,
-                                       check_files(tmp_dir, {s.name: s for s in written.specs}, manifest))
+            specs = {spec.name: spec for spec in written.specs}
+            # read back as a user would: the files as written against the manifest, then the tables
+            validation = self.validate(tmp_dir, specs, manifest, builder, check_files(tmp_dir, specs, manifest))
             finish(summary_table(data, report), written, validation, tmp_dir, final_dir, quiet, synthetic)
         return final_dir
 
