@@ -12,6 +12,12 @@ metric is its expected value over a uniformly random order of the tied candidate
 evaluation, McSherry & Najork, ECIR 2008). A model that scores everything equal (BM25 with no
 term overlap, inputs identical after middle truncation) gets chance, neither 0 nor a lucky 1,
 and the result does not depend on candidate order. Without ties this is trec_eval's definition.
+
+A tie is a score within ``TIE_TOLERANCE`` of the positive's, not only an exactly equal one: the same
+model input embedded in two batches (other padding, other matrix shapes) need not give the same
+bits on every CPU (MiniLM on a 2-core AMD EPYC: up to 1.2e-7 apart), and a figure must not depend
+on the machine or on how the inputs were batched. Cosine scores of float32 unit vectors carry about
+seven significant digits, so the tolerance merges nothing that a float32 model tells apart.
 """
 
 from __future__ import annotations
@@ -20,24 +26,32 @@ import numpy as np
 
 METRICS = ("p@1", "p@5", "hit@5", "ndcg@10", "mrr")
 MAIN_METRIC = "p@1"
+TIE_TOLERANCE = 1e-6
+
+
+def outscores(scores, reference):
+    """Elementwise: 1 where a score beats ``reference`` by more than ``TIE_TOLERANCE``, 0 where
+    the two tie (within it), -1 where it falls below. The one tie rule of every figure."""
+    difference = np.asarray(scores, dtype=np.float64) - np.asarray(reference, dtype=np.float64)
+    return np.where(difference > TIE_TOLERANCE, 1, np.where(difference < -TIE_TOLERANCE, -1, 0))
 
 
 def positive_ranks(scores: np.ndarray, positive_index: list[int] | np.ndarray) -> np.ndarray:
     """[n_queries, 2]: the best and the worst 1-based rank each query's positive can take among
     all candidates of the pool (they differ when other candidates tie with it)."""
     positive_index = np.asarray(positive_index)
-    positive_scores = scores[np.arange(len(scores)), positive_index][:, None]
-    better = (scores > positive_scores).sum(axis=1)
-    tied = (scores == positive_scores).sum(axis=1)  # includes the positive itself
+    standing = outscores(scores, scores[np.arange(len(scores)), positive_index][:, None])
+    better = (standing > 0).sum(axis=1)
+    tied = (standing == 0).sum(axis=1)  # includes the positive itself
     return np.stack([better + 1, better + tied], axis=1).astype(np.int64)
 
 
 def tied_positives(scores: np.ndarray, positive_index) -> int:
-    """Queries whose positive scores exactly as much as some other candidate (e.g. inputs identical
-    after middle truncation): reported, because the tie rule, not the model, decides them."""
+    """Queries whose positive ties with some other candidate (e.g. inputs identical after middle
+    truncation): reported, because the tie rule, not the model, decides them."""
     positive_index = np.asarray(positive_index)
-    positive_scores = scores[np.arange(len(scores)), positive_index][:, None]
-    return int(((scores == positive_scores).sum(axis=1) > 1).sum())
+    standing = outscores(scores, scores[np.arange(len(scores)), positive_index][:, None])
+    return int(((standing == 0).sum(axis=1) > 1).sum())
 
 
 _VALUE_AT_RANK = {
@@ -129,7 +143,7 @@ def variant_breakdown(scores: np.ndarray, query_ids: list[str], corpus_ids: list
         k = row_of_query[group]
         positive, negative = scores[k, positive_index[k]], scores[k, column_of[cid]]
         name = variant or role
-        wins.setdefault(name, []).append(1.0 if positive > negative else 0.5 if positive == negative else 0.0)
+        wins.setdefault(name, []).append((1.0 + float(outscores(positive, negative))) / 2)
         roles[name] = role
     return {"by_variant": {name: {"role": roles[name], "pairs": len(values),
                                   "positive_beats": float(np.mean(values))}

@@ -51,7 +51,7 @@ import numpy as np
 
 from harness.cache import input_key, model_key
 from harness.data import Benchmark, Item, PoolInfo
-from harness.metrics import per_query
+from harness.metrics import outscores, per_query
 from harness.mteb_video import MediaEncoder
 from mmlongembed.documents import IMAGE_PLACEHOLDER
 from mmlongembed.errors import UserError
@@ -138,9 +138,9 @@ def tie_aware_scores(qrels: dict[str, dict[str, int]], results: dict[str, dict[s
         if positives[0] not in scored:
             ranks.append((len(scored) + 1, len(scored) + 1))
             continue
-        target = scored[positives[0]]
-        better = sum(score > target for score in scored.values())
-        ties = sum(score == target for score in scored.values())  # includes the positive
+        standing = outscores(list(scored.values()), scored[positives[0]])
+        better = int((standing > 0).sum())
+        ties = int((standing == 0).sum())  # includes the positive
         tied += ties > 1
         ranks.append((better + 1, better + ties))
     values = per_query(np.array(ranks, dtype=np.int64).reshape(-1, 2))

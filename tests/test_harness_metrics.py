@@ -104,3 +104,17 @@ def test_variant_breakdown_counts_wins_per_variant_with_ties_as_half():
         "other_report": {"role": "easy_negative", "pairs": 1, "positive_beats": 1.0},
         "tail25": {"role": "hard_negative", "pairs": 1, "positive_beats": 0.5},  # a tie
     }}
+
+
+def test_scores_within_the_tie_tolerance_tie_and_beyond_it_do_not():
+    """The same input embedded in two batches can differ in its last bits on some CPUs: a score
+    that far from the positive's is a tie (chance), one clearly above it wins."""
+    from harness.metrics import TIE_TOLERANCE, outscores, positive_ranks, tied_positives
+
+    bits_apart = np.array([[0.5, 0.5 + TIE_TOLERANCE / 4, 0.1]])
+    assert positive_ranks(bits_apart, [0]).tolist() == [[1, 2]]
+    assert tied_positives(bits_apart, [0]) == 1
+    clearly_above = np.array([[0.5, 0.5 + 10 * TIE_TOLERANCE, 0.1]])
+    assert positive_ranks(clearly_above, [0]).tolist() == [[2, 2]]
+    assert tied_positives(clearly_above, [0]) == 0
+    assert outscores([0.5 + 10 * TIE_TOLERANCE, 0.5, 0.5 - 10 * TIE_TOLERANCE], 0.5).tolist() == [1, 0, -1]
