@@ -143,7 +143,9 @@ def _no_such_dataset(ref: str, why: str) -> UserError:
 def _hub_offline() -> bool:
     from huggingface_hub import constants
 
-    return bool(constants.HF_HUB_OFFLINE) or os.environ.get("HF_HUB_OFFLINE", "").upper() in ("1", "ON", "YES", "TRUE")
+    # the constant is read when huggingface_hub is imported; the variable may be set since
+    return bool(constants.HF_HUB_OFFLINE) or os.environ.get("HF_HUB_OFFLINE", "").upper() in ("1", "ON", "YES",
+                                                                                              "TRUE")
 
 
 def check_hub_reference(ref: str, repo: str, revision: str) -> None:
