@@ -150,6 +150,9 @@ class HotpotQABuilder(Builder):
                 return data, base / LOCAL_PADDING
         return data, None
 
+    def input_paths(self, config: HotpotQAConfig) -> dict[str, list[str]]:
+        return {**super().input_paths(config), **({"--padding": [config.padding]} if config.padding else {})}
+
     def load_sources(self, config: HotpotQAConfig, report: BuildReport) -> Sources:
         if config.sources:
             data_root, padding_root = self._local_roots(config)

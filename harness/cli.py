@@ -14,7 +14,8 @@ import time
 from pathlib import Path
 
 from harness.report import HEATMAP_METRICS
-from mmlongembed.errors import UserError
+from mmlongembed.errors import UserError, report_error
+from mmlongembed.report import counted
 
 DEFAULT_MODELS = "bm25,minilm"
 KNOWN_MODALITIES = ("text", "image", "video")
@@ -23,7 +24,8 @@ KNOWN_MODALITIES = ("text", "image", "video")
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--dataset", required=True, nargs="+",
                         help="the benchmark: a local directory (e.g. out/mmlongembed, out/govreport) or a Hub repo "
-                             "at a revision or tag, repo@revision (read only through datasets.load_dataset); "
+                             "at a revision or tag, repo@revision (read through datasets from the Hub at exactly "
+                             "that revision, never from a cached copy; a bare name is refused); "
                              "several (space or comma separated) are scored into one report, their pool names "
                              "distinct")
     parser.add_argument("--model", default=None,
@@ -102,8 +104,7 @@ def run(args: argparse.Namespace) -> int:
     try:
         return _run(args)
     except UserError as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return UserError.exit_code
+        return report_error(exc)
     except KeyboardInterrupt:
         print("interrupted: embeddings done so far are cached; run again to resume", file=sys.stderr)
         return 130
@@ -223,7 +224,7 @@ def _write_report(args, output: Path, result: dict, table3_cells: list, table4_c
     print(f"wrote {output / 'results.json'}, {output / 'table.md'}" + "".join(f", {p}" for p in plots))
     if outcome.failed:
         where = f"in {output / 'table.md'}" if args.quiet else "above"
-        print(f"{len(outcome.failed)} pool(s) skipped: see 'Skipped' {where}", file=sys.stderr)
+        print(f"{counted(len(outcome.failed), 'pools')} skipped: see 'Skipped' {where}", file=sys.stderr)
         return 1
     return 0
 

@@ -1,4 +1,9 @@
-"""Read a built benchmark only through `datasets.load_dataset` and check each pool against the layout.
+"""Read a built benchmark only through `datasets` and check each pool against the layout.
+
+What is read: a local folder, or a Hub repo at a revision (``repo@revision``), read from the Hub at
+exactly that revision. A bare name is neither, and is refused in one line naming the local builds
+it may mean; a Hub reference is checked with one request (no retries: offline or unreachable is one
+line at once), and a copy that `datasets` falls back on from its cache is never scored.
 
 A pool that breaks the contract raises `PoolError` with a one-line reason; the runner reports
 it and skips the pool. Images are read undecoded (bytes), so they can be hashed for the
@@ -107,6 +112,60 @@ def meant_as_path(ref: str) -> bool:
     return os.path.exists(ref.replace(os.sep, "/").split("/", 1)[0])
 
 
+LOCAL_BUILDS_SHOWN = 6  # the most local builds a "no such dataset" line names
+
+
+def local_builds(near: str) -> list[str]:
+    """The builds (folders holding manifest.json) in the working directory and one level below
+    it (``out/govreport``), those whose name is ``near``'s last component first: what a user who
+    typed ``near`` may have meant."""
+    from pathlib import Path
+
+    found = sorted({p.parent.as_posix() for pattern in ("*/manifest.json", "*/*/manifest.json")
+                    for p in Path(".").glob(pattern) if not any(part.startswith(".") for part in p.parts)})
+    name = near.rstrip("/").rsplit("/", 1)[-1]
+    return sorted(found, key=lambda path: path.rsplit("/", 1)[-1] != name)
+
+
+def _no_such_dataset(ref: str, why: str) -> UserError:
+    """One line: why ``ref`` is not read, and the local builds it may have meant."""
+    builds = local_builds(ref)
+    if not builds:
+        hint = "no build here (mmle build DATASET writes out/DATASET)"
+    else:
+        more = f" and {len(builds) - LOCAL_BUILDS_SHOWN} more" if len(builds) > LOCAL_BUILDS_SHOWN else ""
+        hint = "local builds here: " + ", ".join(builds[:LOCAL_BUILDS_SHOWN]) + more
+        if builds[0].rsplit("/", 1)[-1] == ref.rstrip("/").rsplit("/", 1)[-1]:
+            hint = f"did you mean {builds[0]}? ({hint})"
+    return UserError(f"--dataset {ref!r}: {why}; {hint}")
+
+
+def _hub_offline() -> bool:
+    from huggingface_hub import constants
+
+    # the constant is read when huggingface_hub is imported; the variable may be set since
+    return bool(constants.HF_HUB_OFFLINE) or os.environ.get("HF_HUB_OFFLINE", "").upper() in ("1", "ON", "YES",
+                                                                                              "TRUE")
+
+
+def check_hub_reference(ref: str, repo: str, revision: str) -> None:
+    """One request for ``repo`` at ``revision``, without retries: offline, unreachable, or no
+    such repo or revision is one line at once (the download clients would retry a refused
+    connection for minutes, then fall back on a cached copy of any revision)."""
+    if _hub_offline():
+        raise UserError(f"--dataset {ref!r}: the Hub is offline (HF_HUB_OFFLINE), and a Hub repo is read only "
+                        f"from the Hub at exactly its revision, never from a cache; download it "
+                        f"(hf download {repo} --repo-type dataset --revision {revision} --local-dir DIR) "
+                        "and score DIR")
+    from huggingface_hub import HfApi
+
+    try:
+        HfApi().dataset_info(repo, revision=revision, timeout=30)
+    except Exception as exc:  # noqa: BLE001  (any failure to reach the repo at its revision: one line)
+        raise UserError(f"--dataset {ref!r}: cannot read {repo} at {revision} from the Hub "
+                        f"({type(exc).__name__}: {_one_line(exc)})") from None
+
+
 def check_local_files(ref: str, path: str) -> None:
     """A local build whose manifest records its data files' sha256: a file damaged or missing
     since the build is one line, found before any file is parsed (a damaged parquet file can
@@ -138,12 +197,16 @@ class Benchmark:
         self.ref = ref
         path, self.revision = parse_dataset_ref(ref)
         self.path = os.path.expanduser(path) if self.revision is None else path  # a quoted '~/out/x'
-        if self.revision is None and not os.path.exists(self.path):
+        if self.revision is not None:
+            check_hub_reference(ref, self.path, self.revision)
+        elif not os.path.exists(self.path):
             if meant_as_path(self.path):
-                raise UserError(f"--dataset {ref!r}: no such directory {os.path.abspath(os.path.expanduser(self.path))}")
-            if os.environ.get("HF_HUB_OFFLINE") == "1":
-                raise UserError(f"--dataset {ref!r}: no such directory (and the Hub is offline)")
-        if self.revision is None and os.path.isdir(self.path):
+                raise _no_such_dataset(ref, f"no such directory {os.path.abspath(os.path.expanduser(self.path))}")
+            # a bare name is neither a folder nor a pinned Hub reference: `datasets` would look it
+            # up on the Hub (retrying for minutes offline), then score whatever copy its cache holds
+            raise _no_such_dataset(ref, "no such directory, and a Hub repo is read only at a revision "
+                                        "(OWNER/NAME@TAG or @COMMIT)")
+        else:
             check_local_files(ref, self.path)
 
     def load(self, config: str):
@@ -153,12 +216,21 @@ class Benchmark:
         # A build's data files are named by their content (mmlongembed.layout), so `datasets`,
         # which caches a local directory by its name, config and data file paths, never returns
         # the rows of another build of the same name.
-        return datasets.load_dataset(self.path, config, split=SPLIT, revision=self.revision)
+        builder = datasets.load_dataset_builder(self.path, config, revision=self.revision)
+        if _from_datasets_cache(builder):
+            # the Hub did not answer and `datasets` fell back on its cache of this repo name,
+            # whatever revision (or local folder of that name) filled it
+            raise UserError(f"--dataset {self.ref!r}: the Hub did not answer for {self.path} at {self.revision}; "
+                            "a cached copy of unknown revision is never scored")
+        builder.download_and_prepare()
+        return builder.as_dataset(split=SPLIT)
 
     @cached_property
     def pools(self) -> list[PoolInfo]:
         try:
             table = self.load("pools")
+        except UserError:
+            raise
         except FileNotFoundError as exc:
             raise UserError(f"--dataset {self.ref!r}: not found ({_one_line(exc)})") from None
         except Exception as exc:  # noqa: BLE001  (any loader failure is a user-facing one-liner)
@@ -190,6 +262,12 @@ class Benchmark:
 
     def open_pool(self, info: PoolInfo) -> "PoolData":
         return PoolData(self, info)
+
+
+def _from_datasets_cache(builder) -> bool:
+    """Whether ``datasets`` made ``builder`` from its own cache (its fallback when the Hub does not
+    answer: "Using the latest cached version of the dataset"), not from the files asked for."""
+    return type(builder).__module__.startswith("datasets.packaged_modules.cache")
 
 
 def _one_line(exc: BaseException) -> str:
@@ -229,6 +307,8 @@ class PoolData:
         for part, columns in MODEL_COLUMNS.items():
             try:
                 table = benchmark.load(f"{name}-{part}")
+            except UserError:
+                raise  # not a fault of this pool: the run stops (a cached copy is never scored)
             except Exception as exc:  # noqa: BLE001
                 raise PoolError(f"cannot load config '{name}-{part}': {_one_line(exc)}") from None
             missing = [c for c in columns if c not in table.column_names]

@@ -11,12 +11,11 @@ from __future__ import annotations
 
 import argparse
 import json
-import sys
 from importlib import resources
 from pathlib import Path
 
 from harness import report
-from mmlongembed.errors import UserError
+from mmlongembed.errors import UserError, report_error
 
 REFERENCES = {"paper": "paper_results.json"}
 OURS = "ours"
@@ -35,8 +34,7 @@ def run(args: argparse.Namespace) -> int:
     try:
         text = leaderboard([load_run(p) for p in args.results], reference(args.reference) if args.reference else None)
     except UserError as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return UserError.exit_code
+        return report_error(exc)
     print(text)
     if args.output:
         Path(args.output).write_text(text + "\n", encoding="utf-8")

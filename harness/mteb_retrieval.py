@@ -54,7 +54,7 @@ from harness.data import Benchmark, Item, PoolInfo
 from harness.metrics import outscores, per_query
 from harness.mteb_video import MediaEncoder
 from mmlongembed.documents import IMAGE_PLACEHOLDER
-from mmlongembed.errors import UserError
+from mmlongembed.errors import UserError, report_error
 
 MAIN_SCORE = "tie_aware_precision_at_1"
 TIE_AWARE = {"p@1": "tie_aware_precision_at_1", "hit@5": "tie_aware_hit_rate_at_5",
@@ -229,8 +229,7 @@ def main(argv: list[str] | None = None) -> int:
         model = plain_sentence_transformer(args.model) if args.plain else make_encoder(args.model, settings)
         scores = evaluate(model, task)
     except UserError as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return 2
+        return report_error(exc)
     if task.left_out:
         print(f"left out {len(task.left_out)} pools that need images or video (score them with mmle score): "
               + ", ".join(task.left_out))

@@ -18,7 +18,7 @@ from mmlongembed.pipeline import (
     Pipeline, as_recorded, card_context, clean_toolkit_problem, finish, recorded_manifest, skipped_table,
     temporary_output, write_card)
 from mmlongembed.pools import TASKS, Pool
-from mmlongembed.report import format_table, length_histogram, shortcut_check
+from mmlongembed.report import counted, format_table, length_histogram, shortcut_check
 from mmlongembed.shortcuts import ALPHA, MIN_EXCESS
 
 
@@ -108,7 +108,7 @@ def what_was_lost(report: BuildReport, pools: list[Pool], config) -> list[str]:
     planned = getattr(config, "max_queries_per_pool", None)
     empty = [p.name for p in pools if not p.queries]
     short = [f"{p.name} ({len(p.queries)})" for p in pools if p.queries and planned and len(p.queries) < planned]
-    return [f"mmle: warning: {len(report.lost_files)} source file(s) could not be read and were left out "
+    return [f"mmle: warning: {counted(len(report.lost_files), 'source files')} could not be read and were left out "
             f"(--skip-unreadable-files): " + "; ".join(f"{path} ({why})" for path, why in report.lost_files),
             "mmle: warning: pools with no query, not written: " + (", ".join(empty) or "none"),
             f"mmle: warning: pools with fewer queries than the plan of {planned}: " + (", ".join(short) or "none")]

@@ -32,6 +32,7 @@ from mmlongembed.errors import UserError
 from mmlongembed.manifest import file_sha256
 from mmlongembed.layout import MODEL_COLUMNS, PARTS, ConfigSpec, PoolTables, config_name, read_config, \
     read_pool
+from mmlongembed.report import counted as plural_counted
 from mmlongembed.pools import HARD_NEGATIVE, POSITIVE, hard_negative_tolerance
 from mmlongembed.shortcuts import audit_pool
 from mmlongembed.tokens import counting_threads, default_counter
@@ -46,7 +47,7 @@ class InvalidBuild(UserError):
 # What a validation report says it checked, filled in from the counts (``format_report``): a
 # build in the pool layout counts pools, queries and candidates; a training build
 # (mmlongembed.training) its rows and configs.
-POOLS_COUNTED = "validated {pools} pools, {queries} queries, {candidates} candidates"
+POOLS_COUNTED = "validated {pools}, {queries}, {candidates}"  # each count with its noun (report.counted)
 
 
 @dataclass
@@ -406,16 +407,25 @@ def check_readable(root: Path, specs: dict[str, ConfigSpec]) -> None:
             raise InvalidBuild(f"{full}: cannot be read ({detail[:200]})") from None
 
 
+def _fields(template: str) -> list[str]:
+    """The names of a ``str.format`` template's fields: "validated {rows} in {configs}" -> rows, configs."""
+    import string
+
+    return [name for _, name, _, _ in string.Formatter().parse(template) if name]
+
+
 def format_report(problems: list[Problem], checked: dict, limit: int = 50, counted: str = POOLS_COUNTED) -> str:
     """The validation report: what was checked (``counted``, filled in from ``checked``: the
     pipeline that validated says what it counts, ``Validation.counted``), then the problems."""
-    head = counted.format_map(Counter(checked)) + ": "
+    checked = Counter(checked)
+    head = counted.format_map({key: plural_counted(checked[key], key) for key in _fields(counted)}) + ": "
     if not problems:
         return head + "all invariants hold"
     if all(p.check == "file_hashes" for p in problems):  # damaged files: nothing was parsed (validate_build)
         head = "data files damaged since the build, so none was parsed: "
     by_check = Counter(p.check for p in problems)
-    lines = [head + f"{len(problems)} problems (" + ", ".join(f"{k}: {v}" for k, v in by_check.most_common()) + ")"]
+    by_kind = ", ".join(f"{k}: {v}" for k, v in by_check.most_common())
+    lines = [head + f"{plural_counted(len(problems), 'problems')} ({by_kind})"]
     lines += [f"  {p}" for p in problems[:limit]]
     if len(problems) > limit:
         lines.append(f"  ... and {len(problems) - limit} more")

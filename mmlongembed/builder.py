@@ -91,6 +91,8 @@ class BuildReport:
 class CommonConfig:
     """Options every builder has. Field metadata ``help`` becomes the CLI help text."""
 
+    OPTIONS_TITLE = "options every builder has"  # its flags' group in --help (mmlongembed.flags)
+
     seed: int = field(default=0, metadata={"help": "seed from which every random choice is derived"})
     sources: str | None = field(
         default=None,
@@ -140,6 +142,16 @@ class Builder:
     def source_identity(self, config) -> dict:
         """What pins the inputs: Hub repo + revision, or sha256 of local files."""
         raise NotImplementedError
+
+    def input_paths(self, config) -> dict[str, list[str]]:
+        """The local paths the build reads, by the flag that names them: each must exist, checked
+        before anything about the output (``pipeline.check_inputs``), so that a mistyped path is
+        named as such, not as a conflict with an existing build. Here ``--sources``; a builder
+        with more path options adds them."""
+        sources = getattr(config, "sources", None)
+        if not sources:
+            return {}
+        return {"--sources": [sources] if isinstance(sources, (str, Path)) else list(sources)}
 
     def run_steps(self, sources: Any, config, report: BuildReport) -> Any:
         """The builder's declared steps, run after ``load_sources`` and the length check and

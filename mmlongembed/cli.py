@@ -1,4 +1,4 @@
-"""The `mmle` command: build, validate, list, score, push.
+"""The `mmle` command: build benchmarks, check them, score models on them, publish them.
 
 Config dataclasses drive the flags: each field becomes `--field-name` with its metadata `help`.
 User errors print one line and exit 2 (1 for a build that cannot be validated); nothing prints a
@@ -13,7 +13,7 @@ import signal
 import sys
 from pathlib import Path
 
-from mmlongembed.errors import UserError
+from mmlongembed.errors import ERROR_PREFIX, UserError, report_error
 from mmlongembed.flags import add_dataclass_arguments, config_from_args
 
 
@@ -26,19 +26,25 @@ def _add_build(subparsers) -> None:
     for name, cls in registered().items():
         sub = per_dataset.add_parser(name, help=cls.title, description=(cls.__doc__ or "").strip(),
                                      formatter_class=argparse.ArgumentDefaultsHelpFormatter)
-        sub.add_argument("--output", type=Path, default=Path("out"),
-                         help="directory that receives <dataset>/ (a Hugging Face dataset repo layout)")
-        sub.add_argument("--overwrite", action="store_true",
-                         help="replace an existing build directory (without it, a build that this toolkit commit "
-                              "made from the same config, seed and sources is kept as up to date, any other refused)")
-        sub.add_argument("--no-progress", action="store_true", help="hide progress bars")
-        sub.add_argument("--skip-unreadable-files", action="store_true",
-                         help="leave out a source file that cannot be parsed at all (cut short, not UTF-8) instead of "
-                              "stopping the build; the summary's last lines name it and the pools that shrank")
-        sub.add_argument("--quiet", action="store_true",
-                         help="no progress bars and no summary table: only the final line, warnings and errors")
-        add_dataclass_arguments(sub, cls.config_class)
+        # the builder's own options first, then how the build runs, then the shared kinds (LLM last)
+        add_dataclass_arguments(sub, cls.config_class, own_title=f"{name} options", after_own=_add_run_options)
         sub.set_defaults(func=_run_build, builder_class=cls)
+
+
+def _add_run_options(parser: argparse.ArgumentParser) -> None:
+    """Where a build goes and how it runs: every builder's `mmle build` has these."""
+    group = parser.add_argument_group("output and run options")
+    group.add_argument("--output", type=Path, default=Path("out"),
+                       help="directory that receives <dataset>/ (a Hugging Face dataset repo layout)")
+    group.add_argument("--overwrite", action="store_true",
+                       help="replace an existing build directory (without it, a build that this toolkit commit "
+                            "made from the same config, seed and sources is kept as up to date, any other refused)")
+    group.add_argument("--no-progress", action="store_true", help="hide progress bars")
+    group.add_argument("--skip-unreadable-files", action="store_true",
+                       help="leave out a source file that cannot be parsed at all (cut short, not UTF-8) instead of "
+                            "stopping the build; the summary's last lines name it and the pools that shrank")
+    group.add_argument("--quiet", action="store_true",
+                       help="no progress bars and no summary table: only the final line, warnings and errors")
 
 
 def _run_build(args) -> int:
@@ -98,11 +104,43 @@ class OneLineErrorParser(argparse.ArgumentParser):
     """Usage mistakes (an unknown dataset, a bad flag) print one line and exit 2."""
 
     def error(self, message: str):
-        self.exit(2, f"{self.prog}: error: {message} (see {self.prog} --help)\n")
+        self.exit(2, f"{ERROR_PREFIX}{message} (see {self.prog} --help)\n")
+
+
+class VersionAction(argparse.Action):
+    """``--version``: the package version and the toolkit commit it runs from, when known (asked
+    only when the flag is given: it runs git)."""
+
+    def __init__(self, option_strings, dest=argparse.SUPPRESS, default=argparse.SUPPRESS, help=None):  # noqa: A002
+        super().__init__(option_strings, dest=dest, default=default, nargs=0, help=help)
+
+    def __call__(self, parser, namespace, values, option_string=None):
+        print(version_line())
+        parser.exit(0)
+
+
+def version_line() -> str:
+    """"mmle 0.1.0 (toolkit commit 55c2fca1b2c3, with uncommitted changes)"; the commit is the
+    one builds record in their manifests (``manifest.toolkit_identity``)."""
+    from mmlongembed.manifest import toolkit_identity
+
+    toolkit = toolkit_identity()
+    if toolkit["git_commit"] == "unknown":
+        where = "toolkit commit unknown: not a git checkout"
+    else:
+        where = f"toolkit commit {toolkit['git_commit'][:12]}" + (", with uncommitted changes" if toolkit["git_dirty"]
+                                                                 else "")
+    return f"mmle {toolkit['version']} ({where})"
+
+
+SUBCOMMANDS = ("build", "validate", "list", *(name for name, _, _ in EXTERNAL_SUBCOMMANDS))
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = OneLineErrorParser(prog="mmle", description=__doc__.splitlines()[0])
+    parser = OneLineErrorParser(prog="mmle", description=f"{__doc__.splitlines()[0]} Subcommands: "
+                                                         f"{', '.join(SUBCOMMANDS)}; each has its own --help.")
+    parser.add_argument("--version", action=VersionAction, help="print the package version and toolkit commit, "
+                                                                "then exit")
     subparsers = parser.add_subparsers(dest="command", required=True, metavar="COMMAND",
                                        parser_class=OneLineErrorParser)
     _add_build(subparsers)
@@ -129,8 +167,7 @@ def main(argv: list[str] | None = None) -> int:
     except UserError as error:
         if os.environ.get("MMLE_DEBUG"):
             raise
-        print(f"mmle: error: {error}", file=sys.stderr)
-        return error.exit_code
+        return report_error(error)
     except KeyboardInterrupt as interrupt:
         terminated = isinstance(interrupt, Terminated)
         print(f"mmle: {'terminated (SIGTERM)' if terminated else 'interrupted'}", file=sys.stderr)

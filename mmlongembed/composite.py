@@ -37,6 +37,7 @@ from mmlongembed.outdir import check_replaceable, remove_stale_temporaries
 from mmlongembed.pipeline import (
     Pipeline, as_recorded, card_context, clean_toolkit_problem, output_site, recorded_manifest, synthetic_summary,
     temporary_output, write_card)
+from mmlongembed.report import counted
 from mmlongembed.release_plan import COMPONENTS, COMPONENTS_FOLDER, DEFAULT_OPTIONS, MMLongEmbedConfig, Planned, plan
 from mmlongembed.release_tables import (
     demote_headings, distinct_images, figure1, measured_table1, paper_table1, substitutes, table1_text)
@@ -312,11 +313,11 @@ def _check_assembled(tmp_dir: Path, manifest: dict, revalidate: bool, progress: 
         print(validation.report(), file=sys.stderr)
     else:
         problems = check_release(tmp_dir, manifest)
-        print(f"checked the release: {len(manifest['files'])} data files as their components wrote "
+        print(f"checked the release: {counted(len(manifest['files']), 'data files')} as their components wrote "
               f"and validated them, every config against the pools table"
-              + (f": {len(problems)} problems" if problems else ""), file=sys.stderr)
+              + (f": {counted(len(problems), 'problems')}" if problems else ""), file=sys.stderr)
     if problems:
-        raise UserError(f"the assembled release has {len(problems)} problems ({problems[0]}); nothing "
+        raise UserError(f"the assembled release has {counted(len(problems), 'problems')} ({problems[0]}); nothing "
                         f"was written to {final_dir}")
 
 

@@ -26,7 +26,7 @@ import argparse
 import json
 from pathlib import Path
 
-from mmlongembed.errors import UserError
+from mmlongembed.errors import UserError, report_error
 
 ACTIVITYNET_DIR = "activitynet_captions"
 VIDEOS_DIR = "videos"
@@ -126,15 +126,12 @@ def run(args) -> int:
 
 
 def main(argv: list[str] | None = None) -> int:
-    import sys
-
     parser = argparse.ArgumentParser(prog="python -m mmlongembed.demo_sources", description=__doc__.splitlines()[0])
     add_arguments(parser)
     try:
         return run(parser.parse_args(argv))
     except UserError as error:
-        print(f"error: {error}", file=sys.stderr)
-        return error.exit_code
+        return report_error(error)
 
 
 if __name__ == "__main__":

@@ -7,10 +7,11 @@ A builder names the pipeline of its output kind (``Builder.pipeline``): a benchm
 pipeline; nothing tells the kinds apart by name.
 
 The shared part, used by every pipeline (and by the MVEB task folders, which are no builder's):
-the output site (``output_site``: the check of the output root, SIGTERM as an interrupt, the
-build lock, no empty output root left behind), an existing build kept when up to date or
-refused (``keep_if_current``), stale temporaries removed, the temporary folder and its atomic
-move (``temporary_output``, ``finish``), the manifest's record of what made a build
+the inputs found before anything about the output (``check_inputs``), the output site
+(``output_site``: the check of the output root, SIGTERM as an interrupt, the build lock, no empty
+output root left behind), an existing build kept when up to date or refused
+(``keep_if_current``), stale temporaries removed, the temporary folder and its atomic move
+(``temporary_output``, ``finish``), the manifest's record of what made a build
 (``Pipeline.made_by``), the card (``card_context``, ``write_card``) and the summary's end
 (``skipped_table``, ``synthetic_summary``).
 """
@@ -33,7 +34,7 @@ from mmlongembed.manifest import public_config, toolkit_identity
 from mmlongembed.outdir import (
     BuildLock, check_output_root, check_replaceable, remove_stale_temporaries, sigterm_as_interrupt, write_error)
 from mmlongembed.output import Written, commit_output_dir, prepare_output_dir
-from mmlongembed.report import format_table
+from mmlongembed.report import counted, format_table
 from mmlongembed.tokens import default_counter
 
 
@@ -52,6 +53,7 @@ class Pipeline:
     def run(self, builder: Builder, config, output_root: Path, overwrite: bool = False, progress: bool = True,
             quiet: bool = False, skip_unreadable_files: bool = False) -> Path:
         report = BuildReport(progress=progress and not quiet, skip_unreadable_files=skip_unreadable_files)
+        check_inputs(builder, config)
         with output_site(output_root, builder.name) as final_dir:
             if keep_if_current(final_dir, overwrite, lambda: self.why_not_current(builder, config, final_dir)):
                 return final_dir
@@ -89,6 +91,17 @@ class Pipeline:
         if self.output_kind is not None:
             record["builder"]["output_kind"] = self.output_kind
         return record
+
+
+def check_inputs(builder: Builder, config) -> None:
+    """Every local path the build reads exists (``Builder.input_paths``): inputs are checked
+    before the output, so a typo in ``--sources`` over an existing build names the missing path,
+    not the build it would have replaced."""
+    from mmlongembed.sources import require_dir
+
+    for flag, paths in builder.input_paths(config).items():
+        for path in paths:
+            require_dir(path, flag)
 
 
 @contextmanager
@@ -205,6 +218,6 @@ def finish(summary: str, written: Written, validation: Validation, tmp_dir: Path
     if synthetic or not quiet:
         print(synthetic_summary(list(synthetic)), file=sys.stderr)
     if validation.problems:
-        raise UserError(f"validation failed with {len(validation.problems)} problems; nothing was written to "
-                        f"{final_dir}")
+        raise UserError(f"validation failed with {counted(len(validation.problems), 'problems')}; nothing was "
+                        f"written to {final_dir}")
     commit_output_dir(tmp_dir, final_dir)

@@ -42,6 +42,7 @@ import yaml
 
 from mmlongembed.errors import UserError
 from mmlongembed.layout import PARTS, SPLIT, ConfigSpec, split_card
+from mmlongembed.report import counted
 
 REPO_TYPE = "dataset"
 BRANCH = "main"
@@ -74,6 +75,36 @@ def parse_version(text: str) -> tuple[int, int, int]:
 
 def tag_name(version: tuple[int, int, int]) -> str:
     return "v%d.%d.%d" % version
+
+
+MIN_SCANNED_TOKEN_CHARS = 16  # a Hub token is hf_ + 34 characters; a shorter "token" is a word
+TOKEN_CHARACTERS = rb"A-Za-z0-9_\-"  # what a token is made of: a match flanked by one is part of a longer word
+SCAN_CHUNK_BYTES = 8 << 20
+
+
+def holds_token(path: Path, token: str) -> bool:
+    """Whether the file at ``path`` holds ``token`` as a token: the whole token, not inside a
+    longer run of token characters, and only a token long enough to be a real one (so that
+    ``HF_TOKEN=wrong`` does not find "wrong" in a card). Read in chunks (memory bounded)."""
+    if len(token) < MIN_SCANNED_TOKEN_CHARS:
+        return False
+    needle = token.encode()
+    pattern = re.compile(rb"(?<![" + TOKEN_CHARACTERS + rb"])" + re.escape(needle)
+                         + rb"(?![" + TOKEN_CHARACTERS + rb"])")
+    with open(path, "rb") as handle:
+        window, at_start = b"", True
+        while True:
+            chunk = handle.read(SCAN_CHUNK_BYTES)
+            window += chunk
+            for match in pattern.finditer(window):
+                # a match at an edge of the window is whole only at the file's own edge: else the
+                # byte beyond it is unknown (the next window sees it again, with that byte)
+                if (match.start() > 0 or at_start) and (match.end() < len(window) or not chunk):
+                    return True
+            if not chunk:
+                return False
+            keep = len(needle) + 1  # the token and the byte before it
+            window, at_start = window[-keep:], at_start and len(window) <= keep
 
 
 def _scrub(text: str, token: str | None) -> str:
@@ -150,15 +181,14 @@ def load_build(root: Path, token: str | None = None) -> Build:
             raise UserError(f"{root} is not a built benchmark: {required} is missing (run `mmle build` and `mmle validate`)")
     files = sorted(p.relative_to(root).as_posix() for p in root.rglob("*")
                    if p.is_file() and not any(part.startswith(".") for part in p.relative_to(root).parts))
-    if token:
-        needle = token.encode()
-        for rel in files:
-            if needle in (root / rel).read_bytes():
-                raise UserError(f"refusing to publish: {rel} contains the Hub token")
+    leaked = next((rel for rel in files if holds_token(root / rel, token)), None) if token else None
+    if leaked is not None:
+        raise UserError(f"refusing to publish: {leaked} contains the Hub token")
     validation = validate_build(root, progress=sys.stderr.isatty())  # minutes on a large grid: show it
     if validation.problems:
         report = validation.report(limit=3).splitlines()
-        raise UserError(f"refusing to publish {root}: `mmle validate` finds {len(validation.problems)} problems "
+        found = counted(len(validation.problems), "problems")
+        raise UserError(f"refusing to publish {root}: `mmle validate` finds {found} "
                         f"({report[1].strip() if len(report) > 1 else report[0]})")
     # validated: the card has a header whose configs read, and the manifest parses
     header, body = split_card((root / "README.md").read_text(encoding="utf-8"), str(root / "README.md"))
@@ -511,7 +541,7 @@ class _Release:
             return api.create_commit(repo_id, operations(), commit_message=summary, commit_description=description,
                                      repo_type=REPO_TYPE, revision=BRANCH, parent_commit=head)
 
-        pusher.log(f"pushing {len(plan.uploads)} files to {repo_id} ({len(plan.deletions)} to delete)")
+        pusher.log(f"pushing {counted(len(plan.uploads), 'files')} to {repo_id} ({len(plan.deletions)} to delete)")
         try:
             commit_info = pusher.retry("commit", commit, recover=lambda: pusher.landed(self.release_id))
             # CommitInfo is itself a str (the URL), so test for the recovered plain oid the other way round.

@@ -11,6 +11,13 @@ from mmlongembed.documents import IMAGE_PLACEHOLDER, Document
 from mmlongembed.pools import POSITIVE, Pool
 
 
+def counted(n: int, plural: str) -> str:
+    """``n`` with its noun in number: (1, "problems") -> "1 problem", (3, "queries") -> "3 queries"."""
+    if n != 1:
+        return f"{n} {plural}"
+    return f"{n} {plural[:-3] + 'y' if plural.endswith('ies') else plural.removesuffix('s')}"
+
+
 def format_table(headers: Sequence[str], rows: Sequence[Sequence], align_right_from: int = 1) -> str:
     cells = [[str(h) for h in headers]] + [[str(c) for c in row] for row in rows]
     widths = [max(len(r[i]) for r in cells) for i in range(len(headers))]

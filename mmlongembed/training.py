@@ -26,7 +26,7 @@ from mmlongembed.report import format_table
 from mmlongembed.training_data import TRAIN_SPLIT, TRAINING_TASKS, TrainingData, read_training_tables, \
     write_training_tables
 
-ROWS_COUNTED = "validated {rows} rows in {configs} configs"  # what a training build's validation counts
+ROWS_COUNTED = "validated {rows} in {configs}"  # what a training build's validation counts
 
 
 def summary_table(data: TrainingData, report: BuildReport) -> str:

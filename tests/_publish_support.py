@@ -98,7 +98,7 @@ def run_push_cli(args: list[str], env: dict) -> subprocess.CompletedProcess:
     """`mmle push ARGS` through the subcommand's own add_arguments/run (as cli.py wires it)."""
     code = f"""
     import argparse, sys
-    from mmlongembed.errors import UserError
+    from mmlongembed.errors import UserError, report_error
     from mmlongembed import publish
     from tests import _fixture_builder
     parser = argparse.ArgumentParser(prog="mmle push")
@@ -106,8 +106,7 @@ def run_push_cli(args: list[str], env: dict) -> subprocess.CompletedProcess:
     try:
         sys.exit(publish.run(parser.parse_args({args!r})))
     except UserError as err:
-        print(f"error: {{err}}", file=sys.stderr)
-        sys.exit(err.exit_code)
+        sys.exit(report_error(err))
     """
     return run_python(code, env)
 

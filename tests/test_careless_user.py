@@ -160,7 +160,7 @@ def test_a_data_file_damaged_in_place_is_named_by_validate_and_score_never_parse
                      "govreport-easy-4k", "--quiet", "--no-plots", "--output", "results"]) == 1
         out, err = capsys.readouterr()
         assert "Traceback" not in out + err and err.strip().splitlines() == [
-            "1 pool(s) skipped: see 'Skipped' in results/table.md"], err
+            "1 pool skipped: see 'Skipped' in results/table.md"], err
         assert "cannot read config 'govreport-easy-2k-corpus'" in Path("results/table.md").read_text()
     finally:
         path.write_bytes(original)

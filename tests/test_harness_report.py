@@ -110,7 +110,7 @@ def test_leaderboard_refuses_a_cell_given_twice_and_unreadable_files(tmp_path, b
     assert leaderboard_main([str(tmp_path / "bad.json")]) == 2
     assert leaderboard_main([str(tmp_path / "absent")]) == 2
     errors = capsys.readouterr().err.strip().splitlines()
-    assert len(errors) == 2 and all(line.startswith("error: ") for line in errors)
+    assert len(errors) == 2 and all(line.startswith("mmle: error: ") for line in errors)
 
 
 def test_leaderboard_is_an_mmle_subcommand(tmp_path, builds, capsys):

@@ -129,7 +129,7 @@ def test_user_errors_are_one_line(tmp_path, bench, capsys):
     assert main(["--dataset", str(bench), "--model", "word2vec", "--quiet"]) == 2
     assert main(["--dataset", str(bench), "--pools", "zzz*", "--quiet"]) == 2
     errors = capsys.readouterr().err.strip().splitlines()
-    assert len(errors) == 3 and all(line.startswith("error: ") for line in errors)
+    assert len(errors) == 3 and all(line.startswith("mmle: error: ") for line in errors)
     assert "Traceback" not in "".join(errors)
 
 

@@ -15,6 +15,7 @@ PAPER_MODEL = "Qwen/Qwen2.5-32B-Instruct"  # the paper's model, with greedy deco
 
 @dataclass
 class LLMConfig:
+    OPTIONS_TITLE = "LLM options (the builder's LLM steps; docs/LLM.md)"  # its flags' group in --help
     llm: str = field(default="none", metadata={
         "help": "backend for LLM steps: none (deterministic fallbacks; steps without one refuse), "
                 "openai (an OpenAI-compatible server), vllm (in-process vLLM), ray (Ray Data batch job), "

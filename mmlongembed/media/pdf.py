@@ -87,6 +87,8 @@ class RenderOptions:
     """The render options of a builder config (``class XConfig(CommonConfig, RenderOptions)``):
     each field becomes a CLI flag; ``render_settings()`` gives the settings they describe."""
 
+    OPTIONS_TITLE = "page rendering options"  # its flags' group in --help (mmlongembed.flags)
+
     dpi: float = field(default=144.0, metadata={"help": "PDF render resolution (MMLongBench-Doc renders at 144)"})
     max_image_pixels: int = field(default=DEFAULT_MAX_IMAGE_PIXELS, metadata={
         "help": "pixel budget of a stored image (aspect kept); an image costs ceil(H/32)*ceil(W/32) tokens at its "
