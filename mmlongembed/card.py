@@ -29,12 +29,19 @@ def retrieval_categories(modalities) -> tuple[str, ...]:
 
 
 def yaml_header(*, licence: str, languages, pretty_name: str, configs: list, n_rows: int,
-                task_categories=RETRIEVAL_TASK_CATEGORIES, multimodal: bool = True) -> str:
+                task_categories=RETRIEVAL_TASK_CATEGORIES, multimodal: bool = True,
+                disclosed: dict | None = None) -> str:
+    """The card's YAML header; ``disclosed``: the fields ``disclosure.hub_metadata`` answers from
+    the manifest (licence, source datasets, annotation and language creators, ...)."""
+    disclosed = dict(disclosed or {})
     header = {
-        "license": licence,
+        "license": disclosed.pop("license", licence),
         "language": list(languages),
         "pretty_name": pretty_name,
+        **{key: disclosed.pop(key) for key in ("source_datasets", "annotations_creators", "language_creators",
+                                               "multilinguality") if key in disclosed},
         "task_categories": list(task_categories),
+        **disclosed,
         "tags": ["long-context", "embedding", "retrieval", *(["multimodal"] if multimodal else []), "mmlongembed"],
         "size_categories": [size_category(n_rows)],
         "configs": [spec.card_entry() for spec in configs],
@@ -42,7 +49,8 @@ def yaml_header(*, licence: str, languages, pretty_name: str, configs: list, n_r
     return "---\n" + yaml.safe_dump(header, sort_keys=False, allow_unicode=True) + "---\n"
 
 
-def render_card(template_name: str, context: dict) -> str:
+def render_template(template_name: str, context: dict) -> str:
+    """One template of cards/ rendered with ``context`` (an unknown variable is an error)."""
     import jinja2
 
     env = jinja2.Environment(
@@ -52,12 +60,25 @@ def render_card(template_name: str, context: dict) -> str:
         trim_blocks=True,
         lstrip_blocks=True,
     )
-    body = env.get_template(template_name).render(**context)
+    return env.get_template(template_name).render(**context)
+
+
+def render_card(template_name: str, context: dict) -> str:
+    """The card: YAML header, the builder's template, and (given ``context["manifest"]``) the
+    licences, known overlaps and datasheet answers rendered from the manifest."""
+    from mmlongembed.disclosure import DATASHEET_MARKER, hub_metadata, render_datasheet
+
+    body = render_template(template_name, context)
+    manifest = context.get("manifest")
+    disclosed = None
+    if manifest is not None:
+        body = body.rstrip("\n") + "\n\n" + DATASHEET_MARKER + "\n\n" + render_datasheet(manifest, context["title"])
+        disclosed = hub_metadata(manifest, context["languages"], context["licence"])
     modalities = context.get("modalities")  # a pool build's pool and query modalities
     default = retrieval_categories(modalities) if modalities is not None else RETRIEVAL_TASK_CATEGORIES
     return yaml_header(
         licence=context["licence"], languages=context["languages"], pretty_name=context["title"],
         configs=context["configs"], n_rows=context["n_rows"],
         task_categories=context.get("task_categories", default),
-        multimodal=modalities is None or any(m != "text" for m in modalities),
+        multimodal=modalities is None or any(m != "text" for m in modalities), disclosed=disclosed,
     ) + body
