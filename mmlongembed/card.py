@@ -63,17 +63,13 @@ def render_template(template_name: str, context: dict) -> str:
     return env.get_template(template_name).render(**context)
 
 
-def render_card(template_name: str, context: dict) -> str:
-    """The card: YAML header, the builder's template, and (given ``context["manifest"]``) the
-    licences, known overlaps and datasheet answers rendered from the manifest."""
-    from mmlongembed.disclosure import DATASHEET_MARKER, hub_metadata, render_datasheet
-
+def render_card(template_name: str, context: dict, appendix: str = "", disclosed: dict | None = None) -> str:
+    """The card: YAML header (``disclosed``: the fields rendered from the manifest,
+    ``disclosure.hub_metadata``), the builder's template, then ``appendix`` (the licences, known
+    overlaps and datasheet, ``disclosure.render_datasheet``)."""
     body = render_template(template_name, context)
-    manifest = context.get("manifest")
-    disclosed = None
-    if manifest is not None:
-        body = body.rstrip("\n") + "\n\n" + DATASHEET_MARKER + "\n\n" + render_datasheet(manifest, context["title"])
-        disclosed = hub_metadata(manifest, context["languages"], context["licence"])
+    if appendix:
+        body = body.rstrip("\n") + "\n\n" + appendix
     modalities = context.get("modalities")  # a pool build's pool and query modalities
     default = retrieval_categories(modalities) if modalities is not None else RETRIEVAL_TASK_CATEGORIES
     return yaml_header(

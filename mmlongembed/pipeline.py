@@ -28,6 +28,7 @@ from mmlongembed.build_checks import InvalidBuild, Validation, load_manifest
 from mmlongembed.builder import Builder, BuildReport
 from mmlongembed.card import render_card
 from mmlongembed.croissant import write_croissant
+from mmlongembed.disclosure import DATASHEET_MARKER, hub_metadata, render_datasheet
 from mmlongembed.errors import UserError
 from mmlongembed.layout import ConfigSpec
 from mmlongembed.manifest import public_config, toolkit_identity
@@ -176,7 +177,11 @@ def write_card(builder: Builder, context: dict, directory: Path) -> None:
     the manifest), and croissant.json beside it: the build's metadata, not data files."""
     summary = (type(builder).__doc__ or builder.title).strip().split("\n\n")[0]
     context["description"] = " ".join(context.get("description", summary).split())
-    (directory / "README.md").write_text(render_card(builder.card_template, context), encoding="utf-8")
+    manifest = context["manifest"]
+    appendix = DATASHEET_MARKER + "\n\n" + render_datasheet(manifest, builder.title)
+    card = render_card(builder.card_template, context, appendix,
+                       hub_metadata(manifest, builder.languages, context["licence"]))
+    (directory / "README.md").write_text(card, encoding="utf-8")
     write_croissant(directory, context["manifest"], builder.title, context["description"], builder.languages,
                     context["configs"])
 

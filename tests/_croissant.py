@@ -48,9 +48,29 @@ def croissant_rows(root: Path, record_set: str, pool: str | None = None) -> list
     return rows
 
 
-def load_dataset_rows(root: Path, config: str) -> list[dict]:
+def load_dataset_rows(root: Path, config: str, split: str = "test") -> list[dict]:
     """The rows of ``config`` as ``load_dataset`` returns them, images as their pixels."""
     from datasets import load_dataset
 
     return [{key: [_plain(image) for image in value] if key == "images" else value for key, value in row.items()}
-            for row in load_dataset(str(root), config, split="test")]
+            for row in load_dataset(str(root), config, split=split)]
+
+
+def assert_croissant_matches(root: Path) -> None:
+    """croissant.json passes mlcroissant with no error or warning, and the records it reads for
+    the pools table and every config of the first pool (a training build: every config) are the
+    rows load_dataset returns."""
+    from mmlongembed.croissant import record_set_id
+    from mmlongembed.layout import configs_from_card
+
+    errors, warnings = croissant_issues(Path(root) / "croissant.json")
+    assert (errors, warnings) == ([], []), (errors, warnings)
+    specs = configs_from_card(Path(root) / "README.md")
+    pools = [spec.pool for spec in specs.values() if spec.pool]
+    chosen = [spec for spec in specs.values() if spec.pool is None or spec.pool == pools[0]]
+    for spec in chosen:
+        expected = load_dataset_rows(root, spec.name, spec.split)
+        got = croissant_rows(root, record_set_id(spec.path), spec.pool)
+        if spec.columns:
+            got = [{column: row[column] for column in spec.columns} for row in got]
+        assert got == expected, f"{spec.name}: croissant's records differ from load_dataset's"
