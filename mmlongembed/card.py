@@ -34,6 +34,8 @@ def yaml_header(*, licence: str, languages, pretty_name: str, configs: list, n_r
     """The card's YAML header; ``disclosed``: the fields ``disclosure.hub_metadata`` answers from
     the manifest (licence, source datasets, annotation and language creators, ...)."""
     disclosed = dict(disclosed or {})
+    if "text-retrieval" not in task_categories:  # the Hub's retrieval task ids belong to that category
+        disclosed.pop("task_ids", None)
     header = {
         "license": disclosed.pop("license", licence),
         "language": list(languages),

@@ -1,5 +1,5 @@
-"""Reading a build through its croissant.json with mlcroissant, as a Croissant user would, to
-compare with what `load_dataset` returns (tests of mmlongembed.croissant)."""
+"""A build's published metadata read as its users' tools read it: croissant.json through
+mlcroissant (compared with what `load_dataset` returns), the card through huggingface_hub."""
 
 from __future__ import annotations
 
@@ -74,3 +74,38 @@ def assert_croissant_matches(root: Path) -> None:
         if spec.columns:
             got = [{column: row[column] for column in spec.columns} for row in got]
         assert got == expected, f"{spec.name}: croissant's records differ from load_dataset's"
+
+
+# The Hub's vocabularies for these fields (huggingface.co/docs/hub/datasets-cards; the YAML keys
+# the Hub validates and the values its dataset search understands).
+HUB_LICENCES = {"cc-by-4.0", "cc-by-sa-4.0", "cc-by-sa-3.0", "cc-by-nc-4.0", "cc-by-nc-sa-4.0", "cc0-1.0", "mit",
+                "apache-2.0", "other"}
+HUB_CREATORS = {"crowdsourced", "expert-generated", "found", "machine-generated", "no-annotation", "other"}
+HUB_MULTILINGUALITY = {"monolingual", "multilingual", "translation", "other"}
+HUB_SIZES = {"n<1K", "1K<n<10K", "10K<n<100K", "100K<n<1M", "1M<n<10M"}
+HUB_TASKS = {"text-retrieval": {"document-retrieval"}, "visual-document-retrieval": set()}
+
+
+def check_card_with_huggingface_hub(card_path: Path) -> dict:
+    """The card read by huggingface_hub as the Hub reads it: its YAML survives DatasetCardData
+    unchanged, and every field the Hub knows holds a value of the Hub's vocabulary."""
+    from huggingface_hub import DatasetCard, DatasetCardData
+
+    text = card_path.read_text(encoding="utf-8")
+    from mmlongembed.layout import read_card_header
+
+    header = read_card_header(card_path)
+    card = DatasetCard(text)
+    assert card.data.to_dict() == header
+    assert DatasetCardData(**header).to_dict() == header
+    for key in ("pretty_name", "license", "language", "source_datasets", "annotations_creators", "language_creators",
+                "multilinguality", "task_categories", "task_ids", "size_categories", "configs"):
+        assert header.get(key), f"the card's YAML lacks {key}"
+    assert header["license"] in HUB_LICENCES
+    assert set(header["annotations_creators"]) <= HUB_CREATORS and set(header["language_creators"]) <= HUB_CREATORS
+    assert set(header["multilinguality"]) <= HUB_MULTILINGUALITY
+    assert set(header["size_categories"]) <= HUB_SIZES
+    assert set(header["task_categories"]) <= set(HUB_TASKS)
+    assert set(header["task_ids"]) <= set().union(*(HUB_TASKS[c] for c in header["task_categories"]))
+    assert all(s == "original" or s.startswith("extended|") for s in header["source_datasets"])
+    return header

@@ -13,18 +13,10 @@ import pytest
 from mmlongembed.build import run_build
 from mmlongembed.builder import get_builder, registered
 from mmlongembed.disclosure import DATASHEET_MARKER, OVERLAPS_FILE, LICENCES_FILE, hub_metadata
-from mmlongembed.layout import read_card_header, split_card
+from mmlongembed.layout import split_card
 from mmlongembed.validate import validate_build
-from tests._croissant import assert_croissant_matches
+from tests._croissant import assert_croissant_matches, check_card_with_huggingface_hub
 
-# The Hub's vocabularies for these fields (huggingface.co/docs/hub/datasets-cards; the YAML keys
-# the Hub validates and the values its dataset search understands).
-HUB_LICENCES = {"cc-by-4.0", "cc-by-sa-4.0", "cc-by-sa-3.0", "cc-by-nc-4.0", "cc-by-nc-sa-4.0", "cc0-1.0", "mit",
-                "apache-2.0", "other"}
-HUB_CREATORS = {"crowdsourced", "expert-generated", "found", "machine-generated", "no-annotation", "other"}
-HUB_MULTILINGUALITY = {"monolingual", "multilingual", "translation", "other"}
-HUB_SIZES = {"n<1K", "1K<n<10K", "10K<n<100K", "100K<n<1M", "1M<n<10M"}
-HUB_TASKS = {"text-retrieval": {"document-retrieval"}, "visual-document-retrieval": set()}
 DATASHEET_QUESTIONS = ("**Motivation.**", "**Composition.**", "**Collection.**", "**Preprocessing.**", "**Uses.**",
                        "**Uses to avoid:**", "**Distribution.**", "**Maintenance.**")
 
@@ -34,29 +26,6 @@ def govreport_build(tmp_path_factory) -> Path:
     root = tmp_path_factory.mktemp("govreport")
     builder = get_builder("govreport")
     return run_build(builder, builder.example_config(root / "sources"), root / "out", progress=False, quiet=True)
-
-
-def check_card_with_huggingface_hub(card_path: Path) -> dict:
-    """The card read by huggingface_hub as the Hub reads it: its YAML survives DatasetCardData
-    unchanged, and every field the Hub knows holds a value of the Hub's vocabulary."""
-    from huggingface_hub import DatasetCard, DatasetCardData
-
-    text = card_path.read_text(encoding="utf-8")
-    header = read_card_header(card_path)
-    card = DatasetCard(text)
-    assert card.data.to_dict() == header
-    assert DatasetCardData(**header).to_dict() == header
-    for key in ("pretty_name", "license", "language", "source_datasets", "annotations_creators", "language_creators",
-                "multilinguality", "task_categories", "task_ids", "size_categories", "configs"):
-        assert header.get(key), f"the card's YAML lacks {key}"
-    assert header["license"] in HUB_LICENCES
-    assert set(header["annotations_creators"]) <= HUB_CREATORS and set(header["language_creators"]) <= HUB_CREATORS
-    assert set(header["multilinguality"]) <= HUB_MULTILINGUALITY
-    assert set(header["size_categories"]) <= HUB_SIZES
-    assert set(header["task_categories"]) <= set(HUB_TASKS)
-    assert set(header["task_ids"]) <= set().union(*(HUB_TASKS[c] for c in header["task_categories"]))
-    assert all(s == "original" or s.startswith("extended|") for s in header["source_datasets"])
-    return header
 
 
 def test_croissant_validates_and_its_records_are_load_datasets_rows(govreport_build):
@@ -133,19 +102,3 @@ def test_licences_and_overlaps_are_keyed_by_source_name_and_say_where_they_are_s
             assert entry["kind"] in ("training", "benchmark") and entry["appears_in"] and entry["stated_in"]
     for parts in licences.values():
         assert all(part["licence"] and part["url"] for part in parts)
-
-
-@pytest.mark.slow
-def test_release_has_one_datasheet_for_all_its_sources_and_a_valid_croissant(tmp_path):
-    from mmlongembed.composite import example_release_config
-
-    builder = get_builder("mmlongembed")
-    out = run_build(builder, example_release_config(tmp_path / "sources"), tmp_path / "out", progress=False,
-                    quiet=True)
-    assert_croissant_matches(out)
-    header = check_card_with_huggingface_hub(out / "README.md")
-    assert header["license"] == "other"  # the components' sources have different licences
-    _, body = split_card((out / "README.md").read_text(), "card")
-    assert body.count(DATASHEET_MARKER) == 1  # the components' own datasheets are cut
-    assert "| `hotpotqa` | HotpotQA (Yang et al., EMNLP 2018), distractor setting | CC BY-SA 4.0" in body
-    assert "MMEB-V2" in body
