@@ -54,7 +54,8 @@ def record_set_id(path: str) -> str:
 
 def _field(record_set: str, file_id: str, column) -> dict:
     """One column as a typed Field read from ``file_id``: a list of images is a repeated
-    ImageObject (each one's bytes), a list of scalars a repeated field of their type."""
+    ImageObject (each one's bytes), a list of scalars a repeated field of their type, a struct a
+    field with one subField per part."""
     kind = str(column.type)
     source = {"fileObject": {"@id": file_id}, "extract": {"column": column.name}}
     out = {"@type": "cr:Field", "@id": f"{record_set}/{column.name}", "name": column.name}
@@ -64,6 +65,11 @@ def _field(record_set: str, file_id: str, column) -> dict:
     if kind.startswith("list<"):
         inner = str(column.type.value_type)
         return {**out, "dataType": SCALAR_TYPES.get(inner, "sc:Text"), "repeated": True, "source": source}
+    if kind.startswith("struct<"):  # a record of named parts: one subField each
+        return {**out, "dataType": "sc:Text", "subField": [
+            {"@type": "cr:Field", "@id": f"{record_set}/{column.name}/{child.name}", "name": child.name,
+             "dataType": SCALAR_TYPES.get(str(child.type), "sc:Text"),
+             "source": {**source, "transform": {"jsonPath": child.name}}} for child in column.type]}
     return {**out, "dataType": SCALAR_TYPES.get(kind, "sc:Text"), "source": source}
 
 

@@ -28,6 +28,8 @@ def _plain(value):
             return value
     if hasattr(value, "tobytes") and hasattr(value, "mode"):  # a PIL image, as its pixels
         return ("image", value.mode, value.size, value.tobytes())
+    if isinstance(value, dict):  # a field's subFields, keyed by their ids
+        return {key.rsplit("/", 1)[-1]: _plain(item) for key, item in value.items()}
     if isinstance(value, (list, tuple)) or type(value).__name__ == "ndarray":
         return [_plain(v) for v in value]
     return value
