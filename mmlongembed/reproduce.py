@@ -262,7 +262,7 @@ def reproduce(ref: str, sources: list[str] | None = None, llm_cache: str | None 
         if not differing:
             print("sources: every file has the sha256 the manifest records", file=sys.stderr)
         started = time.monotonic()
-        built = run_build(builder, config, scratch / "rebuilt", overwrite=True, progress=progress, quiet=True)
+        built = run_build(builder, config, scratch / "rebuilt", overwrite=True, progress=progress, quiet=not progress)
         seconds = time.monotonic() - started
         identical, verdict = compare(target, built, scratch / "recorded")
     print(verdict)
