@@ -36,11 +36,26 @@ def _shipped(path: Path) -> dict:
     return {k: v for k, v in json.loads(path.read_text(encoding="utf-8")).items() if not k.startswith("_")}
 
 
-def source_licences(names) -> list[dict]:
+def source_licences(names, kinds: dict[str, str] | None = None) -> list[dict]:
     """The upstream parts of each source in ``names`` with their licences, one row each:
-    ``source``, ``name``, ``licence``, ``spdx``, ``hub``, ``url``."""
+    ``source``, ``name``, ``licence``, ``spdx``, ``hub``, ``url``; given ``kinds`` (source ->
+    ``hub`` or ``local``, as the manifest records how it was read), only the parts read that way."""
     table = _shipped(LICENCES_FILE)
-    return [{"source": name, **part} for name in names for part in table.get(name, ())]
+    kinds = kinds or {}
+    return [{"source": name, **part} for name in names for part in table.get(name, ())
+            if part.get("read") is None or kinds.get(name) in (None, part["read"])]
+
+
+def recorded_sources(manifest: dict) -> dict:
+    """Per source, its recorded identity (a release: each component's)."""
+    return {c["name"]: c.get("sources") for c in manifest.get("components") or []} \
+        or {manifest["builder"]["name"]: manifest.get("sources")}
+
+
+def read_kinds(manifest: dict) -> dict[str, str]:
+    """Per source, how the build read it (``hub`` or ``local``), from the recorded source identities."""
+    return {name: identity["kind"] for name, identity in recorded_sources(manifest).items()
+            if isinstance(identity, dict) and identity.get("kind") in ("hub", "local")}
 
 
 def known_overlaps(names) -> list[dict]:
@@ -73,7 +88,7 @@ def hub_metadata(manifest: dict, languages, fallback_licence: str) -> dict:
     """The card's YAML fields this module answers: licence, source datasets, annotation and
     language creators, multilinguality, task ids."""
     names = source_names(manifest)
-    licences = source_licences(names)
+    licences = source_licences(names, read_kinds(manifest))
     llm = bool(llm_written_steps(manifest))
     synthetic = bool(manifest.get("synthetic"))
     annotations = {"machine-generated"}  # every qrel is set by construction, not by a person
@@ -116,7 +131,7 @@ def datasheet_context(manifest: dict, title: str) -> dict:
     pools = manifest.get("pools") or []
     tables = manifest.get("tables") or {}
     return {
-        "title": title, "sources": names, "licences": source_licences(names), "overlaps": known_overlaps(names),
+        "title": title, "sources": names, "licences": source_licences(names, read_kinds(manifest)), "overlaps": known_overlaps(names),
         "preprocessing": preprocessing_steps(manifest), "llm_steps": llm_written_steps(manifest),
         "synthetic": manifest.get("synthetic") or [], "absent": manifest.get("absent") or {},
         "n_pools": len(pools), "n_queries": sum(p.get("queries", 0) for p in pools),
@@ -131,10 +146,8 @@ def datasheet_context(manifest: dict, title: str) -> dict:
 
 def _source_kinds(manifest: dict) -> dict[str, str]:
     """Per source: read from the Hub at a pinned revision, or from local files pinned by sha256."""
-    recorded = {c["name"]: c.get("sources") or {} for c in manifest.get("components") or []} \
-        or {manifest["builder"]["name"]: manifest.get("sources") or {}}
     out = {}
-    for name, identity in recorded.items():
+    for name, identity in recorded_sources(manifest).items():
         files = identity.get("files") if isinstance(identity, dict) else None
         kind = identity.get("kind") if isinstance(identity, dict) else None
         out[name] = (f"{len(files)} local files, each pinned by its sha256" if files

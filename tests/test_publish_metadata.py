@@ -89,6 +89,11 @@ def test_licence_is_other_where_sources_differ_and_llm_written_text_is_machine_g
     rules_only = {"builder": {"name": "govreport"}, "llm_steps": [{"step": "s", "backend": "none"}]}
     assert hub_metadata(rules_only, ["en"], "other")["language_creators"] == ["found"]
     assert hub_metadata(rules_only, ["en"], "other")["license"] == "cc-by-4.0"
+    # the parts a source is made of depend on how it was read: OBELICS only without local files
+    local_needle = {"builder": {"name": "needle"}, "sources": {"kind": "local", "files": []}}
+    hub_needle = {"builder": {"name": "needle"}, "sources": {"kind": "hub"}}
+    assert "extended|HuggingFaceM4/OBELICS" not in hub_metadata(local_needle, ["en"], "other")["source_datasets"]
+    assert "extended|HuggingFaceM4/OBELICS" in hub_metadata(hub_needle, ["en"], "other")["source_datasets"]
 
 
 def test_licences_and_overlaps_are_keyed_by_source_name_and_say_where_they_are_stated():
