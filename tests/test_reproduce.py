@@ -132,3 +132,20 @@ def test_a_release_pushed_to_the_hub_is_reproduced_from_its_tag(hub, example, tm
     assert changed.returncode == 1, changed.stderr[-2000:]
     assert "reports.jsonl differs" in changed.stderr and "Traceback" not in changed.stderr
     assert changed.stdout.splitlines()[-1].startswith("differs: data/govreport/")
+
+
+def test_a_release_names_each_component_whose_builder_version_differs():
+    from mmlongembed.layout import LAYOUT_VERSION
+    from mmlongembed.manifest import toolkit_identity
+    from mmlongembed.reproduce import version_differences
+
+    hotpotqa = get_builder("hotpotqa")
+    manifest = {"toolkit": toolkit_identity(), "builder": {"name": "mmlongembed", "version": get_builder(
+        "mmlongembed").version}, "components": [
+        {"name": "hotpotqa", "builder": {"name": "hotpotqa", "version": hotpotqa.version}},
+        {"name": "govreport", "builder": {"name": "govreport", "version": "0.0.9"}}]}
+    assert version_differences(manifest) == [
+        f"component govreport: built by govreport version 0.0.9, this toolkit has version "
+        f"{get_builder('govreport').version}"]
+    manifest["toolkit"] = {**manifest["toolkit"], "layout_version": "1"}
+    assert version_differences(manifest)[0] == f"layout version 1 (this toolkit writes {LAYOUT_VERSION})"
