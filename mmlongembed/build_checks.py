@@ -243,7 +243,26 @@ def check_files(root: Path, specs: dict[str, ConfigSpec], manifest: dict) -> lis
         if recorded and spec.path not in recorded:
             problems.append(Problem(spec.pool or "*", "file_hashes", f"config {spec.name} names {spec.path}, "
                                                                      "which the manifest does not record"))
-    return problems
+    return problems + croissant_problems(root, recorded)
+
+
+def croissant_problems(root: Path, recorded: dict[str, dict]) -> list[Problem]:
+    """croissant.json, where a build has one (builds before it had none), lists exactly the data
+    files the manifest records, with their sha256: it is metadata of this build, not another's."""
+    path = root / "croissant.json"
+    if not path.is_file() or not recorded:
+        return []
+    try:
+        listed = {d.get("contentUrl"): d.get("sha256") for d in json.loads(path.read_text(encoding="utf-8"))
+                  .get("distribution") or [] if isinstance(d, dict)}
+    except (ValueError, AttributeError):
+        return [Problem("*", "croissant", "croissant.json is not a JSON object")]
+    expected = {name: facts.get("sha256") for name, facts in recorded.items()}
+    if listed != expected:
+        name = sorted(set(listed.items()) ^ set(expected.items()))[0][0]
+        return [Problem("*", "croissant", f"croissant.json does not describe the data files the manifest records "
+                                          f"(first: {name})")]
+    return []
 
 
 def check_configs(pool_names: list[str], specs: dict[str, ConfigSpec]) -> list[Problem]:

@@ -258,5 +258,11 @@ def get_builder(name: str) -> Builder:
 
 
 def config_from_dict(config_class: type, values: dict):
+    """``config_class`` from ``values`` (unknown keys ignored); a list given for a tuple field, as a
+    manifest's JSON records it, becomes the tuple the command line would have made."""
+    import typing
+
+    hints = typing.get_type_hints(config_class)
     names = {f.name for f in dataclasses.fields(config_class)}
-    return config_class(**{k: v for k, v in values.items() if k in names})
+    return config_class(**{k: tuple(v) if isinstance(v, list) and typing.get_origin(hints[k]) is tuple else v
+                           for k, v in values.items() if k in names})

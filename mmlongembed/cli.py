@@ -93,6 +93,9 @@ EXTERNAL_SUBCOMMANDS: tuple[tuple[str, str, str], ...] = (
     ("leaderboard", "harness.leaderboard", "merge `mmle score` runs into one Table 3 and Table 4, models as rows "
                                            "sorted by Avg (--reference paper: beside the paper's published rows)"),
     ("push", "mmlongembed.publish", "publish a validated build to a Hub dataset repo as a tagged release"),
+    ("reproduce", "mmlongembed.reproduce", "rebuild a build or a Hub release from its manifest (recorded builder "
+                                           "versions, options, seed; sources checked by sha256) and say `identical` "
+                                           "or the first differing file, pool and row"),
     ("mveb", "mmlongembed.video_tasks.cli", "MTEB video tasks (MVEB): build from a video collection, export, "
                                              "evaluate with mteb, rank and prune"),
     ("demo-sources", "mmlongembed.demo_sources", "write small SYNTHETIC demo sources for the video builders "

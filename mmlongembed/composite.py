@@ -29,6 +29,7 @@ from pathlib import Path
 from mmlongembed.build import BENCHMARK, run_build, why_not_current
 from mmlongembed.build_checks import check_configs, check_files, check_readable, load_manifest
 from mmlongembed.builder import Builder, get_builder, register
+from mmlongembed.disclosure import DATASHEET_MARKER
 from mmlongembed.errors import UserError
 from mmlongembed.layout import ConfigSpec, configs_from_card, pool_rows, pools_table, split_card
 from mmlongembed.manifest import file_sha256, public_config, toolkit_identity
@@ -118,6 +119,7 @@ def gather(components: dict[str, Path], tmp_dir: Path) -> Gathered:
                 _place(figure, tmp_dir / "figures" / name / figure.name)
         card = directory / "README.md"
         _, body = split_card(card.read_text(encoding="utf-8"), str(card))
+        body = body.split(DATASHEET_MARKER)[0]  # the release renders one datasheet for all its sources
         gathered.bodies[name] = demote_headings(body.replace("](figures/", f"](figures/{name}/"))
         gathered.recorded[name] = {
             "builder": manifest["builder"], "config": manifest.get("config"), "seed": manifest.get("seed"),

@@ -12,7 +12,7 @@ the inputs found before anything about the output (``check_inputs``), the output
 output root left behind), an existing build kept when up to date or refused
 (``keep_if_current``), stale temporaries removed, the temporary folder and its atomic move
 (``temporary_output``, ``finish``), the manifest's record of what made a build
-(``Pipeline.made_by``), the card (``card_context``, ``write_card``) and the summary's end
+(``Pipeline.made_by``), the card and croissant.json (``card_context``, ``write_card``) and the summary's end
 (``skipped_table``, ``synthetic_summary``).
 """
 
@@ -28,6 +28,8 @@ from typing import ClassVar
 from mmlongembed.build_checks import InvalidBuild, Validation, load_manifest
 from mmlongembed.builder import Builder, BuildReport
 from mmlongembed.card import render_card
+from mmlongembed.croissant import write_croissant
+from mmlongembed.disclosure import DATASHEET_MARKER, hub_metadata, render_datasheet
 from mmlongembed.errors import UserError
 from mmlongembed.layout import ConfigSpec
 from mmlongembed.manifest import public_config, toolkit_identity
@@ -183,11 +185,18 @@ def card_context(builder: Builder, manifest: dict, configs: list[ConfigSpec], n_
 
 
 def write_card(builder: Builder, context: dict, directory: Path) -> None:
-    """README.md from the builder's card template; its opening line is the builder's own summary,
-    its docstring's first paragraph."""
+    """README.md from the builder's card template (its opening line is the builder's own summary,
+    its docstring's first paragraph; its end the licences, overlaps and datasheet rendered from
+    the manifest), and croissant.json beside it: the build's metadata, not data files."""
     summary = (type(builder).__doc__ or builder.title).strip().split("\n\n")[0]
     context["description"] = " ".join(context.get("description", summary).split())
-    (directory / "README.md").write_text(render_card(builder.card_template, context), encoding="utf-8")
+    manifest = context["manifest"]
+    appendix = DATASHEET_MARKER + "\n\n" + render_datasheet(manifest, builder.title)
+    card = render_card(builder.card_template, context, appendix,
+                       hub_metadata(manifest, builder.languages, context["licence"]))
+    (directory / "README.md").write_text(card, encoding="utf-8")
+    write_croissant(directory, context["manifest"], builder.title, context["description"], builder.languages,
+                    context["configs"])
 
 
 def skipped_table(report: BuildReport) -> str:

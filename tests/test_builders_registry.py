@@ -5,6 +5,8 @@ import re
 
 import pytest
 
+from tests._croissant import assert_croissant_matches
+
 from mmlongembed.build import pipeline_of, run_build
 from mmlongembed.builder import Builder, register, registered
 from mmlongembed.card import CARDS_DIR
@@ -48,6 +50,7 @@ def test_tiny_build_validates_and_renders_its_card(name, tmp_path):
     assert not problems, format_report(problems, checked)
     card = (out / "README.md").read_text()
     assert card.startswith("---\n") and "configs:" in card and builder.title in card
+    assert_croissant_matches(out)  # croissant.json: no mlcroissant error or warning, load_dataset's rows
 
 
 def test_duplicate_builder_names_fail_loudly():

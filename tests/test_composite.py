@@ -22,9 +22,11 @@ from mmlongembed.errors import UserError
 from mmlongembed.layout import configs_from_card, pool_rows, read_built_pool
 from mmlongembed.manifest import file_sha256, toolkit_identity
 from mmlongembed.publish import publish
+from mmlongembed.reproduce import reproduce
 from mmlongembed.validate import format_report, validate_dir
 from tests._publish_support import REPO, TOKEN
 from tests._realdata import shared_data_dir
+from tests._croissant import assert_croissant_matches, check_card_with_huggingface_hub
 
 
 @pytest.fixture(scope="module")
@@ -237,6 +239,19 @@ def test_an_existing_folder_that_is_not_a_release_is_not_replaced(tmp_path):
 
 
 @pytest.mark.realdata
+def test_the_release_has_one_datasheet_for_all_its_sources_and_a_valid_croissant(release):
+    from mmlongembed.disclosure import DATASHEET_MARKER
+    from mmlongembed.layout import split_card
+
+    assert_croissant_matches(release)  # no mlcroissant error or warning; its records are load_dataset's
+    header = check_card_with_huggingface_hub(release / "README.md")
+    assert header["license"] == "other"  # the components' sources have different licences
+    _, body = split_card((release / "README.md").read_text(), "card")
+    assert body.count(DATASHEET_MARKER) == 1  # the components' own datasheets are cut
+    assert "| `hotpotqa` | HotpotQA (Yang et al., EMNLP 2018), distractor setting | CC BY-SA 4.0" in body
+    assert "MMEB-V2" in body and "ActivityNet Captions (Krishna et al., ICCV 2017)" in body
+
+
 def test_a_release_from_the_shared_sample_data_is_real_and_validates(tmp_path):
     """The shared sample data in its own layout, small lengths: the sources are found by their
     folders, nothing in the release is synthetic, and it validates."""
@@ -252,6 +267,9 @@ def test_a_release_from_the_shared_sample_data_is_real_and_validates(tmp_path):
     assert {r["dataset"] for r in pool_rows(out)} == {"needle", "hotpotqa", "govreport"}
     problems, checked = validate_dir(out)
     assert not problems, format_report(problems, checked)
+    assert_croissant_matches(out)
+    check_card_with_huggingface_hub(out / "README.md")
+    assert reproduce(str(out)) is True  # rebuilt from its manifest into a fresh folder: identical
 
 
 @pytest.mark.parametrize("name", ["mmlongbench", "mmdocrag"])

@@ -28,13 +28,13 @@ LAYERS = {
     "mmlongembed.evialign": 3, "mmlongembed.shortcuts": 3, "mmlongembed.output": 3, "mmlongembed.testing": 3,
     "mmlongembed.training": 3, "mmlongembed.training_data": 3, "mmlongembed.validate": 3, "mmlongembed.build": 3,
     "mmlongembed.build_checks": 3, "mmlongembed.pipeline": 3, "mmlongembed.publish": 3,
-    "mmlongembed.video_tasks": 3,
+    "mmlongembed.video_tasks": 3, "mmlongembed.disclosure": 3, "mmlongembed.croissant": 3,
     # 4 the builders, and the release that builds them all (a builder too: `mmle build mmlongembed`)
     "builders": 4, "mmlongembed.composite": 4, "mmlongembed.release_plan": 4, "mmlongembed.release_tables": 4,
     # 5 the scoring harness (reads builds as a user does; imports no builder)
     "harness": 5,
     # 6 command lines
-    "mmlongembed.cli": 6, "mmlongembed.video_tasks.cli": 6, "mmlongembed.demo_sources": 6, "mmlongembed.readme": 6,
+    "mmlongembed.cli": 6, "mmlongembed.reproduce": 6, "mmlongembed.video_tasks.cli": 6, "mmlongembed.demo_sources": 6, "mmlongembed.readme": 6,
 }
 
 def module_files(root: Path, packages) -> dict[str, Path]:

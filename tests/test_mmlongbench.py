@@ -309,6 +309,10 @@ def test_summary_step_through_an_openai_compatible_server(tmp_path):
     assert manifest["files"] == json.loads((built / "manifest.json").read_text())["files"]
     assert {step["cache_hits"] for step in manifest["llm_steps"]} != {0} and not any(
         step["calls"] for step in manifest["llm_steps"])
+    # `mmle reproduce` of the model-made build replays the recorded cache too, asking no model
+    from mmlongembed.reproduce import reproduce
+
+    assert reproduce(str(built)) is True
 
 
 def _mmlb_release(root, n_documents=6, n_pages=16):

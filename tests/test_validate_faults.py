@@ -56,6 +56,11 @@ def _refresh_manifest_hash(build: Path, path: Path) -> None:
     manifest = json.loads((build / "manifest.json").read_text())
     manifest["files"][path.relative_to(build).as_posix()]["sha256"] = file_sha256(path)
     (build / "manifest.json").write_text(json.dumps(manifest))
+    croissant = json.loads((build / "croissant.json").read_text())  # which lists every data file's sha256 too
+    for entry in croissant["distribution"]:
+        if entry["contentUrl"] == path.relative_to(build).as_posix():
+            entry["sha256"] = file_sha256(path)
+    (build / "croissant.json").write_text(json.dumps(croissant))
 
 
 def _validate_cli(build: Path, capsys) -> tuple[int, str, str]:
