@@ -41,6 +41,12 @@ class ModelError(Exception):
     """The model failed on a pool's inputs: the pool is reported and skipped."""
 
 
+class NotMeasured(Exception):
+    """The model received no content of the pool's candidates (BM25 on candidates that are images
+    alone): whatever it scored would be chance, not a measurement. The pool is reported as not
+    measured for that model (no number, the reason beside it), and it is no failure."""
+
+
 @dataclass
 class PoolScores:
     scores: np.ndarray  # [n_queries, n_candidates]
@@ -109,6 +115,8 @@ class BM25Model(Model):
                         for batch in pool.iter_queries(256) for item in batch]
         if not any(query_tokens):
             raise ModelError("bm25: the queries have no text")
+        if not any(corpus_tokens):  # decided on what BM25 received, whatever the pool is called
+            raise NotMeasured("bm25 saw no content: no candidate has a text token (images are ignored)")
         index = BM25Index(corpus_tokens)
         scores = np.stack([index.scores(tokens) for tokens in query_tokens]).astype(np.float32)
         notes = ["images ignored (text only)"] if "image" in pool.info.modalities else []

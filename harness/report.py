@@ -133,30 +133,57 @@ def column_cell(model: str, column: Column, rows, skipped=(), n_resamples: int =
     cell = {"model": model, "column": column.name, "task": column.task, "p_at_1": None, "queries": queries, "ci95": None,
             "pools": len(scored), "expected_pools": len(expected)}
     if missing:
-        why = {s["pool"]: s["reason"] for s in skipped if s["model"] in (model, "*") and s["pool"] in expected}
+        mine_skipped = [s for s in skipped if s["model"] in (model, "*") and s["pool"] in expected]
+        why = {s["pool"]: s["reason"] for s in mine_skipped}
         cell["skipped"] = {"pools": missing, "reasons": sorted({why.get(p, "not run") for p in missing})}
+        unmeasured = sorted(s["pool"] for s in mine_skipped if s.get("not_measured") and s["pool"] in missing)
+        if unmeasured:  # the model ran there and saw nothing to measure with: say so, not "skipped"
+            cell["not_measured"] = {"pools": unmeasured,
+                                    "reason": "; ".join(sorted({why[p] for p in unmeasured}))}
         return cell
     if not queries:
         return cell
+    cell["tie"] = tie_note(sum(int(r.get("tied_positives") or 0) for r in mine),
+                           sum(int(r.get("all_tied") or 0) for r in mine), queries)
     per_query = [r.get("per_query", {}).get(MAIN_METRIC) for r in mine]
     if all(v is not None for v in per_query):
         values = np.concatenate([np.asarray(v, dtype=np.float64) for v in per_query])
         cell["p_at_1"] = float(values.mean())
-        if len(values) >= MIN_QUERIES_FOR_INTERVAL:
+        if len(values) >= MIN_QUERIES_FOR_INTERVAL and not cell["tie"]:
             cell["ci95"] = list(bootstrap_ci(values, n_resamples, seed))
     else:  # rows without per-query values (hand-made, or older results): the query-weighted mean
         cell["p_at_1"] = sum(_value(r) * r["n_queries"] for r in mine) / queries
     return cell
 
 
+TIE_EVERY_CANDIDATE = "tie: every candidate scored alike"
+TIE_EVERY_POSITIVE = "tie: every query's positive scored alike with another candidate"
+
+
+def tie_note(tied_positives: int, all_tied: int, queries: int) -> str | None:
+    """Where every query of a cell (or pool) ties its positive, the tie rule decides its P@1, not the
+    model: say so instead of drawing an interval (it would be zero-width, as if certain). None
+    where some query is decided by the model."""
+    if not queries or tied_positives < queries:
+        return None
+    return TIE_EVERY_CANDIDATE if all_tied >= queries else TIE_EVERY_POSITIVE
+
+
 def cell_text(cell: dict) -> str:
     """`60.0 [45.2, 74.1] n=30`; `0.0 n=1` below MIN_QUERIES_FOR_INTERVAL queries (no interval);
-    `– (skipped 2/6 pools: ...)` for a model that missed some of the column's pools."""
+    `2.3 (tie: every candidate scored alike) n=40` where every query tied (no interval);
+    `– (skipped 2/6 pools: ...)` for a model that missed some of the column's pools; `n/m (not
+    measured in 6/6 pools: ...)` where the model ran but received no content of the candidates."""
+    if cell.get("not_measured") and len(cell["not_measured"]["pools"]) == len(cell["skipped"]["pools"]):
+        n_missing = len(cell["not_measured"]["pools"])
+        return f"n/m (not measured in {n_missing}/{cell['expected_pools']} pools: {cell['not_measured']['reason']})"
     if cell.get("skipped"):
         n_missing = len(cell["skipped"]["pools"])
         return f"– (skipped {n_missing}/{cell['expected_pools']} pools: {'; '.join(cell['skipped']['reasons'])})"
     if cell["p_at_1"] is None:
         return "–"
+    if cell.get("tie"):
+        return f"{fmt(cell['p_at_1'])} ({cell['tie']}) n={cell['queries']}"
     interval = f" [{fmt(cell['ci95'][0])}, {fmt(cell['ci95'][1])}]" if cell.get("ci95") else ""
     return f"{fmt(cell['p_at_1'])}{interval} n={cell['queries']}"
 
@@ -385,8 +412,12 @@ def variant_table(rows) -> str:
 
 
 def _pool_p1(r) -> str:
-    """A pool's P@1 with its bootstrap interval, or `n=` alone below MIN_QUERIES_FOR_INTERVAL queries."""
+    """A pool's P@1 with its bootstrap interval, `n=` alone below MIN_QUERIES_FOR_INTERVAL queries, or
+    what tied where every query did."""
     p1 = r["metrics"]["p@1"]
+    tie = tie_note(int(r.get("tied_positives") or 0), int(r.get("all_tied") or 0), r["n_queries"])
+    if tie:
+        return f"{fmt(p1['value'])} ({tie})"
     if r["n_queries"] < MIN_QUERIES_FOR_INTERVAL:
         return f"{fmt(p1['value'])} n={r['n_queries']}"
     lo, hi = p1["ci95"]
@@ -438,9 +469,12 @@ def markdown(report: dict, table3_cells: list[dict] | None = None, table4_cells:
              "P@1 x 100 over all the queries of each cell's pools (query-weighted), `n=` the queries it rests on, "
              f"in brackets a 95% bootstrap interval over those queries (none below {MIN_QUERIES_FOR_INTERVAL} "
              "queries). A model that was not run on every pool of a cell gets no number there but says what it "
-             "skipped; Avg is over every column or not at all. Candidates that score exactly as much as the "
+             "skipped; Avg is over every column or not at all. A model that received no content of a pool's "
+             "candidates (BM25 on candidates that are images alone) is not measured there: `n/m` and the reason, "
+             "no number. Candidates that score exactly as much as the "
              "positive (e.g. inputs identical after middle truncation) count by expectation over their possible "
-             "orders: a model that cannot tell them apart gets chance.", ""]
+             "orders: a model that cannot tell them apart gets chance; where every query of a cell tied, the cell "
+             "says so (`tie: ...`) instead of an interval.", ""]
     for title, body in ((f"Table 3 layout: by task and dataset ({VG_NOTE}; Avg over every column)",
                          table3(rows, skipped, **stats, data=table3_cells)),
                         ("Table 12 layout: by task and length (the task's datasets together)",
@@ -457,7 +491,7 @@ def markdown(report: dict, table3_cells: list[dict] | None = None, table4_cells:
         if body:
             parts += [f"## {title}", "", body, ""]
     if skipped:
-        parts += ["## Skipped", "", "| Model | Pool | Reason | Failure |", "|---|---|---|---|"]
+        parts += ["## Skipped or not measured", "", "| Model | Pool | Reason | Failure |", "|---|---|---|---|"]
         parts += [f"| {s['model']} | {s['pool']} | {s['reason']} | {'yes' if s['counts_as_failure'] else 'no'} |"
                   for s in skipped]
         parts.append("")

@@ -1,0 +1,93 @@
+"""Cells that measure nothing do not look like results (issue 25 §2): a model that received no content
+of a pool's candidates is not measured there, a cell whose every query tied says so instead of a
+zero-width interval."""
+
+import json
+
+import pytest
+
+from harness.cli import main
+from harness.fixtures import make_pool, png, write_benchmark
+from mmlongembed.documents import image_segment
+from tests._fixtures_harness import MISS_QUERY
+
+
+@pytest.fixture(autouse=True)
+def _offline(monkeypatch):
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+
+
+def page_pool(name: str, difficulty: str):
+    """MMLongBench-like: every candidate is page images alone (placeholders, no text)."""
+    pool = make_pool(name, dataset="mmlongbench", difficulty=difficulty, length=512, words=40, n_queries=3)
+    pool.modality = "image"
+    for k, candidate in enumerate(pool.candidates):
+        pages = tuple(image_segment(png((30 * k % 256, 60, 120 + k)), height=48, width=64) for _ in range(2))
+        candidate.document = candidate.document.with_segments(pages)
+        candidate.n_tokens = candidate.document.tokens
+    return pool
+
+
+def tied_pool(name: str, every_candidate: bool, n_queries: int = 12, **kind):
+    """Every query ties its positive: with every candidate (its words are in none), or with one
+    other (a hard negative that is the positive's copy)."""
+    pool = make_pool(name, difficulty="hard", length=256, words=60, n_queries=n_queries, **kind)
+    for query in pool.queries:
+        if every_candidate:
+            query.text = MISS_QUERY
+        else:
+            positive, copy = [c for c in pool.candidates if c.group == query.id][:2]
+            copy.document, copy.n_tokens = positive.document, positive.n_tokens
+    return pool
+
+
+def score(tmp_path, root, *extra):
+    output = tmp_path / "out"
+    code = main(["--dataset", str(root), "--output", str(output), "--cache-dir", str(tmp_path / "cache"),
+                 "--quiet", "--bootstrap", "50", "--no-plots", "--model", "bm25", *extra])
+    return code, json.loads((output / "results.json").read_text()), (output / "table.md").read_text()
+
+
+def test_bm25_on_page_images_alone_is_not_measured_and_leaves_avg_out(tmp_path):
+    root = write_benchmark(tmp_path / "b", [page_pool("mmlongbench-easy-512", "easy"),
+                                            page_pool("mmlongbench-hard-512", "hard"),
+                                            make_pool("govreport-easy-512", words=60, n_queries=3)])
+    code, result, table = score(tmp_path, root)
+    assert code == 0  # not a failure: nothing went wrong, there was nothing to measure
+    assert [r["pool"] for r in result["results"]] == ["govreport-easy-512"]
+    cells = {c["column"]: c for c in result["table3"]}
+    for column in ("MMLB Easy", "MMLB Hard"):
+        assert cells[column]["p_at_1"] is None
+        assert cells[column]["not_measured"]["reason"] == (
+            "bm25 saw no content: no candidate has a text token (images are ignored)")
+    assert cells["GovReport Easy"]["p_at_1"] is not None
+    assert cells["Avg"]["p_at_1"] is None and cells["Avg"]["leaves_out"] == ["MMLB Easy", "MMLB Hard"]
+    row = next(line for line in table.splitlines() if line.startswith("| bm25 |"))
+    assert "| n/m (not measured in 1/1 pools: bm25 saw no content: no candidate has a text token" in row
+    assert row.endswith("| – (lacks 2/3 columns) |")
+    skipped = {s["pool"]: s for s in result["skipped"]}
+    assert skipped["mmlongbench-hard-512"]["not_measured"] and not skipped["mmlongbench-hard-512"]["counts_as_failure"]
+
+
+def test_a_cell_whose_every_query_tied_prints_no_interval(tmp_path):
+    root = write_benchmark(tmp_path / "b", [tied_pool("govreport-hard-256", every_candidate=True),
+                                            tied_pool("hotpotqa-hard-256", every_candidate=False, dataset="hotpotqa",
+                                                      task="multi_source_reasoning"),
+                                            make_pool("govreport-easy-256", length=256, words=60, n_queries=12)])
+    code, result, table = score(tmp_path, root)
+    assert code == 0
+    cells = {c["column"]: c for c in result["table3"]}
+    every = cells["GovReport Hard"]
+    assert every["p_at_1"] == pytest.approx(1 / 48, abs=1e-5) and every["ci95"] is None  # chance: 48 candidates
+    assert every["tie"] == "tie: every candidate scored alike"
+    assert "| 2.1 (tie: every candidate scored alike) n=12 |" in table
+    assert "2.1 [2.1, 2.1]" not in table and "50.0 [50.0, 50.0]" not in table
+    easy = cells["GovReport Easy"]
+    assert easy["tie"] is None and easy["ci95"] is not None  # a cell the model decided keeps its interval
+    pools = {r["pool"]: r for r in result["results"]}
+    assert pools["govreport-hard-256"]["all_tied"] == 12 and pools["govreport-easy-256"]["all_tied"] == 0
+    copied = cells["HotpotQA Hard"]
+    assert copied["p_at_1"] == pytest.approx(0.5) and copied["ci95"] is None
+    assert "| 50.0 (tie: every query's positive scored alike with another candidate) n=12 |" in table
+    # the per-pool table says so too
+    assert "| bm25 | govreport-hard-256 | 12 | 48 | 2.1 (tie: every candidate scored alike) |" in table
