@@ -517,8 +517,12 @@ DATASET_MARKERS = "osD^vP*X"
 
 def by_length_figure(rows):
     """Paper Figure 4: P@1 (x100) against context length, one panel per task; colour: model, marker:
-    dataset, line: Easy solid, Hard dashed. One legend for all panels, outside them (never over a
-    line), with an entry for each colour, marker and line style. None where no pool has a difficulty."""
+    dataset, line: Easy solid, Hard dashed. Each point says how many queries it rests on (`n=`),
+    and a point on fewer than MIN_QUERIES_FOR_INTERVAL queries is hollow; a grey dotted line per
+    dataset and difficulty is chance there (1 / the pool's candidates), so a fall to chance reads
+    as one. One legend for all panels, outside them (never over a line), with an entry for each
+    colour, marker, line style, hollow point and the chance line. None where no pool has a
+    difficulty."""
     rows = [r for r in rows if r["difficulty"] in DIFFICULTIES]
     if not rows:
         return None
@@ -534,16 +538,17 @@ def by_length_figure(rows):
     colour = {m: colours[i % len(colours)] for i, m in enumerate(models)}
     marker = {d: DATASET_MARKERS[i % len(DATASET_MARKERS)] for i, d in enumerate(datasets)}
     for ax, task in zip(axes[0], tasks):
-        for model in models:
-            for dataset in sorted({r["dataset"] for r in rows if r["task"] == task}):
+        mine = [r for r in rows if r["task"] == task]
+        _draw_chance(ax, mine)
+        for k, model in enumerate(models):
+            for dataset in sorted({r["dataset"] for r in mine}):
                 for difficulty, style in DIFFICULTY_STYLES.items():
-                    points = sorted((r["length"], 100 * _value(r)) for r in rows if r["model"] == model
-                                    and r["task"] == task and r["dataset"] == dataset and r["difficulty"] == difficulty)
-                    if points:
-                        ax.plot([p[0] for p in points], [p[1] for p in points], style, marker=marker[dataset],
-                                color=colour[model])
+                    series = sorted((r for r in mine if r["model"] == model and r["dataset"] == dataset
+                                     and r["difficulty"] == difficulty), key=lambda r: r["length"])
+                    if series:
+                        _draw_series(ax, series, style, marker[dataset], colour[model], k)
         ax.set_xscale("log", base=2)
-        lengths = sorted({r["length"] for r in rows if r["task"] == task})
+        lengths = sorted({r["length"] for r in mine})
         ax.set_xticks(lengths, [_length_name(n) for n in lengths])
         ax.xaxis.set_minor_locator(NullLocator())  # the log axis's minor ticks would add labels between ours
         ax.set_xlim(lengths[0] / 1.4, lengths[-1] * 1.4)
@@ -555,11 +560,42 @@ def by_length_figure(rows):
     handles = ([Line2D([], [], color=colour[m], lw=2, label=m) for m in models]
                + [Line2D([], [], color="grey", marker=marker[d], ls="none", label=d) for d in datasets]
                + [Line2D([], [], color="black", ls=style, label=difficulty.capitalize())
-                  for difficulty, style in DIFFICULTY_STYLES.items()])
+                  for difficulty, style in DIFFICULTY_STYLES.items()]
+               + [Line2D([], [], color="black", marker="o", markerfacecolor="none", ls="none",
+                         label=f"fewer than {MIN_QUERIES_FOR_INTERVAL} queries"),
+                  Line2D([], [], **CHANCE_STYLE, label="chance (1 / candidates)")])
     fig.tight_layout(rect=(0, 0, 1 - 2.0 / fig.get_figwidth(), 1))
     fig.legend(handles=handles, loc="center left", bbox_to_anchor=(1 - 1.95 / fig.get_figwidth(), 0.5),
                fontsize=8, frameon=False)
     return fig
+
+
+CHANCE_STYLE = {"color": "grey", "ls": ":", "lw": 1.2}
+
+
+def _draw_chance(ax, rows) -> None:
+    """Chance per pool (100 / its candidates), one dotted line per dataset and difficulty."""
+    for dataset, difficulty in sorted({(r["dataset"], r["difficulty"]) for r in rows}):
+        chance = sorted({(r["length"], 100.0 / r["n_candidates"]) for r in rows
+                         if r["dataset"] == dataset and r["difficulty"] == difficulty and r.get("n_candidates")})
+        if chance:
+            ax.plot([c[0] for c in chance], [c[1] for c in chance], **CHANCE_STYLE, marker="_", zorder=1,
+                    gid=f"chance {dataset} {difficulty}")
+
+
+def _draw_series(ax, series: list[dict], style: str, marker: str, colour: str, model_index: int) -> None:
+    """One model's line over one dataset and difficulty: its points filled, or hollow below
+    MIN_QUERIES_FOR_INTERVAL queries, each labelled with its n."""
+    xs, ys = [r["length"] for r in series], [100 * _value(r) for r in series]
+    few = [r["n_queries"] < MIN_QUERIES_FOR_INTERVAL for r in series]
+    ax.plot(xs, ys, style, color=colour, marker=marker, markevery=[i for i, f in enumerate(few) if not f],
+            zorder=2, gid=f"series {series[0]['model']} {series[0]['dataset']} {series[0]['difficulty']}")
+    for x, y, r, hollow in zip(xs, ys, series, few):
+        if hollow:
+            ax.plot([x], [y], marker=marker, ls="none", color=colour, markerfacecolor="white", zorder=3,
+                    gid=f"few {r['pool']} {r['model']}")
+        ax.annotate(f"n={r['n_queries']}", (x, y), xytext=(4, 3 + 7 * model_index), textcoords="offset points",
+                    fontsize=6, color=colour)
 
 
 def plot_by_length(rows, path: Path) -> bool:
