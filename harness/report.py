@@ -260,16 +260,34 @@ def table3(rows, skipped=(), n_resamples: int = 1000, seed: int = 0, data: list[
     return table3_markdown(data, [c.name for c in columns], {c.name: c.task for c in columns})
 
 
+PAPER_LENGTHS = (8192, 16384, 32768)  # the paper's Table 12 columns
+
+
 def table12(rows, skipped=(), n_resamples: int = 1000, seed: int = 0) -> str:
     """Paper Table 12: rows task x model, columns Easy at each length, then Hard at each length
-    (P@1 over all the task's queries at that difficulty and length, its datasets together)."""
+    (P@1 over all the task's queries at that difficulty and length, its datasets together). A
+    task's cells sit only under its own lengths: tasks built at other lengths than the paper's
+    8K/16K/32K (demo or test builds) get a table of their own, headed with their lengths, so no
+    column mixes lengths."""
     facts = [f for f in _entries(rows, skipped) if f.get("difficulty") in DIFFICULTIES]
     if not facts:
         return ""
-    lengths = sorted({int(f["length"]) for f in facts})
+    lengths_of: dict[tuple, list[str]] = defaultdict(list)
+    for task in sorted({f["task"] for f in facts}, key=_task_order):
+        lengths_of[tuple(sorted({int(f["length"]) for f in facts if f["task"] == task}))].append(task)
+    blocks = []
+    for lengths, tasks in sorted(lengths_of.items(), key=lambda item: item[0] != PAPER_LENGTHS):
+        lines = [] if lengths == PAPER_LENGTHS else [
+            f"At {', '.join(_length_name(n) for n in lengths)} tokens (the paper's Table 12: 8K, 16K, 32K): "
+            f"{', '.join(TASK_TITLES.get(t, t) for t in tasks)}.", ""]
+        blocks.append("\n".join(lines + _table12_block(tasks, lengths, rows, skipped, n_resamples, seed)))
+    return "\n\n".join(blocks)
+
+
+def _table12_block(tasks: list[str], lengths: tuple, rows, skipped, n_resamples: int, seed: int) -> list[str]:
     headers = [f"{difficulty.capitalize()} {_length_name(n).upper()}" for difficulty in DIFFICULTIES for n in lengths]
     lines = ["| Task | Model | " + " | ".join(headers) + " |", "|---|---|" + "---:|" * len(headers)]
-    for task in sorted({f["task"] for f in facts}, key=_task_order):
+    for task in tasks:
         columns = [Column(f"{d} {n}", task, lambda f, key=(task, d, n):
                           (f.get("task"), f.get("difficulty"), f.get("length")) == key)
                    for d in DIFFICULTIES for n in lengths]
@@ -278,7 +296,7 @@ def table12(rows, skipped=(), n_resamples: int = 1000, seed: int = 0) -> str:
         for model in _models(task_rows, task_skips):
             cells = [column_cell(model, c, rows, skipped, n_resamples, seed) for c in columns]
             lines.append(f"| {TASK_SHORT.get(task, task)} | {model} | " + " | ".join(cell_text(c) for c in cells) + " |")
-    return "\n".join(lines)
+    return lines
 
 
 def grid_group(row) -> str:

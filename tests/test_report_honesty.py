@@ -91,3 +91,28 @@ def test_a_cell_whose_every_query_tied_prints_no_interval(tmp_path):
     assert "| 50.0 (tie: every query's positive scored alike with another candidate) n=12 |" in table
     # the per-pool table says so too
     assert "| bm25 | govreport-hard-256 | 12 | 48 | 2.1 (tie: every candidate scored alike) |" in table
+
+
+def _pool_row(dataset, task, difficulty, length, value):
+    return {"model": "m", "pool": f"{dataset}-{difficulty}-{length}", "task": task, "dataset": dataset,
+            "difficulty": difficulty, "length": length, "depth": None, "extra": {},
+            "metrics": {"p@1": {"value": value}}, "n_queries": 4}
+
+
+def test_table12_never_puts_demo_lengths_under_the_papers_length_columns():
+    """Issue 25 §8: a release of real 8K-32K pools and demo video pools at 48 and 96 frames' tokens
+    printed `Easy 48 | Easy 96` among the 8K-32K columns; each task sits under its own lengths."""
+    from harness import report
+
+    rows = [_pool_row("govreport", "logical_summarization", d, n, 0.5) for d in ("easy", "hard")
+            for n in (8192, 16384, 32768)]
+    rows += [_pool_row("activitynet", "temporal_summarization", d, n, 0.25) for d in ("easy", "hard") for n in (48, 96)]
+    text = report.table12(rows)
+    headers = [line for line in text.splitlines() if line.startswith("| Task | Model |")]
+    assert headers == ["| Task | Model | Easy 8K | Easy 16K | Easy 32K | Hard 8K | Hard 16K | Hard 32K |",
+                       "| Task | Model | Easy 48 | Easy 96 | Hard 48 | Hard 96 |"]
+    assert "At 48, 96 tokens (the paper's Table 12: 8K, 16K, 32K): Temporal Summarization." in text
+    ls = next(line for line in text.splitlines() if line.startswith("| LS |"))
+    ts = next(line for line in text.splitlines() if line.startswith("| TS |"))
+    assert ls.count("50.0 n=4") == 6 and "–" not in ls
+    assert ts.count("25.0 n=4") == 4 and "–" not in ts  # no empty cells under lengths it was not built at
