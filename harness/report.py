@@ -305,6 +305,15 @@ def grid_group(row) -> str:
     return re.sub(r"-\d+k?$", "", name)
 
 
+def _needle_cut(rows) -> tuple[int, int]:
+    """(queries whose positive's needle the model's middle truncation cut away, queries) over rows."""
+    return sum(int(r.get("needle_truncated") or 0) for r in rows), sum(int(r.get("n_queries") or 0) for r in rows)
+
+
+NEEDLE_CUT_NOTE = ("needle cut k/n: in k of the cell's n queries the positive's needle (its position as the audit "
+                   "records it) lay in the middle that the model's truncation dropped, so the model never saw it")
+
+
 def grid_table(rows) -> str:
     grid = [r for r in rows if r.get("depth") is not None]
     if not grid:
@@ -315,9 +324,20 @@ def grid_table(rows) -> str:
     for model in dict.fromkeys(r["model"] for r in grid):
         for group in sorted({grid_group(r) for r in grid if r["model"] == model}):
             for depth in sorted({r["depth"] for r in grid if r["model"] == model and grid_group(r) == group}):
-                cells = [_mean([_value(r) for r in grid if r["model"] == model and grid_group(r) == group
-                                and r["depth"] == depth and r["length"] == n]) for n in lengths]
-                lines.append(f"| {model} | {group} | {depth:g} | " + " | ".join(fmt(c) for c in cells) + " |")
+                texts = []
+                for n in lengths:
+                    cell = [r for r in grid if r["model"] == model and grid_group(r) == group
+                            and r["depth"] == depth and r["length"] == n]
+                    cut, queries = _needle_cut(cell)
+                    texts.append(fmt(_mean([_value(r) for r in cell])) + (f" (needle cut {cut}/{queries})" if cut else ""))
+                lines.append(f"| {model} | {group} | {depth:g} | " + " | ".join(texts) + " |")
+    cut_pools = [r for r in grid if r.get("needle_truncated")]
+    if cut_pools:
+        per_model = defaultdict(list)
+        for r in cut_pools:
+            per_model[r["model"]].append(r)
+        lines += ["", f"{NEEDLE_CUT_NOTE}. In all: " + "; ".join(
+            f"{model} {_needle_cut(found)[0]} queries in {len(found)} pools" for model, found in per_model.items()) + "."]
     return "\n".join(lines)
 
 
@@ -630,6 +650,8 @@ def depth_heatmap_figures(rows, metric: str = MAIN_METRIC):
     the paper; hit@5 on request), cells and colour bar both x100. Yields (model, group, figure)."""
     grid = [r for r in rows if r.get("depth") is not None]
     plt = _pyplot()
+    from matplotlib.patches import Rectangle
+
     label = HEATMAP_METRICS[metric]
     for model in dict.fromkeys(r["model"] for r in grid):
         for group in sorted({grid_group(r) for r in grid if r["model"] == model}):
@@ -638,6 +660,8 @@ def depth_heatmap_figures(rows, metric: str = MAIN_METRIC):
             depths = sorted({r["depth"] for r in mine})
             values = [[_mean([_value(r, metric) for r in mine if r["depth"] == d and r["length"] == n])
                        for n in lengths] for d in depths]
+            cuts = [[_needle_cut([r for r in mine if r["depth"] == d and r["length"] == n]) for n in lengths]
+                    for d in depths]
             matrix = [[float("nan") if v is None else 100 * v for v in row] for row in values]
             fig, ax = plt.subplots(figsize=(1.2 * len(lengths) + 2.5, 0.6 * len(depths) + 1.8))
             image = ax.imshow(matrix, vmin=0, vmax=100, cmap="RdYlGn", aspect="auto")
@@ -645,12 +669,18 @@ def depth_heatmap_figures(rows, metric: str = MAIN_METRIC):
             ax.set_yticks(range(len(depths)), [f"{d:g}%" for d in depths])
             for i, row in enumerate(values):
                 for j, v in enumerate(row):
-                    ax.text(j, i, fmt(v), ha="center", va="center", fontsize=8)
+                    cut, queries = cuts[i][j]
+                    ax.text(j, i, fmt(v) + (f"\nneedle cut {cut}/{queries}" if cut else ""), ha="center",
+                            va="center", fontsize=8 if not cut else 7)
+                    if cut:  # the model never saw the needle there: the cell measures the truncation
+                        ax.add_patch(Rectangle((j - 0.5, i - 0.5), 1, 1, fill=False, hatch="xx", edgecolor="black",
+                                               lw=1.2, gid=f"needle cut {depths[i]:g} {lengths[j]}"))
             ax.set_xlabel("context length (tokens)")
             ax.set_ylabel("needle depth (% of the document)")
             cell = grid_cell(mine[0])
             what = f"{cell[0]} needle, {BACKGROUND_HEADERS[cell[1]].lower()} background" if cell else group
-            ax.set_title(f"{model}: {what}\n{label}, x100", fontsize=9)
+            cut_note = "; hatched: needle cut by truncation" if any(c[0] for row in cuts for c in row) else ""
+            ax.set_title(f"{model}: {what}\n{label}, x100{cut_note}", fontsize=9)
             fig.colorbar(image, ax=ax, label=f"{label} (x100)")
             fig.tight_layout()
             yield model, group, fig

@@ -9,6 +9,7 @@ from harness.cache import EmbeddingCache
 from harness.data import Benchmark, PoolError, PoolInfo
 from harness.metrics import MAIN_METRIC, per_query, positive_ranks, summarise, tied_positives, variant_breakdown
 from harness.models import Model, ModelError, NotMeasured, RunSettings
+from harness.truncation import range_kept
 
 
 @dataclass
@@ -73,12 +74,33 @@ def score(benchmark: Benchmark, pools: list[PoolInfo], models: list[Model], sett
             if audit is not None:
                 row["breakdown"] = variant_breakdown(scored.scores, pool.query_ids, pool.corpus_ids,
                                                      pool.positive_index, audit)
+            if info.depth is not None:
+                row["needle_truncated"] = needle_truncated(pool, model)
             outcome.results.append(row)
             p1 = row["metrics"]["p@1"]
             log(f"{info.name:<40} {model.spec:<24} P@1 {p1['value']:.3f} "
                 f"[{p1['ci95'][0]:.3f}, {p1['ci95'][1]:.3f}]  truncated {scored.truncated_queries}q/"
                 f"{scored.truncated_candidates}c  embedded {scored.embedded}, cached {scored.cached}")
     return outcome
+
+
+def needle_truncated(pool, model: Model) -> int | None:
+    """Queries of a needle-grid pool whose positive lost its needle (whole or in part) to the
+    model's middle truncation: the needle's range as the audit records it, against the characters
+    the model's input kept. None where either is unknown."""
+    ranges = pool.needle_ranges()
+    if not ranges:
+        return None
+    positives = {pool.corpus_ids[i] for i in pool.positive_index}
+    lost = {}
+    for batch in pool.iter_candidates(64):
+        for item in batch:
+            if item.id in positives and item.id in ranges:
+                kept = model.kept_characters(item)
+                if kept is None:
+                    return None
+                lost[item.id] = not range_kept(ranges[item.id], kept)
+    return sum(lost.get(pool.corpus_ids[i], False) for i in pool.positive_index)
 
 
 def _runnable(outcome: Outcome, ref: str, info: PoolInfo, models: list[Model], modalities: set[str],

@@ -116,3 +116,54 @@ def test_table12_never_puts_demo_lengths_under_the_papers_length_columns():
     ts = next(line for line in text.splitlines() if line.startswith("| TS |"))
     assert ls.count("50.0 n=4") == 6 and "–" not in ls
     assert ts.count("25.0 n=4") == 4 and "–" not in ts  # no empty cells under lengths it was not built at
+
+
+def needle_pool(depth: float, length: int = 256):
+    """A text-needle grid cell whose every candidate holds a needle sentence at `depth` % of its text,
+    its character range recorded in the audit's provenance as the needle builder records it."""
+    from mmlongembed.documents import text_document
+    from mmlongembed.tokens import default_counter
+
+    name = f"needle-text-text-{length}-d{depth:g}"
+    pool = make_pool(name, dataset="needle", task="visual_grounding", difficulty="grid", length=length,
+                     depth=depth, n_queries=3, negatives=2, words=160)
+    pool.facts = {"needle_modality": "text", "background": "text", "fixture": True}
+    counter = default_counter()
+    for k, candidate in enumerate(pool.candidates):
+        text, _ = candidate.document.render()
+        cut = text.rfind(" ", 0, max(1, int(len(text) * depth / 100))) + 1 if depth else 0
+        needle = f"The hidden number of this report is {1000 + k}. "
+        text = text[:cut] + needle + text[cut:]
+        candidate.document = text_document(candidate.id, text, counter)
+        candidate.n_tokens = candidate.document.tokens
+        start = candidate.document.render()[0].index(needle.strip())
+        candidate.provenance = {"needle_char_range": [start, start + len(needle.strip())]}
+    return pool
+
+
+def test_a_needle_cut_away_by_middle_truncation_is_marked_and_counted(tmp_path):
+    """Issue 25 §2: MiniLM's `0.0` at depth 50% came from the harness's middle truncation, not the
+    model: the heatmap marks the cell and the report counts the queries."""
+    import matplotlib.pyplot as plt
+
+    from harness import report
+
+    root = write_benchmark(tmp_path / "b", [needle_pool(0.0), needle_pool(50.0)])
+    output = tmp_path / "out"
+    code = main(["--dataset", str(root), "--output", str(output), "--cache-dir", str(tmp_path / "cache"),
+                 "--quiet", "--bootstrap", "50", "--no-plots", "--model", "minilm", "--max-length", "32"])
+    assert code == 0
+    result = json.loads((output / "results.json").read_text())
+    rows = {r["pool"]: r for r in result["results"]}
+    assert rows["needle-text-text-256-d50"]["needle_truncated"] == 3  # the middle went, the needle with it
+    assert rows["needle-text-text-256-d0"]["needle_truncated"] == 0  # the head is kept
+    table = (output / "table.md").read_text()
+    assert "(needle cut 3/3)" in table and "minilm 3 queries in 1 pools" in table
+    ((_, _, fig),) = list(report.depth_heatmap_figures(result["results"]))
+    try:
+        (ax,) = [a for a in fig.axes if a.get_images()]
+        marks = [p.get_gid() for p in ax.patches if (p.get_gid() or "").startswith("needle cut")]
+        assert marks == ["needle cut 50 256"]
+        assert any("needle cut 3/3" in t.get_text() for t in ax.texts)
+    finally:
+        plt.close(fig)
