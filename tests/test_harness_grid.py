@@ -97,10 +97,15 @@ def test_table4_bm25_on_a_known_score_pattern(tmp_path, grid, capsys):
 def test_default_pair_skips_image_pools_for_minilm_without_failing(tmp_path, grid):
     code, result, output = run(tmp_path, grid, "--pools", "needle-text-*")
     assert code == 0
-    skipped = {(s["model"], s["pool"]) for s in result["skipped"]}
+    minilm_skips = [s for s in result["skipped"] if s["model"] == "minilm"]
+    skipped = {(s["model"], s["pool"]) for s in minilm_skips}
     assert all(not s["counts_as_failure"] and s["reason"] == "minilm cannot take image (takes text)"
-               for s in result["skipped"])
+               for s in minilm_skips)
     assert len(skipped) == 8 and ("minilm", "needle-text-mixed-256-d25") in skipped
+    # BM25 on the image background (no candidate text): not measured, no failure either
+    assert {s["pool"] for s in result["skipped"] if s["model"] == "bm25"} == {
+        f"needle-text-image-{length}-d{depth}" for length, depth in CELLS}
+    assert all(s["not_measured"] for s in result["skipped"] if s["model"] == "bm25")
     minilm = next(e for e in result["table4"] if e["model"] == "minilm")
     assert minilm["needle_modality"] == "text" and minilm["backgrounds"]["text"]["n_pools"] == 4
     assert minilm["backgrounds"]["mixed"]["p@1"] is None and minilm["mean"] is None and minilm["std"] is None
