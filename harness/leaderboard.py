@@ -185,9 +185,10 @@ def leaderboard(runs: list[dict], ref: dict | None = None) -> str:
     sources = ", ".join(f"{run['_path']} ({run.get('dataset', {}).get('ref', '?')})" for run in runs)
     parts = ["# Leaderboard", "", f"Runs: {sources}.", "",
              "Ours: P@1 x100 over all the queries of each cell (n= the queries, a 95% bootstrap interval over them "
-             f"from {report.MIN_QUERIES_FOR_INTERVAL} queries on); a model not run on every pool of a cell has a mark "
-             "there instead. Avg: the mean of the columns our runs have, only where every one of them has a number; "
-             "rows sorted by it.", ""]
+             f"from {report.MIN_QUERIES_FOR_INTERVAL} queries on, none where every query tied: `tie: ...`); a model "
+             "not run on every pool of a cell has a mark there instead, and `n/m` where it received no content of "
+             "the candidates (not measured). Avg: the mean of the columns our runs have, only where every one of "
+             "them has a number; rows sorted by it.", ""]
     if ref:
         parts += [f"Rows marked '{ref['label']}': {ref['title']}. {ref['provenance']} Not published (n/q): "
                   f"{ref['missing']} The paper's MM-NIAH is the real MM-NIAH, printed in our MM-NIAH* column, "
