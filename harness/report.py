@@ -670,11 +670,12 @@ def depth_heatmap_figures(rows, metric: str = MAIN_METRIC):
             for i, row in enumerate(values):
                 for j, v in enumerate(row):
                     cut, queries = cuts[i][j]
-                    ax.text(j, i, fmt(v) + (f"\nneedle cut {cut}/{queries}" if cut else ""), ha="center",
-                            va="center", fontsize=8 if not cut else 7)
                     if cut:  # the model never saw the needle there: the cell measures the truncation
-                        ax.add_patch(Rectangle((j - 0.5, i - 0.5), 1, 1, fill=False, hatch="xx", edgecolor="black",
+                        ax.add_patch(Rectangle((j - 0.5, i - 0.5), 1, 1, fill=False, hatch="//", edgecolor="dimgrey",
                                                lw=1.2, gid=f"needle cut {depths[i]:g} {lengths[j]}"))
+                    ax.text(j, i, fmt(v) + (f"\nneedle cut {cut}/{queries}" if cut else ""), ha="center", va="center",
+                            fontsize=8 if not cut else 7, zorder=3,
+                            bbox={"facecolor": "white", "alpha": 0.85, "lw": 0} if cut else None)
             ax.set_xlabel("context length (tokens)")
             ax.set_ylabel("needle depth (% of the document)")
             cell = grid_cell(mine[0])
