@@ -100,3 +100,25 @@ def test_tiny_qwen2_vl_scores_document_builds(name, tmp_path, tiny_qwen2_vl):
             assert "images ignored (text only)" in row["notes"]
         if row["model"] != "bm25":
             assert row["truncated"]["candidates"] == 0  # every page and quote reached the model
+
+
+def test_kept_characters_are_what_middle_truncation_keeps_of_an_interleaved_input(tiny_qwen2_vl):
+    """The characters of an input a transformers model keeps (issue 25 §2's needle-cut marks read
+    them): head and tail of the text, an image as its whole placeholder or not at all."""
+    from harness.data import Item
+    from harness.models import HFModel, RunSettings
+    from harness.truncation import range_kept
+
+    model = HFModel(str(tiny_qwen2_vl), RunSettings(max_length=40, pooling="mean"))
+    words = " ".join(f"w{k}" for k in range(60))
+    text = f"start {words} <|image|> middle {words} end"
+    item = Item("a", text, (png((220, 20, 20)),))
+    kept = model.kept_characters(item)
+    assert len(kept) == 2 and kept[0][0] == 0 and kept[1][1] == len(text)
+    assert range_kept((0, 5), kept) and range_kept((len(text) - 3, len(text)), kept)  # "start", "end"
+    middle = text.index("middle")
+    assert not range_kept((middle, middle + 6), kept)
+    placeholder = text.index("<|image|>")
+    assert not range_kept((placeholder, placeholder + len("<|image|>")), kept)
+    short = Item("b", "alpha <|image|> beta", (png((20, 20, 220)),))
+    assert model.kept_characters(short) == [(0, len(short.text))]  # nothing has to go

@@ -167,3 +167,20 @@ def test_a_needle_cut_away_by_middle_truncation_is_marked_and_counted(tmp_path):
         assert any("needle cut 3/3" in t.get_text() for t in ax.texts)
     finally:
         plt.close(fig)
+
+
+def test_sentence_transformer_kept_characters_map_back_over_image_placeholders():
+    """MiniLM reads each image placeholder as one space; the characters it keeps are given in the
+    stored text's own positions, so a needle's recorded range can be compared with them."""
+    from harness.data import Item
+    from harness.models import RunSettings, load_model
+    from harness.truncation import range_kept
+
+    model = load_model("minilm", RunSettings(max_length=24, progress=False))
+    head = "<|image|> alpha beta gamma"
+    text = head + " " + " ".join(f"filler{k}" for k in range(80)) + " <|image|> omega end"
+    kept = model.kept_characters(Item("a", text))
+    assert kept[0][0] == 0 and kept[-1][1] == len(text) and len(kept) == 2
+    assert range_kept((text.index("alpha"), text.index("alpha") + 5), kept)
+    assert range_kept((text.index("omega"), text.index("omega") + 5), kept)
+    assert not range_kept((text.index("filler40"), text.index("filler40") + 8), kept)
