@@ -337,6 +337,23 @@ class PoolData:
         except Exception:  # noqa: BLE001  (an unreadable audit file: no breakdown)
             return None
 
+    def needle_ranges(self) -> dict[str, tuple[int, int]] | None:
+        """Per candidate id, the character range of its needle in its text, as the needle builder
+        recorded it in the audit config (`needle_char_range` in `provenance`); None where the pool
+        has none (not a grid pool, an older layout, an unreadable audit). Never used to score."""
+        try:
+            table = self.benchmark.load(f"{self.info.name}-audit")
+            if "provenance" not in table.column_names:
+                return None
+            ranges = {}
+            for cid, provenance in zip(table["_id"], table["provenance"]):
+                recorded = json.loads(provenance) if isinstance(provenance, str) and provenance else {}
+                if isinstance(recorded, dict) and recorded.get("needle_char_range"):
+                    ranges[cid] = tuple(recorded["needle_char_range"])
+        except Exception:  # noqa: BLE001  (a breakdown is optional)
+            return None
+        return ranges or None
+
     def _check_ids(self):
         for kind, ids in (("candidate", self.corpus_ids), ("query", self.query_ids)):
             if not ids:

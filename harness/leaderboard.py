@@ -1,6 +1,7 @@
 """`mmle leaderboard RESULTS...`: runs of several models (each `mmle score`'s results.json) merged
 into one Table 3 and one Table 4, models as rows sorted by Avg, optionally beside the paper's
-published rows (`--reference paper`, shipped as package data and labelled as published numbers).
+published rows (`--reference paper`: every row of its Tables 3, 11 and 12 and its models, Tables 2
+and 5, shipped as package data, `harness/paper_results.json`, and labelled as published numbers).
 
 Cells come from each run's `table3` records as they are (query-weighted P@1, queries, interval,
 skip marks), so nothing is averaged twice; a run written before those records existed is tabled
@@ -25,8 +26,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("results", nargs="+", metavar="RESULTS",
                         help="results.json of `mmle score` runs, or the directories that hold them")
     parser.add_argument("--reference", choices=sorted(REFERENCES), default=None,
-                        help="add the paper's published Table 3 and Table 4 rows (those the project's notes quote), "
-                             "labelled as published numbers, not ours")
+                        help="add the paper's published rows, labelled as published numbers, not ours: all of "
+                             "its Table 3 (11 models), Table 11 (Table 4's Visual Grounding by background, all 10 "
+                             "models), Table 12 (by task, difficulty and length) and its models (Tables 2 and 5)")
     parser.add_argument("--output", default=None, help="also write the tables to this markdown file")
 
 
@@ -101,9 +103,12 @@ def table3_entries(runs: list[dict], ref: dict | None = None) -> tuple[list[dict
         entries.append({"model": model, "source": OURS, "cells": cells, "average": report.average_cell(model, row)})
     if ref:
         published = {}
+        renamed = ref.get("our_column", {})  # the paper's column -> ours where ours stands in for it
         for r in ref["table3"]:
-            task_of.setdefault(r["column"], r.get("task"))
-            published.setdefault(r["model"], {})[r["column"]] = r
+            column = renamed.get(r["column"], r["column"])
+            if column != report.AVG:
+                task_of.setdefault(column, r.get("task"))
+            published.setdefault(r["model"], {})[column] = {**r, "column": column}
         for model, cells in published.items():
             avg = cells.pop(report.AVG, None)
             entries.append({"model": model, "source": ref["label"], "cells": cells,
@@ -145,22 +150,54 @@ def _table4_texts(entry: dict) -> list[str]:
 def table4(runs: list[dict], ref: dict | None = None) -> str:
     merged = _merge(runs, lambda run: run.get("table4") or [], lambda e: (e["model"], e["needle_modality"]),
                     "model and needle modality")
+    # Table 11 is Table 4 for every model (Table 4 prints 8 of its 10 rows, with the same figures)
     entries = ([{**entry, "source": OURS} for entry, _ in merged.values()]
-               + [{**entry, "source": ref["label"]} for entry in (ref or {}).get("table4", [])])
+               + [{**entry, "source": ref["label"]} for entry in (ref or {}).get("table11", [])])
     return report.table4_markdown(entries, label=_source, texts=_table4_texts) if entries else ""
+
+
+def published_table12(ref: dict) -> str:
+    """The paper's Table 12 as printed: per task and model, P@1 at each difficulty and length."""
+    lengths = ("8k", "16k", "32k")
+    lines = ["| Task | Model | Source | " + " | ".join(f"{d.capitalize()} {n.upper()}" for d in report.DIFFICULTIES
+                                                  for n in lengths) + " |",
+             "|---|---|---|" + "---:|" * (2 * len(lengths))]
+    for row in ref.get("table12", []):
+        cells = [_published(row[d].get(n)) for d in report.DIFFICULTIES for n in lengths]
+        lines.append(f"| {report.TASK_SHORT.get(row['task'], row['task'])} | {row['model']} | {ref['label']} | "
+                     + " | ".join(cells) + " |")
+    return "\n".join(lines) if len(lines) > 2 else ""
+
+
+def published_models(ref: dict) -> str:
+    """The paper's models (Tables 2 and 5): what each published row is."""
+    lines = ["| Model | Version (Table 5) | Context length | Size | Embedding dim | Group |", "|---|---|---:|---|---:|---|"]
+    for m in ref.get("models", []):
+        version = f"[{m['version']}]({m['link']})" if m.get("link") else m["version"]
+        lines.append(f"| {m['model']} | {version} | {m['context_length']} | {m.get('size') or '–'} | "
+                     f"{m['embedding_dim']} | {m['group']} |")
+    return "\n".join(lines) if len(lines) > 2 else ""
 
 
 def leaderboard(runs: list[dict], ref: dict | None = None) -> str:
     sources = ", ".join(f"{run['_path']} ({run.get('dataset', {}).get('ref', '?')})" for run in runs)
     parts = ["# Leaderboard", "", f"Runs: {sources}.", "",
              "Ours: P@1 x100 over all the queries of each cell (n= the queries, a 95% bootstrap interval over them "
-             f"from {report.MIN_QUERIES_FOR_INTERVAL} queries on); a model not run on every pool of a cell has a mark "
-             "there instead. Avg: the mean of the columns our runs have, only where every one of them has a number; "
-             "rows sorted by it.", ""]
+             f"from {report.MIN_QUERIES_FOR_INTERVAL} queries on, none where every query tied: `tie: ...`); a model "
+             "not run on every pool of a cell has a mark there instead, and `n/m` where it received no content of "
+             "the candidates (not measured). Avg: the mean of the columns our runs have, only where every one of "
+             "them has a number; rows sorted by it.", ""]
     if ref:
-        parts += [f"Rows marked '{ref['label']}': {ref['title']}. {ref['provenance']} Not quoted (n/q): {ref['missing']} "
-                  "Their MM-NIAH is the real MM-NIAH; our MM-NIAH* column is a substitute.", ""]
-    for title, body in (("Table 3", table3(runs, ref)), ("Table 4 (Visual Grounding by background)", table4(runs, ref))):
+        parts += [f"Rows marked '{ref['label']}': {ref['title']}. {ref['provenance']} Not published (n/q): "
+                  f"{ref['missing']} The paper's MM-NIAH is the real MM-NIAH, printed in our MM-NIAH* column, "
+                  "whose grid is a substitute for it.", ""]
+    sections = [("Table 3", table3(runs, ref)),
+                ("Table 4 (Visual Grounding by background; the published rows are the paper's Table 11)",
+                 table4(runs, ref))]
+    if ref:
+        sections += [("Table 12 (published: P@1 by task, difficulty and length)", published_table12(ref)),
+                     ("The published models (the paper's Tables 2 and 5)", published_models(ref))]
+    for title, body in sections:
         if body:
             parts += [f"## {title}", "", body, ""]
     return "\n".join(parts).rstrip() + "\n"

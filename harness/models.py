@@ -28,7 +28,7 @@ import numpy as np
 
 from harness.cache import EmbeddingCache, input_key, model_key
 from harness.data import Item, PoolData, PoolError
-from harness.truncation import truncate_middle
+from harness.truncation import kept_character_ranges, truncate_middle
 from mmlongembed.documents import IMAGE_PLACEHOLDER
 from mmlongembed.errors import UserError
 from mmlongembed.plugins import PluginRegistry
@@ -39,6 +39,12 @@ READOUT_POOLINGS = ("boundary", "trailing", "distributed", "last")  # generative
 
 class ModelError(Exception):
     """The model failed on a pool's inputs: the pool is reported and skipped."""
+
+
+class NotMeasured(Exception):
+    """The model received no content of the pool's candidates (BM25 on candidates that are images
+    alone): whatever it scored would be chance, not a measurement. The pool is reported as not
+    measured for that model (no number, the reason beside it), and it is no failure."""
 
 
 @dataclass
@@ -81,6 +87,12 @@ class Model:
     def score_pool(self, pool: PoolData, cache: EmbeddingCache, settings: RunSettings) -> PoolScores:
         raise NotImplementedError
 
+    def kept_characters(self, item: Item) -> list[tuple[int, int]] | None:
+        """The character ranges of ``item.text`` that the model's input keeps after its middle
+        truncation (``harness.truncation``); None where the model cannot say (then nothing is
+        reported as cut). Read to tell where a needle was cut away, never to score."""
+        return None
+
     def close(self) -> None:
         pass
 
@@ -99,6 +111,9 @@ class BM25Model(Model):
                 "tokenisation": "NFKC, lower case, \\w+ runs, English stop words removed, CJK per character",
                 "k1": bm25.K1, "b": bm25.B, "epsilon": bm25.EPSILON}
 
+    def kept_characters(self, item):
+        return [(0, len(item.text))]  # BM25 reads every word: nothing is truncated
+
     def score_pool(self, pool, cache, settings):
         from mmlongembed.bm25 import BM25Index, bm25_tokenize
 
@@ -109,6 +124,8 @@ class BM25Model(Model):
                         for batch in pool.iter_queries(256) for item in batch]
         if not any(query_tokens):
             raise ModelError("bm25: the queries have no text")
+        if not any(corpus_tokens):  # decided on what BM25 received, whatever the pool is called
+            raise NotMeasured("bm25 saw no content: no candidate has a text token (images are ignored)")
         index = BM25Index(corpus_tokens)
         scores = np.stack([index.scores(tokens) for tokens in query_tokens]).astype(np.float32)
         notes = ["images ignored (text only)"] if "image" in pool.info.modalities else []
@@ -208,6 +225,15 @@ class DenseModel(Model):
         return stats
 
 
+def _in_original(text: str, position: int) -> int:
+    """A character position of ``text`` with each image placeholder read as one space, in ``text``."""
+    shift, start = 0, 0
+    while (found := text.find(IMAGE_PLACEHOLDER, start)) != -1 and found - shift < position:
+        shift += len(IMAGE_PLACEHOLDER) - 1
+        start = found + len(IMAGE_PLACEHOLDER)
+    return position + shift
+
+
 def _middle_truncate_text(ids: list[int], budget: int) -> tuple[list[int], bool]:
     return truncate_middle(ids, [1] * len(ids), budget)
 
@@ -239,6 +265,15 @@ class SentenceTransformerModel(DenseModel):
             return text, False
         # Decoding and re-encoding can shift a token or two; the model's own end truncation is the backstop.
         return self.tokenizer.decode(kept), True
+
+    def kept_characters(self, item):
+        # the model reads the text with each image placeholder as one space (``embed``)
+        text = item.text.replace(IMAGE_PLACEHOLDER, " ")
+        budget = self.window - self.tokenizer.num_special_tokens_to_add()
+        spans = self.tokenizer(text, add_special_tokens=False, verbose=False,
+                               return_offsets_mapping=True)["offset_mapping"]
+        kept = kept_character_ranges(spans, [1] * len(spans), budget, len(text))
+        return [(_in_original(item.text, lo), _in_original(item.text, hi)) for lo, hi in kept]
 
     def embed(self, items):
         fitted = [self._fit(item.text.replace(IMAGE_PLACEHOLDER, " ")) for item in items]
@@ -363,23 +398,37 @@ class HFModel(DenseModel):
     def _image_cost(self, image) -> int:
         return image_token_cost(self.image_processor, image.height, image.width)
 
-    def _units(self, item: Item):
-        """The input as units: token ids, and ('image', PIL image, n visual tokens) kept or dropped whole."""
+    def _units(self, item: Item, spans: list | None = None):
+        """The input as units: token ids, and ('image', PIL image, n visual tokens) kept or dropped whole.
+        ``spans``: a list to fill with each unit's character span in ``item.text``."""
         runs = item.text.split(IMAGE_PLACEHOLDER)
         images = item.pil_images() if item.images else []
         if images and self.image_processor is None:
             raise ModelError(f"{self.spec} takes no images")
-        units, costs = [], []
+        units, costs, offset = [], [], 0
         for i, run in enumerate(runs):
             if run:
-                ids = self.tokenizer(run, add_special_tokens=False, verbose=False)["input_ids"]
+                encoded = self.tokenizer(run, add_special_tokens=False, verbose=False,
+                                         return_offsets_mapping=spans is not None)
+                ids = encoded["input_ids"]
                 units.extend(ids)
                 costs.extend([1] * len(ids))
+                if spans is not None:
+                    spans.extend((offset + a, offset + b) for a, b in encoded["offset_mapping"])
+            offset += len(run)
             if i < len(images):
                 n = self._image_cost(images[i])
                 units.append(("image", images[i], n))
                 costs.append(n + VISION_WRAP)
+                if spans is not None:
+                    spans.append((offset, offset + len(IMAGE_PLACEHOLDER)))
+                offset += len(IMAGE_PLACEHOLDER)
         return units, costs
+
+    def kept_characters(self, item):
+        spans: list[tuple[int, int]] = []
+        _, costs = self._units(item, spans)
+        return kept_character_ranges(spans, costs, self.window, len(item.text))
 
     def embed(self, items):
         torch = self.torch

@@ -133,30 +133,57 @@ def column_cell(model: str, column: Column, rows, skipped=(), n_resamples: int =
     cell = {"model": model, "column": column.name, "task": column.task, "p_at_1": None, "queries": queries, "ci95": None,
             "pools": len(scored), "expected_pools": len(expected)}
     if missing:
-        why = {s["pool"]: s["reason"] for s in skipped if s["model"] in (model, "*") and s["pool"] in expected}
+        mine_skipped = [s for s in skipped if s["model"] in (model, "*") and s["pool"] in expected]
+        why = {s["pool"]: s["reason"] for s in mine_skipped}
         cell["skipped"] = {"pools": missing, "reasons": sorted({why.get(p, "not run") for p in missing})}
+        unmeasured = sorted(s["pool"] for s in mine_skipped if s.get("not_measured") and s["pool"] in missing)
+        if unmeasured:  # the model ran there and saw nothing to measure with: say so, not "skipped"
+            cell["not_measured"] = {"pools": unmeasured,
+                                    "reason": "; ".join(sorted({why[p] for p in unmeasured}))}
         return cell
     if not queries:
         return cell
+    cell["tie"] = tie_note(sum(int(r.get("tied_positives") or 0) for r in mine),
+                           sum(int(r.get("all_tied") or 0) for r in mine), queries)
     per_query = [r.get("per_query", {}).get(MAIN_METRIC) for r in mine]
     if all(v is not None for v in per_query):
         values = np.concatenate([np.asarray(v, dtype=np.float64) for v in per_query])
         cell["p_at_1"] = float(values.mean())
-        if len(values) >= MIN_QUERIES_FOR_INTERVAL:
+        if len(values) >= MIN_QUERIES_FOR_INTERVAL and not cell["tie"]:
             cell["ci95"] = list(bootstrap_ci(values, n_resamples, seed))
     else:  # rows without per-query values (hand-made, or older results): the query-weighted mean
         cell["p_at_1"] = sum(_value(r) * r["n_queries"] for r in mine) / queries
     return cell
 
 
+TIE_EVERY_CANDIDATE = "tie: every candidate scored alike"
+TIE_EVERY_POSITIVE = "tie: every query's positive scored alike with another candidate"
+
+
+def tie_note(tied_positives: int, all_tied: int, queries: int) -> str | None:
+    """Where every query of a cell (or pool) ties its positive, the tie rule decides its P@1, not the
+    model: say so instead of drawing an interval (it would be zero-width, as if certain). None
+    where some query is decided by the model."""
+    if not queries or tied_positives < queries:
+        return None
+    return TIE_EVERY_CANDIDATE if all_tied >= queries else TIE_EVERY_POSITIVE
+
+
 def cell_text(cell: dict) -> str:
     """`60.0 [45.2, 74.1] n=30`; `0.0 n=1` below MIN_QUERIES_FOR_INTERVAL queries (no interval);
-    `– (skipped 2/6 pools: ...)` for a model that missed some of the column's pools."""
+    `2.3 (tie: every candidate scored alike) n=40` where every query tied (no interval);
+    `– (skipped 2/6 pools: ...)` for a model that missed some of the column's pools; `n/m (not
+    measured in 6/6 pools: ...)` where the model ran but received no content of the candidates."""
+    if cell.get("not_measured") and len(cell["not_measured"]["pools"]) == len(cell["skipped"]["pools"]):
+        n_missing = len(cell["not_measured"]["pools"])
+        return f"n/m (not measured in {n_missing}/{cell['expected_pools']} pools: {cell['not_measured']['reason']})"
     if cell.get("skipped"):
         n_missing = len(cell["skipped"]["pools"])
         return f"– (skipped {n_missing}/{cell['expected_pools']} pools: {'; '.join(cell['skipped']['reasons'])})"
     if cell["p_at_1"] is None:
         return "–"
+    if cell.get("tie"):
+        return f"{fmt(cell['p_at_1'])} ({cell['tie']}) n={cell['queries']}"
     interval = f" [{fmt(cell['ci95'][0])}, {fmt(cell['ci95'][1])}]" if cell.get("ci95") else ""
     return f"{fmt(cell['p_at_1'])}{interval} n={cell['queries']}"
 
@@ -233,16 +260,34 @@ def table3(rows, skipped=(), n_resamples: int = 1000, seed: int = 0, data: list[
     return table3_markdown(data, [c.name for c in columns], {c.name: c.task for c in columns})
 
 
+PAPER_LENGTHS = (8192, 16384, 32768)  # the paper's Table 12 columns
+
+
 def table12(rows, skipped=(), n_resamples: int = 1000, seed: int = 0) -> str:
     """Paper Table 12: rows task x model, columns Easy at each length, then Hard at each length
-    (P@1 over all the task's queries at that difficulty and length, its datasets together)."""
+    (P@1 over all the task's queries at that difficulty and length, its datasets together). A
+    task's cells sit only under its own lengths: tasks built at other lengths than the paper's
+    8K/16K/32K (demo or test builds) get a table of their own, headed with their lengths, so no
+    column mixes lengths."""
     facts = [f for f in _entries(rows, skipped) if f.get("difficulty") in DIFFICULTIES]
     if not facts:
         return ""
-    lengths = sorted({int(f["length"]) for f in facts})
+    lengths_of: dict[tuple, list[str]] = defaultdict(list)
+    for task in sorted({f["task"] for f in facts}, key=_task_order):
+        lengths_of[tuple(sorted({int(f["length"]) for f in facts if f["task"] == task}))].append(task)
+    blocks = []
+    for lengths, tasks in sorted(lengths_of.items(), key=lambda item: item[0] != PAPER_LENGTHS):
+        lines = [] if lengths == PAPER_LENGTHS else [
+            f"At {', '.join(_length_name(n) for n in lengths)} tokens (the paper's Table 12: 8K, 16K, 32K): "
+            f"{', '.join(TASK_TITLES.get(t, t) for t in tasks)}.", ""]
+        blocks.append("\n".join(lines + _table12_block(tasks, lengths, rows, skipped, n_resamples, seed)))
+    return "\n\n".join(blocks)
+
+
+def _table12_block(tasks: list[str], lengths: tuple, rows, skipped, n_resamples: int, seed: int) -> list[str]:
     headers = [f"{difficulty.capitalize()} {_length_name(n).upper()}" for difficulty in DIFFICULTIES for n in lengths]
     lines = ["| Task | Model | " + " | ".join(headers) + " |", "|---|---|" + "---:|" * len(headers)]
-    for task in sorted({f["task"] for f in facts}, key=_task_order):
+    for task in tasks:
         columns = [Column(f"{d} {n}", task, lambda f, key=(task, d, n):
                           (f.get("task"), f.get("difficulty"), f.get("length")) == key)
                    for d in DIFFICULTIES for n in lengths]
@@ -251,13 +296,22 @@ def table12(rows, skipped=(), n_resamples: int = 1000, seed: int = 0) -> str:
         for model in _models(task_rows, task_skips):
             cells = [column_cell(model, c, rows, skipped, n_resamples, seed) for c in columns]
             lines.append(f"| {TASK_SHORT.get(task, task)} | {model} | " + " | ".join(cell_text(c) for c in cells) + " |")
-    return "\n".join(lines)
+    return lines
 
 
 def grid_group(row) -> str:
     """A needle-grid pool's family: its name without the length and depth parts."""
     name = re.sub(r"-d\d+(\.\d+)?$", "", row["pool"])
     return re.sub(r"-\d+k?$", "", name)
+
+
+def _needle_cut(rows) -> tuple[int, int]:
+    """(queries whose positive's needle the model's middle truncation cut away, queries) over rows."""
+    return sum(int(r.get("needle_truncated") or 0) for r in rows), sum(int(r.get("n_queries") or 0) for r in rows)
+
+
+NEEDLE_CUT_NOTE = ("needle cut k/n: in k of the cell's n queries the positive's needle (its position as the audit "
+                   "records it) lay in the middle that the model's truncation dropped, so the model never saw it")
 
 
 def grid_table(rows) -> str:
@@ -270,9 +324,20 @@ def grid_table(rows) -> str:
     for model in dict.fromkeys(r["model"] for r in grid):
         for group in sorted({grid_group(r) for r in grid if r["model"] == model}):
             for depth in sorted({r["depth"] for r in grid if r["model"] == model and grid_group(r) == group}):
-                cells = [_mean([_value(r) for r in grid if r["model"] == model and grid_group(r) == group
-                                and r["depth"] == depth and r["length"] == n]) for n in lengths]
-                lines.append(f"| {model} | {group} | {depth:g} | " + " | ".join(fmt(c) for c in cells) + " |")
+                texts = []
+                for n in lengths:
+                    cell = [r for r in grid if r["model"] == model and grid_group(r) == group
+                            and r["depth"] == depth and r["length"] == n]
+                    cut, queries = _needle_cut(cell)
+                    texts.append(fmt(_mean([_value(r) for r in cell])) + (f" (needle cut {cut}/{queries})" if cut else ""))
+                lines.append(f"| {model} | {group} | {depth:g} | " + " | ".join(texts) + " |")
+    cut_pools = [r for r in grid if r.get("needle_truncated")]
+    if cut_pools:
+        per_model = defaultdict(list)
+        for r in cut_pools:
+            per_model[r["model"]].append(r)
+        lines += ["", f"{NEEDLE_CUT_NOTE}. In all: " + "; ".join(
+            f"{model} {_needle_cut(found)[0]} queries in {len(found)} pools" for model, found in per_model.items()) + "."]
     return "\n".join(lines)
 
 
@@ -385,8 +450,12 @@ def variant_table(rows) -> str:
 
 
 def _pool_p1(r) -> str:
-    """A pool's P@1 with its bootstrap interval, or `n=` alone below MIN_QUERIES_FOR_INTERVAL queries."""
+    """A pool's P@1 with its bootstrap interval, `n=` alone below MIN_QUERIES_FOR_INTERVAL queries, or
+    what tied where every query did."""
     p1 = r["metrics"]["p@1"]
+    tie = tie_note(int(r.get("tied_positives") or 0), int(r.get("all_tied") or 0), r["n_queries"])
+    if tie:
+        return f"{fmt(p1['value'])} ({tie})"
     if r["n_queries"] < MIN_QUERIES_FOR_INTERVAL:
         return f"{fmt(p1['value'])} n={r['n_queries']}"
     lo, hi = p1["ci95"]
@@ -438,9 +507,12 @@ def markdown(report: dict, table3_cells: list[dict] | None = None, table4_cells:
              "P@1 x 100 over all the queries of each cell's pools (query-weighted), `n=` the queries it rests on, "
              f"in brackets a 95% bootstrap interval over those queries (none below {MIN_QUERIES_FOR_INTERVAL} "
              "queries). A model that was not run on every pool of a cell gets no number there but says what it "
-             "skipped; Avg is over every column or not at all. Candidates that score exactly as much as the "
+             "skipped; Avg is over every column or not at all. A model that received no content of a pool's "
+             "candidates (BM25 on candidates that are images alone) is not measured there: `n/m` and the reason, "
+             "no number. Candidates that score exactly as much as the "
              "positive (e.g. inputs identical after middle truncation) count by expectation over their possible "
-             "orders: a model that cannot tell them apart gets chance.", ""]
+             "orders: a model that cannot tell them apart gets chance; where every query of a cell tied, the cell "
+             "says so (`tie: ...`) instead of an interval.", ""]
     for title, body in ((f"Table 3 layout: by task and dataset ({VG_NOTE}; Avg over every column)",
                          table3(rows, skipped, **stats, data=table3_cells)),
                         ("Table 12 layout: by task and length (the task's datasets together)",
@@ -457,7 +529,7 @@ def markdown(report: dict, table3_cells: list[dict] | None = None, table4_cells:
         if body:
             parts += [f"## {title}", "", body, ""]
     if skipped:
-        parts += ["## Skipped", "", "| Model | Pool | Reason | Failure |", "|---|---|---|---|"]
+        parts += ["## Skipped or not measured", "", "| Model | Pool | Reason | Failure |", "|---|---|---|---|"]
         parts += [f"| {s['model']} | {s['pool']} | {s['reason']} | {'yes' if s['counts_as_failure'] else 'no'} |"
                   for s in skipped]
         parts.append("")
@@ -483,8 +555,12 @@ DATASET_MARKERS = "osD^vP*X"
 
 def by_length_figure(rows):
     """Paper Figure 4: P@1 (x100) against context length, one panel per task; colour: model, marker:
-    dataset, line: Easy solid, Hard dashed. One legend for all panels, outside them (never over a
-    line), with an entry for each colour, marker and line style. None where no pool has a difficulty."""
+    dataset, line: Easy solid, Hard dashed. Each point says how many queries it rests on (`n=`),
+    and a point on fewer than MIN_QUERIES_FOR_INTERVAL queries is hollow; a grey dotted line per
+    dataset and difficulty is chance there (1 / the pool's candidates), so a fall to chance reads
+    as one. One legend for all panels, outside them (never over a line), with an entry for each
+    colour, marker, line style, hollow point and the chance line. None where no pool has a
+    difficulty."""
     rows = [r for r in rows if r["difficulty"] in DIFFICULTIES]
     if not rows:
         return None
@@ -500,16 +576,17 @@ def by_length_figure(rows):
     colour = {m: colours[i % len(colours)] for i, m in enumerate(models)}
     marker = {d: DATASET_MARKERS[i % len(DATASET_MARKERS)] for i, d in enumerate(datasets)}
     for ax, task in zip(axes[0], tasks):
-        for model in models:
-            for dataset in sorted({r["dataset"] for r in rows if r["task"] == task}):
+        mine = [r for r in rows if r["task"] == task]
+        _draw_chance(ax, mine)
+        for k, model in enumerate(models):
+            for dataset in sorted({r["dataset"] for r in mine}):
                 for difficulty, style in DIFFICULTY_STYLES.items():
-                    points = sorted((r["length"], 100 * _value(r)) for r in rows if r["model"] == model
-                                    and r["task"] == task and r["dataset"] == dataset and r["difficulty"] == difficulty)
-                    if points:
-                        ax.plot([p[0] for p in points], [p[1] for p in points], style, marker=marker[dataset],
-                                color=colour[model])
+                    series = sorted((r for r in mine if r["model"] == model and r["dataset"] == dataset
+                                     and r["difficulty"] == difficulty), key=lambda r: r["length"])
+                    if series:
+                        _draw_series(ax, series, style, marker[dataset], colour[model], k)
         ax.set_xscale("log", base=2)
-        lengths = sorted({r["length"] for r in rows if r["task"] == task})
+        lengths = sorted({r["length"] for r in mine})
         ax.set_xticks(lengths, [_length_name(n) for n in lengths])
         ax.xaxis.set_minor_locator(NullLocator())  # the log axis's minor ticks would add labels between ours
         ax.set_xlim(lengths[0] / 1.4, lengths[-1] * 1.4)
@@ -521,11 +598,42 @@ def by_length_figure(rows):
     handles = ([Line2D([], [], color=colour[m], lw=2, label=m) for m in models]
                + [Line2D([], [], color="grey", marker=marker[d], ls="none", label=d) for d in datasets]
                + [Line2D([], [], color="black", ls=style, label=difficulty.capitalize())
-                  for difficulty, style in DIFFICULTY_STYLES.items()])
+                  for difficulty, style in DIFFICULTY_STYLES.items()]
+               + [Line2D([], [], color="black", marker="o", markerfacecolor="none", ls="none",
+                         label=f"fewer than {MIN_QUERIES_FOR_INTERVAL} queries"),
+                  Line2D([], [], **CHANCE_STYLE, label="chance (1 / candidates)")])
     fig.tight_layout(rect=(0, 0, 1 - 2.0 / fig.get_figwidth(), 1))
     fig.legend(handles=handles, loc="center left", bbox_to_anchor=(1 - 1.95 / fig.get_figwidth(), 0.5),
                fontsize=8, frameon=False)
     return fig
+
+
+CHANCE_STYLE = {"color": "grey", "ls": ":", "lw": 1.2}
+
+
+def _draw_chance(ax, rows) -> None:
+    """Chance per pool (100 / its candidates), one dotted line per dataset and difficulty."""
+    for dataset, difficulty in sorted({(r["dataset"], r["difficulty"]) for r in rows}):
+        chance = sorted({(r["length"], 100.0 / r["n_candidates"]) for r in rows
+                         if r["dataset"] == dataset and r["difficulty"] == difficulty and r.get("n_candidates")})
+        if chance:
+            ax.plot([c[0] for c in chance], [c[1] for c in chance], **CHANCE_STYLE, marker="_", zorder=1,
+                    gid=f"chance {dataset} {difficulty}")
+
+
+def _draw_series(ax, series: list[dict], style: str, marker: str, colour: str, model_index: int) -> None:
+    """One model's line over one dataset and difficulty: its points filled, or hollow below
+    MIN_QUERIES_FOR_INTERVAL queries, each labelled with its n."""
+    xs, ys = [r["length"] for r in series], [100 * _value(r) for r in series]
+    few = [r["n_queries"] < MIN_QUERIES_FOR_INTERVAL for r in series]
+    ax.plot(xs, ys, style, color=colour, marker=marker, markevery=[i for i, f in enumerate(few) if not f],
+            zorder=2, gid=f"series {series[0]['model']} {series[0]['dataset']} {series[0]['difficulty']}")
+    for x, y, r, hollow in zip(xs, ys, series, few):
+        if hollow:
+            ax.plot([x], [y], marker=marker, ls="none", color=colour, markerfacecolor="white", zorder=3,
+                    gid=f"few {r['pool']} {r['model']}")
+        ax.annotate(f"n={r['n_queries']}", (x, y), xytext=(4, 3 + 7 * model_index), textcoords="offset points",
+                    fontsize=6, color=colour)
 
 
 def plot_by_length(rows, path: Path) -> bool:
@@ -542,6 +650,8 @@ def depth_heatmap_figures(rows, metric: str = MAIN_METRIC):
     the paper; hit@5 on request), cells and colour bar both x100. Yields (model, group, figure)."""
     grid = [r for r in rows if r.get("depth") is not None]
     plt = _pyplot()
+    from matplotlib.patches import Rectangle
+
     label = HEATMAP_METRICS[metric]
     for model in dict.fromkeys(r["model"] for r in grid):
         for group in sorted({grid_group(r) for r in grid if r["model"] == model}):
@@ -550,6 +660,8 @@ def depth_heatmap_figures(rows, metric: str = MAIN_METRIC):
             depths = sorted({r["depth"] for r in mine})
             values = [[_mean([_value(r, metric) for r in mine if r["depth"] == d and r["length"] == n])
                        for n in lengths] for d in depths]
+            cuts = [[_needle_cut([r for r in mine if r["depth"] == d and r["length"] == n]) for n in lengths]
+                    for d in depths]
             matrix = [[float("nan") if v is None else 100 * v for v in row] for row in values]
             fig, ax = plt.subplots(figsize=(1.2 * len(lengths) + 2.5, 0.6 * len(depths) + 1.8))
             image = ax.imshow(matrix, vmin=0, vmax=100, cmap="RdYlGn", aspect="auto")
@@ -557,12 +669,19 @@ def depth_heatmap_figures(rows, metric: str = MAIN_METRIC):
             ax.set_yticks(range(len(depths)), [f"{d:g}%" for d in depths])
             for i, row in enumerate(values):
                 for j, v in enumerate(row):
-                    ax.text(j, i, fmt(v), ha="center", va="center", fontsize=8)
+                    cut, queries = cuts[i][j]
+                    if cut:  # the model never saw the needle there: the cell measures the truncation
+                        ax.add_patch(Rectangle((j - 0.5, i - 0.5), 1, 1, fill=False, hatch="//", edgecolor="dimgrey",
+                                               lw=1.2, gid=f"needle cut {depths[i]:g} {lengths[j]}"))
+                    ax.text(j, i, fmt(v) + (f"\nneedle cut {cut}/{queries}" if cut else ""), ha="center", va="center",
+                            fontsize=8 if not cut else 7, zorder=3,
+                            bbox={"facecolor": "white", "alpha": 0.85, "lw": 0} if cut else None)
             ax.set_xlabel("context length (tokens)")
             ax.set_ylabel("needle depth (% of the document)")
             cell = grid_cell(mine[0])
             what = f"{cell[0]} needle, {BACKGROUND_HEADERS[cell[1]].lower()} background" if cell else group
-            ax.set_title(f"{model}: {what}\n{label}, x100", fontsize=9)
+            cut_note = "; hatched: needle cut by truncation" if any(c[0] for row in cuts for c in row) else ""
+            ax.set_title(f"{model}: {what}\n{label}, x100{cut_note}", fontsize=9)
             fig.colorbar(image, ax=ax, label=f"{label} (x100)")
             fig.tight_layout()
             yield model, group, fig

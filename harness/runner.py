@@ -8,7 +8,8 @@ from dataclasses import dataclass, field
 from harness.cache import EmbeddingCache
 from harness.data import Benchmark, PoolError, PoolInfo
 from harness.metrics import MAIN_METRIC, per_query, positive_ranks, summarise, tied_positives, variant_breakdown
-from harness.models import Model, ModelError, RunSettings
+from harness.models import Model, ModelError, NotMeasured, RunSettings
+from harness.truncation import range_kept
 
 
 @dataclass
@@ -22,10 +23,11 @@ class Outcome:
 
 
 def _skip(outcome: Outcome, benchmark: str, model: Model | None, info: PoolInfo, reason: str,
-          failure: bool = True):
+          failure: bool = True, measured: bool = True):
+    """`measured` False: the model ran but received nothing to measure with (`NotMeasured`)."""
     # the pool's facts travel with the skip, so the tables can say which of a column's pools a model missed
     outcome.skipped.append({"model": model.spec if model else "*", "pool": info.name, "reason": reason,
-                            "counts_as_failure": failure,
+                            "counts_as_failure": failure, **({} if measured else {"not_measured": True}),
                             "facts": {**info.as_dict(), "n_queries": info.n_queries, "benchmark": benchmark}})
 
 
@@ -55,6 +57,10 @@ def score(benchmark: Benchmark, pools: list[PoolInfo], models: list[Model], sett
             start = time.perf_counter()
             try:
                 scored = model.score_pool(pool, cache, settings)
+            except NotMeasured as exc:
+                _skip(outcome, ref, model, info, str(exc), failure=False, measured=False)
+                log(f"{info.name:<40} {model.spec:<24} not measured: {exc}")
+                continue
             except (PoolError, ModelError) as exc:
                 _skip(outcome, ref, model, info, str(exc))
                 log(f"skipped {info.name} with {model.spec}: {exc}")
@@ -68,12 +74,33 @@ def score(benchmark: Benchmark, pools: list[PoolInfo], models: list[Model], sett
             if audit is not None:
                 row["breakdown"] = variant_breakdown(scored.scores, pool.query_ids, pool.corpus_ids,
                                                      pool.positive_index, audit)
+            if info.depth is not None:
+                row["needle_truncated"] = needle_truncated(pool, model)
             outcome.results.append(row)
             p1 = row["metrics"]["p@1"]
             log(f"{info.name:<40} {model.spec:<24} P@1 {p1['value']:.3f} "
                 f"[{p1['ci95'][0]:.3f}, {p1['ci95'][1]:.3f}]  truncated {scored.truncated_queries}q/"
                 f"{scored.truncated_candidates}c  embedded {scored.embedded}, cached {scored.cached}")
     return outcome
+
+
+def needle_truncated(pool, model: Model) -> int | None:
+    """Queries of a needle-grid pool whose positive lost its needle (whole or in part) to the
+    model's middle truncation: the needle's range as the audit records it, against the characters
+    the model's input kept. None where either is unknown."""
+    ranges = pool.needle_ranges()
+    if not ranges:
+        return None
+    positives = {pool.corpus_ids[i] for i in pool.positive_index}
+    lost = {}
+    for batch in pool.iter_candidates(64):
+        for item in batch:
+            if item.id in positives and item.id in ranges:
+                kept = model.kept_characters(item)
+                if kept is None:
+                    return None
+                lost[item.id] = not range_kept(ranges[item.id], kept)
+    return sum(lost.get(pool.corpus_ids[i], False) for i in pool.positive_index)
 
 
 def _runnable(outcome: Outcome, ref: str, info: PoolInfo, models: list[Model], modalities: set[str],
@@ -105,6 +132,8 @@ def _result_row(ref: str, info: PoolInfo, model: Model, pool, scored, ranks, met
         "per_query": {MAIN_METRIC: [round(float(v), 6) for v in per_query(ranks)[MAIN_METRIC]]},
         "truncated": {"queries": scored.truncated_queries, "candidates": scored.truncated_candidates},
         "tied_positives": tied_positives(scored.scores, pool.positive_index),
+        # queries whose every candidate scored as much as the positive: P@1 there is chance by the tie rule
+        "all_tied": int(((ranks[:, 0] == 1) & (ranks[:, 1] == len(pool.corpus_ids))).sum()),
         "embedded": scored.embedded, "cached": scored.cached,
         "timings": timings,
         "items_per_s": round(scored.embedded / scored.embed_seconds, 2) if scored.embed_seconds > 0 else None,

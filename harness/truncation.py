@@ -39,3 +39,22 @@ def truncate_middle(units: list, costs: Sequence[int], budget: int) -> tuple[lis
     if n_head + n_tail >= len(units):
         return list(units), False
     return list(units[:n_head]) + (list(units[len(units) - n_tail:]) if n_tail else []), True
+
+
+def kept_character_ranges(spans: Sequence[tuple[int, int]], costs: Sequence[int], budget: int,
+                          length: int) -> list[tuple[int, int]]:
+    """The character ranges of an input of ``length`` characters that middle truncation keeps,
+    given each unit's character span (``spans``, in order): the head's units from the start, the
+    tail's to the end; the whole input where nothing has to go."""
+    n_head, n_tail = keep_head_tail(costs, budget)
+    if n_head + n_tail >= len(spans):
+        return [(0, length)]
+    kept = [(0, spans[n_head - 1][1])] if n_head else []
+    return kept + ([(spans[len(spans) - n_tail][0], length)] if n_tail else [])
+
+
+def range_kept(char_range: Sequence[int], kept: Sequence[tuple[int, int]]) -> bool:
+    """Whether the characters ``[start, end)`` lie whole inside one kept range (a needle cut in
+    part is not the needle)."""
+    start, end = char_range
+    return any(lo <= start and end <= hi for lo, hi in kept)

@@ -158,7 +158,8 @@ def assemble(builder: "MMLongEmbedBuilder", config: MMLongEmbedConfig, component
     pools_rel = pools_path.relative_to(tmp_dir).as_posix()
     files = {**got.files, pools_rel: {"sha256": file_sha256(pools_path), "bytes": pools_path.stat().st_size}}
     specs = [ConfigSpec("pools", pools_rel), *got.specs]
-    figure1(tmp_dir, rows, {spec.name: spec for spec in specs}, tmp_dir / "figures" / "figure1_candidate_lengths.png")
+    figure1(tmp_dir, rows, {spec.name: spec for spec in specs}, tmp_dir / "figures" / "figure1_candidate_lengths.png",
+            synthetic={name for name, facts in recorded.items() if facts["synthetic"]})
     storage = release_storage(tmp_dir, specs, files, manifests)
     synthetic = [f"{name}: {part}" for name, facts in recorded.items() for part in facts["synthetic"]]
     table1 = measured_table1(rows)
@@ -331,7 +332,7 @@ class MMLongEmbedBuilder(Builder):
     table, the paper's Table 1 beside the measured one, and one manifest."""
 
     name = RELEASE
-    version = "1.0.0"
+    version = "1.1.0"  # 1.1: Figure 1 bars side by side, synthetic sources marked; Table 1 names its two per-query figures
     task = "all"
     title = "MMLongEmbed: long-context multimodal embedding benchmark (all tasks)"
     config_class = MMLongEmbedConfig

@@ -344,7 +344,7 @@ def pool_statistics(pool: Pool) -> dict:
         "pool": pool.name,
         "queries": n_queries,
         "candidates": len(pool.candidates),
-        "candidates_per_query": round(len(pool.candidates) / n_queries, 3) if n_queries else 0,
+        "candidates_made_per_query": round(len(pool.candidates) / n_queries, 3) if n_queries else 0,
         "tokens_min": lengths[0] if lengths else 0,
         "tokens_median": int(statistics.median(lengths)) if lengths else 0,
         "tokens_max": lengths[-1] if lengths else 0,

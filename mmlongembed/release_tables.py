@@ -31,8 +31,10 @@ def paper_table1() -> dict:
 
 def measured_table1(rows: list[dict]) -> list[dict]:
     """Table 1 from the pools table: per source, its task, corpus modality, queries, corpus
-    (candidates), the candidates a query ranks (every candidate of its pool; averaged over
-    queries), and per length the pools' queries and candidates."""
+    (candidates), the candidates a query ranks (every candidate of its pool, averaged over
+    queries: the paper's Avg. C/Q), the candidates made per query (corpus / queries: its positive
+    and negatives, what a component card's pool table counts), and per length the pools' queries
+    and candidates."""
     groups: dict[str, list[dict]] = defaultdict(list)
     for row in rows:
         groups[table1_key(row)].append(row)
@@ -67,8 +69,9 @@ def measured_table1(rows: list[dict]) -> list[dict]:
             "task": TASK_NAMES.get(members[0]["task"], members[0]["task"]),
             "modality": "/".join(sorted({MODALITY_NAMES.get(r["modality"], r["modality"]) for r in members})),
             "pools": len(members), "queries": queries, "corpus": sum(r["n_candidates"] for r in members),
-            "candidates_per_query": round(sum(r["n_queries"] * r["n_candidates"] for r in members) / queries, 1)
+            "candidates_ranked_per_query": round(sum(r["n_queries"] * r["n_candidates"] for r in members) / queries, 1)
             if queries else 0.0,
+            "candidates_made_per_query": round(sum(r["n_candidates"] for r in members) / queries, 1) if queries else 0.0,
             "per_length": lengths,
         })
     return out
@@ -78,14 +81,11 @@ def _length_name(length: int) -> str:
     return f"{length // 1024}k" if length >= 1024 and length % 1024 == 0 else str(length)
 
 
-def figure1(root: Path, rows: list[dict], specs: dict, path: Path) -> None:
-    """Paper Figure 1: the candidate length distribution, one panel per task, one histogram per
-    source (log-scaled lengths), read from the corpus shards' `n_tokens` column."""
-    import matplotlib
+SYNTHETIC_BY_DESIGN = {"needle"}  # the paper's "Synthetic Tasks": generated grids whatever the sources
 
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-    import numpy as np
+
+def figure1_lengths(root: Path, rows: list[dict], specs: dict) -> dict[str, dict[str, list[int]]]:
+    """{task: {Table 1 key: candidate lengths}}, read from the corpus shards' `n_tokens` column."""
     import pyarrow.parquet as pq
 
     key_of = {r["pool"]: table1_key(r) for r in rows}
@@ -96,20 +96,59 @@ def figure1(root: Path, rows: list[dict], specs: dict, path: Path) -> None:
         for pool, n in zip(table["pool"], table["n_tokens"]):
             if pool in key_of:
                 lengths[task_of[pool]][key_of[pool]].append(n)
+    return lengths
+
+
+def figure1_label(key: str, n: int, synthetic_data: bool) -> str:
+    """A source's legend entry: its paper name, how many candidates, and what in it is not real."""
+    name = {r["key"]: r["dataset"] for r in paper_table1()["rows"]}.get(key, key)
+    marks = [m for m, on in (("synthetic task", key.split("-")[0] in SYNTHETIC_BY_DESIGN),
+                             ("SYNTHETIC/demo data", synthetic_data)) if on]
+    return f"{name} ({n}{'; ' + ', '.join(marks) if marks else ''})"
+
+
+def figure1_figure(lengths: dict[str, dict[str, list[int]]], synthetic: set[str] = frozenset()):
+    """Paper Figure 1: the candidate length distribution, one panel per task. The sources of a task
+    share each bin side by side (never drawn over each other), each bar in its legend's colour;
+    a source made from synthetic or demo data (`synthetic`: Table 1 keys) is hatched and says so."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    import numpy as np
+
     tasks = [t for t in TASK_NAMES if t in lengths] + sorted(set(lengths) - set(TASK_NAMES))
-    names = {r["key"]: r["dataset"] for r in paper_table1()["rows"]}
-    fig, axes = plt.subplots(1, max(1, len(tasks)), figsize=(4.2 * max(1, len(tasks)), 3.2), squeeze=False)
+    fig, axes = plt.subplots(1, max(1, len(tasks)), figsize=(4.2 * max(1, len(tasks)), 3.4), squeeze=False)
     everything = [n for per_task in lengths.values() for values in per_task.values() for n in values] or [1]
     bins = np.geomspace(max(1, min(everything)), max(everything) + 1, 40)
+    colours = plt.rcParams["axes.prop_cycle"].by_key()["color"]
     for ax, task in zip(axes.flat, tasks):
-        for key, values in sorted(lengths[task].items()):
-            ax.hist(values, bins=bins, alpha=0.55, label=f"{names.get(key, key)} ({len(values)})")
+        keys = sorted(lengths[task])
+        _, _, groups = ax.hist([lengths[task][k] for k in keys], bins=bins, histtype="bar", stacked=False,
+                               color=[colours[i % len(colours)] for i in range(len(keys))],
+                               label=[figure1_label(k, len(lengths[task][k]), k in synthetic) for k in keys])
+        for key, group in zip(keys, groups if len(keys) > 1 else [groups]):
+            if key in synthetic:
+                for bar in group:
+                    bar.set_hatch("//")
         ax.set_xscale("log")
         ax.set_title(TASK_NAMES.get(task, task))
         ax.set_xlabel("candidate length (tokens, log scale)")
         ax.legend(fontsize=7, loc="upper left")
     axes.flat[0].set_ylabel("candidates")
+    if synthetic:
+        fig.suptitle("Hatched: built from SYNTHETIC or demo sources, not the real data", fontsize=9)
     fig.tight_layout()
+    return fig
+
+
+def figure1(root: Path, rows: list[dict], specs: dict, path: Path, synthetic: set[str] = frozenset()) -> None:
+    """Figure 1 of the release (``figure1_figure``) written to ``path``; ``synthetic``: the
+    components (dataset names) whose manifest lists synthetic or test-only parts."""
+    import matplotlib.pyplot as plt
+
+    keys = {table1_key(r) for r in rows if r["dataset"] in synthetic}
+    fig = figure1_figure(figure1_lengths(root, rows, specs), keys)
     path.parent.mkdir(parents=True, exist_ok=True)
     fig.savefig(path, dpi=110, metadata={"Software": None})
     plt.close(fig)
@@ -167,9 +206,12 @@ def table1_text(table1: list[dict]) -> str:
         return "-" if value is None else value
 
     return format_table(
-        ["source", "task", "modality", "pools", "queries", "corpus", "cand/query", "paper q/corpus/cand"],
-        [(r["dataset"], r["task"], r["modality"], r["pools"], r["queries"], r["corpus"], r["candidates_per_query"],
-          "/".join(str(figure((paper.get(r["key"]) or {}).get(k))) for k in ("queries", "corpus", "candidates_per_query")))
+        ["source", "task", "modality", "pools", "queries", "corpus", "ranked/query", "made/query",
+         "paper q/corpus/ranked"],
+        [(r["dataset"], r["task"], r["modality"], r["pools"], r["queries"], r["corpus"],
+          r["candidates_ranked_per_query"], r["candidates_made_per_query"],
+          "/".join(str(figure((paper.get(r["key"]) or {}).get(k)))
+                   for k in ("queries", "corpus", "candidates_ranked_per_query")))
          for r in table1])
 
 

@@ -96,16 +96,22 @@ def test_table1_counts_what_a_query_ranks_beside_the_papers_figures(release):
         assert entry["queries"] == sum(r["n_queries"] for r in members)
         assert entry["corpus"] == sum(r["n_candidates"] for r in members)
     # a needle query ranks every document of its cell (4 in the example), not "1.0 per query"
-    assert table["needle-text"]["candidates_per_query"] == 4.0
+    assert table["needle-text"]["candidates_ranked_per_query"] == 4.0
     govreport = [r for r in rows if r["dataset"] == "govreport"]
-    assert table["govreport"]["candidates_per_query"] == pytest.approx(
+    assert table["govreport"]["candidates_ranked_per_query"] == pytest.approx(
         sum(r["n_queries"] * r["n_candidates"] for r in govreport) / sum(r["n_queries"] for r in govreport), abs=0.05)
+    # the other figure has its own name: the candidates made for each query (positive and negatives)
+    assert table["govreport"]["candidates_made_per_query"] == pytest.approx(
+        sum(r["n_candidates"] for r in govreport) / sum(r["n_queries"] for r in govreport), abs=0.05)
     card = (release / "README.md").read_text()
     line = next(x for x in card.splitlines() if x.startswith("| GovReport | Logical Summarization"))
     cells = [c.strip() for c in line.strip("|").split("|")]
-    assert cells[4:7] == [str(table["govreport"]["queries"]), str(table["govreport"]["corpus"]),
-                          str(table["govreport"]["candidates_per_query"])]
-    assert cells[7:10] == ["720", "2880", "480"]  # the paper's, shipped as data
+    assert cells[4:8] == [str(table["govreport"]["queries"]), str(table["govreport"]["corpus"]),
+                          str(table["govreport"]["candidates_ranked_per_query"]),
+                          str(table["govreport"]["candidates_made_per_query"])]
+    assert cells[8:11] == ["720", "2880", "480"]  # the paper's, shipped as data
+    assert "| candidates ranked per query | candidates made per query |" in card
+    assert "candidates per query" not in card.lower().replace("made per query", "").replace("ranked per query", "")
     assert card.index("NOT FOR PUBLICATION") < card.index("## Table 1")  # what is synthetic comes first
 
 
@@ -284,3 +290,32 @@ def test_a_page_rendering_component_run_again_is_up_to_date(name, tmp_path, monk
     capsys.readouterr()
     assert run_build(get_builder(name), config, tmp_path / "out", progress=False) == out
     assert "is up to date" in capsys.readouterr().out
+
+
+def test_figure1_bars_sit_side_by_side_in_their_legend_colours_and_mark_synthetic_sources():
+    """Issue 25 §8: two sources of one task (NeedleBench and MM-NIAH) are never drawn over each other
+    in a blend of their colours, and a source made from synthetic or demo data says so."""
+    from matplotlib.colors import to_rgba
+
+    from mmlongembed.release_tables import figure1_figure
+
+    lengths = {"visual_grounding": {"needle-text": [300, 300, 900], "needle-image": [300, 310, 880]},
+               "temporal_summarization": {"activitynet": [50, 90, 95]}}
+    fig = figure1_figure(lengths, synthetic={"activitynet"})
+    grounding, temporal = fig.axes
+    handles, labels = grounding.get_legend_handles_labels()
+    assert labels == ["MM-NIAH (3; synthetic task)", "NeedleBench (3; synthetic task)"]
+    bars = [list(container.patches) for container in grounding.containers]
+    assert [group[0] for group in bars] == handles  # each legend entry is its own bars' first patch
+    for handle, group in zip(handles, bars):
+        assert group and all(p.get_facecolor() == handle.get_facecolor() for p in group)
+        assert all(p.get_alpha() in (None, 1.0) for p in group)  # no see-through blend of two colours
+    # the same bin: side by side, not on top of each other
+    first = [min(group, key=lambda p: p.get_x()) for group in bars]
+    assert first[0].get_x() + first[0].get_width() <= first[1].get_x() + 1e-9 or \
+        first[1].get_x() + first[1].get_width() <= first[0].get_x() + 1e-9
+    assert to_rgba(bars[0][0].get_facecolor()) != to_rgba(bars[1][0].get_facecolor())
+    (label,) = temporal.get_legend_handles_labels()[1]
+    assert label == "ActivityNet Captions (3; SYNTHETIC/demo data)"
+    assert all(p.get_hatch() == "//" for p in temporal.patches) and not any(p.get_hatch() for p in grounding.patches)
+    assert "SYNTHETIC" in fig._suptitle.get_text()

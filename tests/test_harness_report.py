@@ -94,12 +94,50 @@ def test_leaderboard_merges_runs_sorted_by_avg_beside_the_published_rows(tmp_pat
     # beside the paper's rows: labelled as published, their columns added, ours not averaged over them
     assert leaderboard_main([str(minilm), str(both), "--reference", "paper"]) == 0
     text = capsys.readouterr().out
-    assert "| Rzen-v2-7B | paper (published) | 60.21 | 54.58 |" in text
+    assert ("| Rzen-v2-7B | paper (published) | 55.97 | 59.17 | 60.21 | 54.58 | 73.33 | 65.63 | 83.06 | 69.72 | "
+            "90.83 | 11.67 | 87.67 | 16.00 | 72.67 | 20.00 | 58.61 |") in text
     assert "Published numbers, not measured by this toolkit" in text
     assert "MMLB Easy" in text and "| bm25 | ours | – (not run) |" in text
     bm25_line = next(line for line in text.splitlines() if line.startswith("| bm25 | ours"))
     assert not bm25_line.endswith("columns) |")  # its Avg is over our runs' columns
-    assert "| Qwen3-VL-2B | paper (published) | unstated | 63.19 | 82.85 | 88.61 | – ± 13.33 |" in text
+    assert "| Qwen3-VL-2B | paper (published) | unstated | 63.19 | 82.85 | 88.61 | 78.22 ± 13.33 |" in text
+
+
+def _published_lines(text: str, section: str) -> list[list[str]]:
+    body = text.split(f"## {section}")[1].split("\n## ")[0]
+    return [[c.strip() for c in line.strip("|").split("|")] for line in body.splitlines()
+            if "| paper (published) |" in line]
+
+
+def test_leaderboard_reference_prints_every_published_row_of_the_paper(tmp_path, capsys):
+    """Issue 25 §9: all 11 rows of the paper's Table 3 with every one of their 14 cells and Avg (none
+    `n/q`), Table 11's 10 rows, Table 12's 33, and the models; cited from the paper, not a notes file."""
+    cell = {"model": "m", "column": "GovReport Easy", "task": "logical_summarization", "p_at_1": 0.5,
+            "queries": 3, "ci95": None, "pools": 1, "expected_pools": 1}
+    results = {"results": [], "table3": [cell, {"model": "m", "column": "Avg", "p_at_1": 0.5, "queries": 3,
+                                                "columns": 1}]}
+    (tmp_path / "results.json").write_text(json.dumps(results))
+    assert leaderboard_main([str(tmp_path), "--reference", "paper"]) == 0
+    text = capsys.readouterr().out
+    rows = _published_lines(text, "Table 3")
+    assert [r[0] for r in rows] == ["Qwen3-VL-2B", "Qwen3-VL-8B", "GME-Qwen2-VL-2B", "GME-Qwen2-VL-7B",
+                                    "Rzen-v2-7B", "Ops-MM-v1-7B", "Ops-MM-v1-2B", "Embed-RL-2B", "Embed-RL-4B",
+                                    "VLM2Vec-Qwen2VL-2B", "Doubao-Seed-1.6"]
+    header = next(line for line in text.splitlines() if line.startswith("| Model | Source | NeedleBench"))
+    assert header.split("|")[3:5] == [" NeedleBench ", " MM-NIAH* "] and header.count("Avg") == 1
+    for row in rows:
+        values = [float(v) for v in row[2:]]  # every cell published: no n/q
+        assert len(values) == 15
+        assert values[-1] == pytest.approx(sum(values[:-1]) / 14, abs=0.006)  # the paper's Avg of its columns
+    assert rows[0][2:4] == ["48.70", "41.62"]  # the paper's MM-NIAH, printed in our MM-NIAH* column
+    assert len(_published_lines(text, "Table 4")) == 10
+    table12 = _published_lines(text, "Table 12")
+    assert len(table12) == 33 and table12[0] == ["MSR", "Rzen-v2-7B", "paper (published)", "77.19", "65.00",
+                                                  "58.13", "71.88", "57.50", "50.94"]
+    assert "| Doubao-Seed-1.6 | seed1.6-embedding-1215 | 131072 |" in text
+    assert "documents-video.md" not in text and "arXiv 2606.14747" in text
+    ours = next(line for line in text.splitlines() if line.startswith("| m | ours |"))
+    assert ours.endswith("| 50.0 |")  # our Avg stays over our runs' columns
 
 
 def test_leaderboard_refuses_a_cell_given_twice_and_unreadable_files(tmp_path, builds, capsys):

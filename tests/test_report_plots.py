@@ -47,10 +47,10 @@ def test_length_histogram_of_a_long_grid_wraps_without_overlap():
         plt.close(fig)
 
 
-def _row(model, dataset, difficulty, length, value, task="logical_summarization"):
+def _row(model, dataset, difficulty, length, value, task="logical_summarization", n_queries=4, n_candidates=16):
     return {"model": model, "pool": f"{dataset}-{difficulty}-{length}", "task": task, "dataset": dataset,
-            "difficulty": difficulty, "length": length, "depth": None, "extra": {}, "n_queries": 4,
-            "metrics": {"p@1": {"value": value}}}
+            "difficulty": difficulty, "length": length, "depth": None, "extra": {}, "n_queries": n_queries,
+            "n_candidates": n_candidates, "metrics": {"p@1": {"value": value}}}
 
 
 def test_p1_by_length_legend_tells_easy_from_hard_and_sits_outside_the_panels():
@@ -67,11 +67,42 @@ def test_p1_by_length_legend_tells_easy_from_hard_and_sits_outside_the_panels():
         assert styles["Easy"] == "-" and styles["Hard"] == "--"
         assert {"bm25", "minilm", "govreport", "mmlongbench", "hotpotqa"} <= set(styles)
         # two datasets of one task and one model differ by marker (same colour, same line style)
-        lines = fig.axes[1].get_lines()  # Logical Summarization (Multi-Source Reasoning comes first)
+        lines = [ln for ln in fig.axes[1].get_lines() if (ln.get_gid() or "").startswith("series")]
+        # (Logical Summarization: Multi-Source Reasoning comes first)
         assert len({(ln.get_color(), ln.get_linestyle(), ln.get_marker()) for ln in lines}) == len(lines) == 8
         assert not legend_overlaps_axes(fig)
         assert overlapping_tick_labels(fig) == []
         assert fig.axes[0].get_ylim()[1] > 100 and "x100" in fig.axes[0].get_ylabel()  # the tables' scale
+    finally:
+        plt.close(fig)
+
+
+def test_p1_by_length_draws_chance_per_pool_n_on_each_point_and_hollow_points_below_ten_queries():
+    """Issue 25 §2: a fall from 75 to 0 on one query is not a trend: each point says its n, a point on
+    fewer than 10 queries is hollow, and chance (1 / the pool's candidates) is drawn for every pool."""
+    import matplotlib.pyplot as plt
+    from matplotlib.colors import to_rgba
+
+    rows = [_row("minilm", "govreport", "hard", 8192, 0.75, n_queries=12, n_candidates=48),
+            _row("minilm", "govreport", "hard", 16384, 0.5, n_queries=10, n_candidates=40),
+            _row("minilm", "govreport", "hard", 32768, 0.0, n_queries=1, n_candidates=4)]
+    fig = harness_report.by_length_figure(rows)
+    try:
+        (ax,) = fig.axes
+        lines = {ln.get_gid(): ln for ln in ax.get_lines()}
+        chance = lines["chance govreport hard"]
+        assert list(chance.get_xdata()) == [8192, 16384, 32768]
+        assert list(chance.get_ydata()) == pytest.approx([100 / 48, 100 / 40, 100 / 4])
+        assert sorted(t.get_text() for t in ax.texts) == ["n=1", "n=10", "n=12"]
+        (series,) = [ln for gid, ln in lines.items() if gid.startswith("series")]
+        assert list(series.get_markevery()) == [0, 1]  # filled markers: the points on 10 queries or more
+        (hollow,) = [ln for gid, ln in lines.items() if gid.startswith("few")]
+        assert hollow.get_gid() == "few govreport-hard-32768 minilm" and list(hollow.get_ydata()) == [0.0]
+        assert to_rgba(hollow.get_markerfacecolor()) != to_rgba(series.get_markerfacecolor())
+        (legend,) = fig.legends
+        labels = [t.get_text() for t in legend.get_texts()]
+        assert "fewer than 10 queries" in labels and "chance (1 / candidates)" in labels
+        assert not legend_overlaps_axes(fig)
     finally:
         plt.close(fig)
 
