@@ -81,8 +81,8 @@ class TemporalConfig(CommonConfig, LLMConfig):
     negatives_per_query: int = field(default=3, metadata={"help": "easy negatives per query (paper: 3)"})
     duration_tolerance: float = field(default=DURATION_TOLERANCE, metadata={
         "help": "largest share by which a video's decoded length may differ from its annotation's duration (0.1: "
-                "a tenth of it); a video further off is skipped, counted and named in the summary (its annotated events "
-                "would not match its frames)"})
+                "a tenth of it); a video further off is skipped, counted and named in the summary (its annotated "
+                "events would not match its frames)"})
     caption_similarity_max: float = field(default=0.5, metadata={
         "help": "blacklist: a video whose run's captions share at least this Jaccard index of content words with "
                 "the query's captions is never its easy negative"})

@@ -56,8 +56,8 @@ HUB_PADDING = HubSource(repo="Salesforce/wikitext", revision="b08601e04326c79dfd
                         config="wikitext-103-raw-v1", split="train", licence="CC BY-SA 3.0 / GFDL")
 LOCAL_PADDING = Path("haystack_text") / "wikitext-2-raw"
 NO_PADDING = "none"  # --padding none: pad with other questions' paragraphs only (the card says so)
-PADDING_REMEDY = (f"pass --padding with a WikiText raw file or directory (or put one at <sources>/{LOCAL_PADDING.as_posix()}), "
-                  "or --padding none to pad only with other questions' paragraphs")
+PADDING_REMEDY = ("pass --padding with a WikiText raw file or directory (or put one at "
+                  f"<sources>/{LOCAL_PADDING.as_posix()}), or --padding none to pad only with other questions' paragraphs")
 GROWTH_PIECES = 4  # a longer positive grows by at least this many whole units
 
 

@@ -250,7 +250,8 @@ def test_hotpotqa_local_sources_without_wikitext_pad_with_the_hubs_as_the_help_s
     assert (padding["revision"], padding["config"]) == (WIKITEXT.revision, WIKITEXT.config)
     ids = [p["id"] for r in corpus_rows(out / "hotpotqa") for p in json.loads(r["provenance"]).get("padding", [])]
     assert any(p.startswith("article:wikitext-103:") for p in ids)
-    assert f"`{WIKITEXT.repo}` `{WIKITEXT.config}` @ `{WIKITEXT.revision}`" in (out / "hotpotqa" / "README.md").read_text()
+    card_text = (out / "hotpotqa" / "README.md").read_text()
+    assert f"`{WIKITEXT.repo}` `{WIKITEXT.config}` @ `{WIKITEXT.revision}`" in card_text
     assert pinned_requests(hub, WIKITEXT) and not pinned_requests(hub, HOTPOTQA)
 
 
