@@ -35,13 +35,17 @@ from mmlongembed.ops.temporal import (
     HARD_VARIANTS, MARGIN_RULES, MIN_BLOCKS_FOR_SHUFFLES, REVERSAL_MODES, Run, arrange, chains, video_events)
 from mmlongembed.pool_plan import PoolContext
 from mmlongembed.pools import EASY_NEGATIVE, HARD_NEGATIVE, POSITIVE, Candidate, LengthBand, Pool, Query, pool_name
-from mmlongembed.readers.dense_captions import VideoRecord, find_videos, video_file_for
+from mmlongembed.readers.dense_captions import VIDEO_EXTENSIONS, VideoRecord, find_videos, video_file_for
 from mmlongembed.synthetic import synthetic_marker
 from mmlongembed.tokens import default_counter, fit_image_size, image_tokens
 
 INSTRUCTION = ("Given a description of a sequence of events, retrieve the video whose frames show exactly "
                "these events in this order.")
 CANDIDATE_FORM = "frames"  # pool fact: candidates are ordered frame images (harness: needs "image" only)
+# A downloaded video may run a little shorter or longer than the annotated one (a re-encode, a trimmed
+# end); further off, it is another cut of the video or another video, and its events would be cut to
+# fit frames they do not describe (real case: 50-176 s annotations over 1-30 s clips).
+DURATION_TOLERANCE = 0.1
 
 
 @dataclass
@@ -75,6 +79,10 @@ class TemporalConfig(CommonConfig, LLMConfig):
     decode_concurrency: int = field(default=0, metadata={
         "help": "ray: decoding workers (0: one per CPU of the cluster)"})
     negatives_per_query: int = field(default=3, metadata={"help": "easy negatives per query (paper: 3)"})
+    duration_tolerance: float = field(default=DURATION_TOLERANCE, metadata={
+        "help": "largest share by which a video's decoded length may differ from its annotation's duration (0.1: "
+                "a tenth of it); a video further off is skipped, counted and named in the summary (its annotated "
+                "events would not match its frames)"})
     caption_similarity_max: float = field(default=0.5, metadata={
         "help": "blacklist: a video whose run's captions share at least this Jaccard index of content words with "
                 "the query's captions is never its easy negative"})
@@ -107,9 +115,23 @@ def check_options(config: TemporalConfig) -> None:
     if config.min_blocks < MIN_BLOCKS_FOR_SHUFFLES:
         raise UserError(f"--min-blocks {config.min_blocks}: the half shuffles need at least "
                         f"{MIN_BLOCKS_FOR_SHUFFLES} blocks")
+    if not config.duration_tolerance >= 0:
+        raise UserError(f"--duration-tolerance {config.duration_tolerance}: expected a share of at least 0")
     if not 1 <= config.easy_min_blocks <= config.min_blocks:
         raise UserError(f"--easy-min-blocks {config.easy_min_blocks}: choose 1 to --min-blocks "
                         f"({config.min_blocks})")
+
+
+def video_path(record: VideoRecord, videos: dict[str, Path]) -> Path | None:
+    """The record's video file: where its annotation says (the YoukuDC release), else found by id."""
+    path = Path(record.path) if record.path else video_file_for(record.video_id, videos)
+    return path if path is not None and path.is_file() else None
+
+
+def duration_mismatch(annotated: float | None, decoded: float, tolerance: float) -> bool:
+    """Whether a video's decoded length is further than ``tolerance`` (a share of the annotated
+    duration) from its annotation's duration; an annotation without a duration never is."""
+    return bool(annotated) and abs(decoded - annotated) > tolerance * annotated
 
 
 def usable_records(records: list[VideoRecord], videos: dict[str, Path], config: TemporalConfig,
@@ -123,8 +145,8 @@ def usable_records(records: list[VideoRecord], videos: dict[str, Path], config: 
             report.skip("duplicate_video_annotation", f"{record.origin} (kept {seen[record.video_id]})")
             continue
         seen[record.video_id] = record.origin
-        path = Path(record.path) if record.path else video_file_for(record.video_id, videos)
-        if path is None or not path.is_file():
+        path = video_path(record, videos)
+        if path is None:
             report.skip("video_file_missing", record.video_id)
             continue
         events, _ = video_events(record.timestamps, record.sentences, record.duration or math.inf)
@@ -135,6 +157,27 @@ def usable_records(records: list[VideoRecord], videos: dict[str, Path], config: 
         usable.append(VideoRecord(record.video_id, record.duration, record.timestamps, record.sentences,
                                   record.origin, str(path)))
     return usable
+
+
+def decoded_facts(record: VideoRecord, status: str | None, store: FrameStore, key: str, config: TemporalConfig,
+                  report: BuildReport) -> dict | None:
+    """A decoded video's facts (``FrameStore.meta``), or None when it cannot serve (counted): not
+    decoded, its frame size changes, no audio track where ``--audio`` wants one, or its length
+    further from its annotation's than ``--duration-tolerance`` allows."""
+    if status != "ok":
+        report.skip(f"undecodable_video:{status}", record.video_id)
+        return None
+    facts = store.meta(key)
+    if facts["frame_sizes"] != 1:
+        report.skip("frame_size_changes", record.video_id)
+    elif config.audio and not facts["has_audio"]:
+        report.skip("no_audio_track", record.video_id)
+    elif duration_mismatch(record.duration, facts["duration"], config.duration_tolerance):
+        report.skip("video_length_differs_from_annotation",
+                    f"{record.video_id} (video {facts['duration']:.1f} s, annotation {record.duration:.1f} s)")
+    else:
+        return facts
+    return None
 
 
 def _relative(path: Path, root: Path) -> str:
@@ -196,7 +239,11 @@ class TemporalBuilder(Builder):
         records, layout = self.read_records(root, report)
         if not records:
             raise UserError(f"no {self.source_name} annotation under {root}")
-        usable = usable_records(records, find_videos(root), config, report)
+        videos = find_videos(root)
+        if not any(video_path(record, videos) for record in records):
+            raise UserError(f"{self.name}: none of the {len({r.video_id for r in records})} videos the annotations "
+                            f"name is under {root} (searched with its subfolders): {self.video_naming(records)}")
+        usable = usable_records(records, videos, config, report)
         settings = frame_settings(config)
         store = FrameStore(config.frame_store, settings)
         jobs = [store.job(r.video_id, r.path) for r in usable]
@@ -206,22 +253,21 @@ class TemporalBuilder(Builder):
                              ray_concurrency=config.decode_concurrency)
         keys, meta, kept = {}, {}, []
         for record, job in zip(usable, jobs):
-            status = outcome.status.get(record.video_id)
-            if status != "ok":
-                report.skip(f"undecodable_video:{status}", record.video_id)
-                continue
-            facts = store.meta(job.key)
-            if facts["frame_sizes"] != 1:
-                report.skip("frame_size_changes", record.video_id)
-                continue
-            if config.audio and not facts["has_audio"]:
-                report.skip("no_audio_track", record.video_id)
-                continue
-            keys[record.video_id], meta[record.video_id] = job.key, facts
-            kept.append(record)
+            facts = decoded_facts(record, outcome.status.get(record.video_id), store, job.key, config, report)
+            if facts is not None:
+                keys[record.video_id], meta[record.video_id] = job.key, facts
+                kept.append(record)
         report.notes.append(f"decoding: {json.dumps(outcome.as_dict(), sort_keys=True)}")
         synthetic = synthetic_marker(root, self._read_files(root))
         return TemporalSources(kept, store, keys, meta, outcome, synthetic, layout)
+
+    def video_naming(self, records: list[VideoRecord]) -> str:
+        """How the video files must be named for the annotations to find them (the all-videos-missing
+        error): by id, as the ActivityNet crawler saves them."""
+        example = records[0].video_id
+        example = example if example.startswith("v_") else f"v_{example}"
+        return (f"name each video by its annotation's id, v_<id>.mp4 (e.g. {example}.mp4; the v_ prefix may be "
+                f"dropped; {' '.join(VIDEO_EXTENSIONS)} are read), anywhere under that folder")
 
     def _read_files(self, root: Path) -> list[Path]:
         """The annotation files and the videos this build reads."""

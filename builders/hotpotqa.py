@@ -55,6 +55,9 @@ HUB_SOURCE = HubSource(repo="hotpotqa/hotpot_qa", revision="1908d6afbbead072334a
 HUB_PADDING = HubSource(repo="Salesforce/wikitext", revision="b08601e04326c79dfdd32d625aee71d232d685c3",
                         config="wikitext-103-raw-v1", split="train", licence="CC BY-SA 3.0 / GFDL")
 LOCAL_PADDING = Path("haystack_text") / "wikitext-2-raw"
+NO_PADDING = "none"  # --padding none: pad with other questions' paragraphs only (the card says so)
+PADDING_REMEDY = ("pass --padding with a WikiText raw file or directory (or put one at "
+                  f"<sources>/{LOCAL_PADDING.as_posix()}), or --padding none to pad only with other questions' paragraphs")
 GROWTH_PIECES = 4  # a longer positive grows by at least this many whole units
 
 
@@ -68,8 +71,10 @@ class HotpotQAConfig(CommonConfig, LLMConfig):
         "help": "every candidate of pool T lies in [T*(1-slack), T]"})
     negatives_per_query: int = field(default=3, metadata={"help": "easy and hard negatives per query (paper: 3)"})
     padding: str | None = field(default=None, metadata={
-        "help": "WikiText raw file or directory of padding articles; default: <sources>/haystack_text/wikitext-2-raw "
-                "(or next to --sources), else the Hub's WikiText-103 at a pinned revision"})
+        "help": "WikiText raw file or directory of padding articles, or 'none' to pad only with other questions' "
+                "paragraphs (the card says so); default: <sources>/haystack_text/wikitext-2-raw (or next to "
+                "--sources), else the Hub's WikiText-103 at a pinned revision; where none of them can be read, the "
+                "build stops and says so"})
     padding_articles: int = field(default=2000, metadata={"help": "most Hub padding articles to read"})
     split: str = field(default="all", metadata={
         "choices": ("all", "train", "dev"),
@@ -124,7 +129,9 @@ class HotpotQABuilder(Builder):
     # 1.5: one growth rule (ops.evidence.grow) caps padding paragraphs as well as articles
     # 1.6: the positive carries refilled sentences as its variants do; refills chosen to leave the
     # word statistics unmoved (issue 19: the variants' new words told them from the positive)
-    version = "1.6.0"
+    # 1.7: padding is found where --help says: with --sources and no local WikiText, the Hub's WikiText-103
+    # (1.6 padded with other questions' paragraphs only, and said nothing); --padding none does that on purpose
+    version = "1.7.0"
     task = "multi_source_reasoning"
     title = "MMLongEmbed Multi-Source Reasoning: HotpotQA"
     # its rows in the README's builder tables (`make readme` writes them): what it makes, from what
@@ -140,52 +147,72 @@ class HotpotQABuilder(Builder):
     licence = "cc-by-sa-4.0"
 
     # -- sources ---------------------------------------------------------------------------
-    def _local_roots(self, config: HotpotQAConfig) -> tuple[Path, Path | None]:
+    def _data_root(self, config: HotpotQAConfig) -> Path:
         root = require_dir(config.sources, "HotpotQA files in the original format")
-        data = root / "hotpotqa" if (root / "hotpotqa").is_dir() else root
+        return root / "hotpotqa" if (root / "hotpotqa").is_dir() else root
+
+    def padding_source(self, config: HotpotQAConfig) -> Path | str:
+        """Where the padding articles come from, as ``--padding`` says: a local WikiText file or
+        folder (given, or found at ``<sources>/haystack_text/wikitext-2-raw`` or next to
+        ``--sources``), else ``"hub"`` (WikiText-103 at its pinned revision), or ``NO_PADDING``."""
+        if config.padding == NO_PADDING:
+            return NO_PADDING
         if config.padding:
-            return data, require_dir(config.padding, "WikiText raw padding text")
-        for base in (root, root.parent):
-            if (base / LOCAL_PADDING).exists():
-                return data, base / LOCAL_PADDING
-        return data, None
+            return require_dir(config.padding, "WikiText raw padding text")
+        if config.sources:
+            root = Path(config.sources)
+            for base in (root, root.parent):
+                if (base / LOCAL_PADDING).exists():
+                    return base / LOCAL_PADDING
+        return "hub"
 
     def input_paths(self, config: HotpotQAConfig) -> dict[str, list[str]]:
         return {**super().input_paths(config), **({"--padding": [config.padding]} if config.padding else {})}
 
     def load_sources(self, config: HotpotQAConfig, report: BuildReport) -> Sources:
         if config.sources:
-            data_root, padding_root = self._local_roots(config)
-            records = read_local_instances(data_root, report, config.split)
+            records = read_local_instances(self._data_root(config), report, config.split)
         else:
             if config.split == "train":
                 raise UserError(f"the Hub source {HUB_SOURCE.repo} is read at its validation split (dev): "
                                 "--split train needs local files (--sources)")
             records = ((row, "hub") for row in hub_rows(HUB_SOURCE, self.name))
-            padding_root = Path(config.padding) if config.padding else None
         instances, files = read_instances(records, report)
         if not instances:
             raise UserError(f"no usable HotpotQA record (2 to 5 supporting facts) in {config.sources or HUB_SOURCE.repo}")
         report.stats["source_files"] = files
-        articles: list[tuple[str, str]] = []
-        if padding_root is not None:
-            articles = read_wikitext_files(padding_root, report)
-        elif not config.sources:
-            articles = wikitext_rows_articles(hub_rows(HUB_PADDING, self.name), "wikitext-103", config.padding_articles)
-        return Sources(instances, articles)
+        return Sources(instances, self._padding_articles(config, report))
+
+    def _padding_articles(self, config: HotpotQAConfig, report: BuildReport) -> list[tuple[str, str]]:
+        """The padding articles of ``padding_source``; none only under ``--padding none``: a
+        padding source that cannot be read, or holds no article, stops the build in one line."""
+        source = self.padding_source(config)
+        if source == NO_PADDING:
+            return []
+        if source == "hub":
+            rows = hub_rows(HUB_PADDING, self.name, remedy=f"no padding text without it: {PADDING_REMEDY}")
+            return wikitext_rows_articles(rows, "wikitext-103", config.padding_articles)
+        articles = read_wikitext_files(source, report)
+        if not articles:
+            raise UserError(f"no WikiText article (a ' = Title = ' line and its text) in {source}: {PADDING_REMEDY}")
+        return articles
 
     def source_identity(self, config: HotpotQAConfig) -> dict:
-        if config.sources:
-            data_root, padding_root = self._local_roots(config)
-            identity = {"kind": "local", "name": "HotpotQA", "licence": HUB_SOURCE.licence, "split": config.split,
-                        "files": files_identity(local_files(data_root, config.split), data_root)}
-            if padding_root is not None:
-                identity["padding"] = {"name": "WikiText (local)", "licence": HUB_PADDING.licence,
-                                       "files": files_identity(wikitext_files(padding_root), padding_root.parent)}
-            return identity
-        return {"kind": "hub", "name": "HotpotQA", "licence": HUB_SOURCE.licence, **HUB_SOURCE.identity,
-                "padding": {"name": "WikiText-103", "licence": HUB_PADDING.licence, **HUB_PADDING.identity,
-                            "articles": config.padding_articles}}
+        padding = self.padding_source(config)
+        if padding == NO_PADDING:
+            padding_identity = {"name": "none (--padding none: other questions' paragraphs only)"}
+        elif padding == "hub":
+            padding_identity = {"name": "WikiText-103", "licence": HUB_PADDING.licence, **HUB_PADDING.identity,
+                                "articles": config.padding_articles}
+        else:
+            padding_identity = {"name": "WikiText (local)", "licence": HUB_PADDING.licence,
+                                "files": files_identity(wikitext_files(padding), padding.parent)}
+        if not config.sources:
+            return {"kind": "hub", "name": "HotpotQA", "licence": HUB_SOURCE.licence, **HUB_SOURCE.identity,
+                    "padding": padding_identity}
+        data_root = self._data_root(config)
+        return {"kind": "local", "name": "HotpotQA", "licence": HUB_SOURCE.licence, "split": config.split,
+                "files": files_identity(local_files(data_root, config.split), data_root), "padding": padding_identity}
 
     # -- pools -----------------------------------------------------------------------------
     def largest_length(self, sources: Sources, config: HotpotQAConfig) -> LengthLimit | None:
@@ -436,6 +463,8 @@ class HotpotQABuilder(Builder):
 
     def card_context(self, config: HotpotQAConfig, pools: list[Pool], report: BuildReport) -> dict:
         local = bool(config.sources)
+        padding = self.padding_source(config)
+        padding_kind = padding if isinstance(padding, str) else "local"  # "none", "hub" or "local"
         pairing = []
         for easy in (p for p in pools if p.difficulty == "easy"):
             hard = next((p for p in pools if p.difficulty == "hard" and p.band == easy.band), None)
@@ -449,15 +478,17 @@ class HotpotQABuilder(Builder):
             "refill_choices": REFILL_CHOICES,
             "source_files": report.stats.get("source_files", []),
             "split": config.split,
+            "padding": padding_kind,
             "refills": report.stats.get("refills") or refill_statistics(pools),
             "sources": [
                 {"name": "HotpotQA (Yang et al., EMNLP 2018), distractor setting", "licence": HUB_SOURCE.licence,
                  "identity": (f"local files under `{Path(config.sources).name}`, split `{config.split}` "
                               "(its files and records: *Source records in this build*; sha256 in manifest.json)" if local
                               else f"`{HUB_SOURCE.repo}` @ `{HUB_SOURCE.revision}`, split `{HUB_SOURCE.split}` (dev)")},
-                {"name": "WikiText (Merity et al., 2016), padding articles", "licence": HUB_PADDING.licence,
-                 "identity": ("local WikiText raw files (sha256 in manifest.json)" if local or config.padding
-                              else f"`{HUB_PADDING.repo}` `{HUB_PADDING.config}` @ `{HUB_PADDING.revision}`")},
+                *([] if padding_kind == NO_PADDING else [{
+                    "name": "WikiText (Merity et al., 2016), padding articles", "licence": HUB_PADDING.licence,
+                    "identity": ("local WikiText raw files (sha256 in manifest.json)" if padding_kind == "local"
+                                 else f"`{HUB_PADDING.repo}` `{HUB_PADDING.config}` @ `{HUB_PADDING.revision}`")}]),
             ],
         }
 

@@ -152,6 +152,16 @@ class PoolState:
     claimed: set[str] = field(default_factory=set)
 
 
+def no_usable_instance(where: str, report: BuildReport) -> UserError:
+    """The one line for sources that gave no instance: what was skipped and why, and, when image
+    quotes had no image (a JSONL downloaded without its images), where the images are looked for."""
+    hint = ""
+    if report.skipped.get("missing_quote_image"):
+        hint = ("; the images of its image quotes are missing: put the release's images/ folder or images.zip "
+                "beside the JSONL or in its parent folder")
+    return UserError(f"no usable instance (2 to 5 evidence quotes) {where} (skipped: {report.skip_counts()}){hint}")
+
+
 @register
 class MMDocRAGBuilder(Builder):
     """Multi-Source Reasoning over interleaved text and image evidence (MMDocRAG): find the
@@ -192,8 +202,7 @@ class MMDocRAGBuilder(Builder):
             sources = read_original([jsonl], renderer, report, archives=[archive])
             self._substitute = False
             if not sources.instances:
-                raise UserError(f"no usable instance (2 to 5 evidence quotes) in {HUB_SOURCE.repo} "
-                                f"{config.question_set}.jsonl")
+                raise no_usable_instance(f"in {HUB_SOURCE.repo} {config.question_set}.jsonl", report)
             return sources
         original, annotations, pdf_dirs = source_layout(config.sources, config.question_set)
         if original:
@@ -208,7 +217,7 @@ class MMDocRAGBuilder(Builder):
                             f"{config.sources}")
         self._substitute = sources.substitute
         if not sources.instances:
-            raise UserError(f"no usable instance (2 to 5 evidence quotes) under {config.sources}")
+            raise no_usable_instance(f"under {config.sources}", report)
         return sources
 
     def source_identity(self, config: MMDocRAGConfig) -> dict:

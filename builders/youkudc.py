@@ -104,6 +104,15 @@ class YoukuDCBuilder(TemporalBuilder):
         layout = "plain local layout (ActivityNet-shaped JSON + video files named by id)"
         return read_activitynet_files(self.annotation_files(root), report), layout
 
+    def video_naming(self, records: list[VideoRecord]) -> str:
+        """The release layout finds a video where its meta CSV's video column says; the plain layout
+        by id, as ActivityNet's."""
+        if getattr(self, "_zip_members", None) is None:
+            return super().video_naming(records)
+        return ("the meta_files/*.csv name each video in their video column (--video-column): put the files at "
+                "those paths under the folder or under data_files/<category>/, or keep the release's zipped "
+                "train/val folders there")
+
     def video_label(self, path: Path, root: Path) -> str:
         """A video extracted from the release's zips is named by its archive member, not by where
         the cache put it."""

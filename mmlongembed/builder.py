@@ -75,6 +75,13 @@ class BuildReport:
             if len(bucket) < 5:
                 bucket.append(item)
 
+    def skip_counts(self) -> str:
+        """The skips so far on one line, most frequent first (``missing_quote_image: 3,
+        evidence_count_outside_2_to_5: 1``), or ``nothing skipped``: for a one-line error that
+        must say what the sources lost on the way."""
+        ranked = sorted(self.skipped.items(), key=lambda item: (-item[1], item[0]))
+        return ", ".join(f"{reason}: {count}" for reason, count in ranked) or "nothing skipped"
+
     def as_dict(self) -> dict:
         return {
             "skipped": dict(sorted(self.skipped.items())),

@@ -199,12 +199,21 @@ def write_card(builder: Builder, context: dict, directory: Path) -> None:
                     context["configs"])
 
 
+SKIP_EXAMPLE_CHARS = 72  # the summary names the first skipped item of each reason, cut to this
+
+
 def skipped_table(report: BuildReport) -> str:
-    """The summary's table of skipped records by reason ("" when nothing was skipped), set off
-    from what comes before it."""
+    """The summary's table of skipped records by reason, each with the first item skipped for it
+    (which video, which file: the rest are in manifest.json), set off from what comes before it
+    ("" when nothing was skipped)."""
     if not report.skipped:
         return ""
-    return "\n\n" + format_table(["skipped: reason", "records"], sorted(report.skipped.items()))
+    rows = []
+    for reason, count in sorted(report.skipped.items()):
+        first = (report.examples.get(reason) or [""])[0]
+        cut = first if len(first) <= SKIP_EXAMPLE_CHARS else first[:SKIP_EXAMPLE_CHARS - 3] + "..."
+        rows.append((reason, count, cut))
+    return "\n\n" + format_table(["skipped: reason", "records", "first"], rows, align_left_from=2)
 
 
 def synthetic_summary(synthetic: list[str]) -> str:

@@ -18,12 +18,17 @@ def counted(n: int, plural: str) -> str:
     return f"{n} {plural[:-3] + 'y' if plural.endswith('ies') else plural.removesuffix('s')}"
 
 
-def format_table(headers: Sequence[str], rows: Sequence[Sequence], align_right_from: int = 1) -> str:
+def format_table(headers: Sequence[str], rows: Sequence[Sequence], align_right_from: int = 1,
+                 align_left_from: int | None = None) -> str:
+    """A plain-text table: columns from ``align_right_from`` (figures) right-aligned, up to
+    ``align_left_from`` (text after the figures), the rest left-aligned."""
     cells = [[str(h) for h in headers]] + [[str(c) for c in row] for row in rows]
     widths = [max(len(r[i]) for r in cells) for i in range(len(headers))]
+    left_from = len(headers) if align_left_from is None else align_left_from
 
     def line(row):
-        return "  ".join(c.rjust(w) if i >= align_right_from else c.ljust(w) for i, (c, w) in enumerate(zip(row, widths)))
+        return "  ".join(c.rjust(w) if align_right_from <= i < left_from else c.ljust(w)
+                         for i, (c, w) in enumerate(zip(row, widths)))
 
     rule = "  ".join("-" * w for w in widths)
     return "\n".join([line(cells[0]), rule, *(line(r) for r in cells[1:])])

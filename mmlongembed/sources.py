@@ -46,7 +46,7 @@ def _check_reachable(source: HubSource) -> None:
         _REACHED.add(key)
 
 
-def _hub_error(what: str, builder_name: str, error: Exception) -> UserError:
+def _hub_error(what: str, builder_name: str, error: Exception, remedy: str = "") -> UserError:
     name = type(error).__name__
     if "Offline" in name:
         reason = "offline mode is on (HF_HUB_OFFLINE=1)"
@@ -57,13 +57,13 @@ def _hub_error(what: str, builder_name: str, error: Exception) -> UserError:
     else:
         first = str(error).splitlines()[0] if str(error) else ""
         reason = f"{name}: {first[:120]}" if first else name
-    return UserError(f"cannot read {what} from the Hugging Face Hub ({reason}); "
-                     f"pass --sources DIR (make: SOURCES=DIR) with local files to build {builder_name} offline")
+    remedy = remedy or f"pass --sources DIR (make: SOURCES=DIR) with local files to build {builder_name} offline"
+    return UserError(f"cannot read {what} from the Hugging Face Hub ({reason}); {remedy}")
 
 
-def hub_rows(source: HubSource, builder_name: str, streaming: bool = True) -> Iterator[dict]:
+def hub_rows(source: HubSource, builder_name: str, streaming: bool = True, remedy: str = "") -> Iterator[dict]:
     """Rows of a Hub dataset at its pinned revision. When the Hub cannot be reached, one line
-    says so and names the --sources option."""
+    says so and what to do instead: ``remedy``, by default the --sources option."""
     try:
         import datasets
 
@@ -73,7 +73,7 @@ def hub_rows(source: HubSource, builder_name: str, streaming: bool = True) -> It
         )
         yield from dataset
     except Exception as error:  # noqa: BLE001  (any failure to reach the Hub is reported the same way)
-        raise _hub_error(f"{source.repo}@{source.revision[:12]}", builder_name, error) from None
+        raise _hub_error(f"{source.repo}@{source.revision[:12]}", builder_name, error, remedy) from None
 
 
 def require_dir(path: str | Path, what: str) -> Path:

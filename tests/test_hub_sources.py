@@ -100,6 +100,11 @@ def closed_port() -> int:
         return s.getsockname()[1]
 
 
+def nowhere_env(tmp_path: Path) -> dict:
+    """A client environment whose Hub endpoint is a closed loopback port: no Hub at all."""
+    return client_env(type("Nowhere", (), {"endpoint": f"http://127.0.0.1:{closed_port()}"})(), tmp_path, token=None)
+
+
 # -- GovReport: ccdv/govreport-summarization, config document, split test ----------------------------
 
 def test_govreport_builds_from_the_hub_at_its_pinned_revision(hub, tmp_path):
@@ -154,6 +159,26 @@ def _wikitext_rows(raw: str) -> list[dict]:
     return [{"text": line + "\n" if line.strip() else ""} for line in raw.replace("\r\n", "\n").split("\n")]
 
 
+def publish_wikitext(hub, raw_file: Path) -> None:
+    """A WikiText raw file as Salesforce/wikitext publishes it: `text` rows in two train shards of
+    its WikiText-103 config (split between articles), decoy rows in the other splits and config."""
+    lines = _wikitext_rows(raw_file.read_text(encoding="utf-8"))
+    half = len(lines) // 2
+    while lines[half]["text"] and not lines[half]["text"].startswith(" = "):  # split shards between articles
+        half += 1
+    other = [{"text": ""}, {"text": " = Wrong Config Article = \n"}, {"text": " Never padding . \n"}]
+    publish(hub, WIKITEXT, {
+        "README.md": card({c: {s: f"{c}/{s}-*" for s in ("train", "validation", "test")}
+                           for c in ("wikitext-103-raw-v1", "wikitext-2-raw-v1")}),
+        f"{WIKITEXT.config}/train-00000-of-00002.parquet": parquet_bytes(lines[:half]),
+        f"{WIKITEXT.config}/train-00001-of-00002.parquet": parquet_bytes(lines[half:]),
+        f"{WIKITEXT.config}/validation-00000-of-00001.parquet": parquet_bytes(other),
+        f"{WIKITEXT.config}/test-00000-of-00001.parquet": parquet_bytes(other),
+        **{f"wikitext-2-raw-v1/{s}-00000-of-00001.parquet": parquet_bytes(other)
+           for s in ("train", "validation", "test")},
+    })
+
+
 def test_hotpotqa_hub_layout_converts_to_the_same_instances(tmp_path):
     import datasets
 
@@ -180,22 +205,7 @@ def test_hotpotqa_builds_from_the_hub_at_its_pinned_revisions(hub, tmp_path):
         "distractor/train-00000-of-00001.parquet": parquet_bytes([decoy], features),
         "distractor/validation-00000-of-00001.parquet": parquet_bytes([_hub_row(r) for r in records], features),
     })
-    raw = (tmp_path / "haystack_text" / "wikitext-2-raw" / "wiki.sample.raw").read_text(encoding="utf-8")
-    lines = _wikitext_rows(raw)
-    half = len(lines) // 2
-    while lines[half]["text"] and not lines[half]["text"].startswith(" = "):  # split shards between articles
-        half += 1
-    other = [{"text": ""}, {"text": " = Wrong Config Article = \n"}, {"text": " Never padding . \n"}]
-    publish(hub, WIKITEXT, {
-        "README.md": card({c: {s: f"{c}/{s}-*" for s in ("train", "validation", "test")}
-                           for c in ("wikitext-103-raw-v1", "wikitext-2-raw-v1")}),
-        f"{WIKITEXT.config}/train-00000-of-00002.parquet": parquet_bytes(lines[:half]),
-        f"{WIKITEXT.config}/train-00001-of-00002.parquet": parquet_bytes(lines[half:]),
-        f"{WIKITEXT.config}/validation-00000-of-00001.parquet": parquet_bytes(other),
-        f"{WIKITEXT.config}/test-00000-of-00001.parquet": parquet_bytes(other),
-        **{f"wikitext-2-raw-v1/{s}-00000-of-00001.parquet": parquet_bytes(other)
-           for s in ("train", "validation", "test")},
-    })
+    publish_wikitext(hub, tmp_path / "haystack_text" / "wikitext-2-raw" / "wiki.sample.raw")
     out = tmp_path / "out"
     proc = mmle_build(["hotpotqa", "--output", str(out), "--lengths", "1024", "2048", "--max-queries-per-pool", "4"],
                       client_env(hub, tmp_path, token=None))
@@ -215,6 +225,60 @@ def test_hotpotqa_builds_from_the_hub_at_its_pinned_revisions(hub, tmp_path):
         if r["role"] == "positive":
             assert provenance["n_evidence"] == len(by_id[r["source_id"]]["supporting_facts"])
     assert pinned_requests(hub, HOTPOTQA) and pinned_requests(hub, WIKITEXT)
+
+
+def _hotpotqa_without_local_padding(tmp_path: Path) -> tuple[Path, Path]:
+    """Local HotpotQA files with no WikiText in them or next to them: (sources, the WikiText raw
+    file written elsewhere)."""
+    elsewhere = tmp_path / "elsewhere" / "wiki"
+    write_hotpotqa_sources(tmp_path / "src", padding_dir=elsewhere)
+    assert not (tmp_path / "src" / "haystack_text").exists() and not (tmp_path / "haystack_text").exists()
+    return tmp_path / "src", elsewhere / "wiki.sample.raw"
+
+
+def test_hotpotqa_local_sources_without_wikitext_pad_with_the_hubs_as_the_help_says(hub, tmp_path):
+    """--sources with no WikiText beside it: the Hub's WikiText-103 at its pinned revision (it once
+    padded with nothing, silently, while the card said WikiText)."""
+    sources, raw = _hotpotqa_without_local_padding(tmp_path)
+    publish_wikitext(hub, raw)
+    out = tmp_path / "out"
+    proc = mmle_build(["hotpotqa", "--sources", str(sources), "--output", str(out), "--lengths", "1024", "2048",
+                       "--max-queries-per-pool", "4"], client_env(hub, tmp_path, token=None))
+    manifest = built_ok(proc, out / "hotpotqa")
+    assert manifest["sources"]["kind"] == "local"
+    padding = manifest["sources"]["padding"]
+    assert (padding["revision"], padding["config"]) == (WIKITEXT.revision, WIKITEXT.config)
+    ids = [p["id"] for r in corpus_rows(out / "hotpotqa") for p in json.loads(r["provenance"]).get("padding", [])]
+    assert any(p.startswith("article:wikitext-103:") for p in ids)
+    card_text = (out / "hotpotqa" / "README.md").read_text()
+    assert f"`{WIKITEXT.repo}` `{WIKITEXT.config}` @ `{WIKITEXT.revision}`" in card_text
+    assert pinned_requests(hub, WIKITEXT) and not pinned_requests(hub, HOTPOTQA)
+
+
+def test_hotpotqa_without_any_padding_source_is_one_line_naming_padding(tmp_path):
+    sources, _ = _hotpotqa_without_local_padding(tmp_path)
+    proc = mmle_build(["hotpotqa", "--sources", str(sources), "--output", str(tmp_path / "out"), "--lengths", "1024",
+                       "--max-queries-per-pool", "4"], nowhere_env(tmp_path), timeout=60)
+    assert proc.returncode == 2, proc.stderr[-2000:]
+    lines = proc.stderr.strip().splitlines()
+    assert len(lines) == 1 and "Traceback" not in proc.stderr, proc.stderr[-2000:]
+    assert WIKITEXT.repo in lines[0] and "pass --padding with a WikiText raw file" in lines[0]
+    assert "--padding none" in lines[0] and "--sources DIR" not in lines[0]  # --sources is given already
+    assert not (tmp_path / "out" / "hotpotqa").exists()
+
+
+def test_hotpotqa_padding_none_pads_with_paragraphs_only_and_the_card_says_so(tmp_path):
+    sources, _ = _hotpotqa_without_local_padding(tmp_path)
+    out = tmp_path / "out"
+    proc = mmle_build(["hotpotqa", "--sources", str(sources), "--output", str(out), "--lengths", "1024", "2048",
+                       "--max-queries-per-pool", "4", "--padding", "none"], nowhere_env(tmp_path))
+    manifest = built_ok(proc, out / "hotpotqa")
+    assert manifest["sources"]["padding"]["name"].startswith("none")
+    ids = [p["id"] for r in corpus_rows(out / "hotpotqa") for p in json.loads(r["provenance"]).get("padding", [])]
+    assert ids and all(p.startswith("paragraph:") for p in ids)
+    card_text = (out / "hotpotqa" / "README.md").read_text()
+    assert "this build uses none (`--padding none`)" in card_text and "WikiText articles first" not in card_text
+    assert "uses WikiText articles" not in card_text and "WikiText (Merity" not in card_text
 
 
 # -- Visual grounding: NeedleBench needles + OBELICS haystacks with images by URL -------------------
@@ -382,7 +446,7 @@ def test_mmlongbench_builds_mmlongbench_doc_from_the_hub(hub, tmp_path):
                                                                           MMLONGBENCH_DOC.revision)
     assert sources["forms"] == {"mmlongbench_doc": len(pdfs)}
     assert {f["file"] for f in sources["files"]} == {DOC_HUB_SAMPLES, *pdfs}
-    assert manifest["report"]["skipped"]["pdf_not_on_hub"] == 1
+    assert manifest["report"]["skipped"]["pdf_not_found"] == 1  # counted once, as for a local folder
     assert not any("unlisted.pdf" in path for _, path in hub.requests)
     assert pinned_requests(hub, MMLONGBENCH_DOC)
 
@@ -393,8 +457,7 @@ def test_mmlongbench_builds_mmlongbench_doc_from_the_hub(hub, tmp_path):
                                            ("needle", NEEDLEBENCH.repo), ("mmdocrag", MMDOCRAG.repo),
                                            ("mmlongbench", MMLONGBENCH_DOC.repo)])
 def test_unreachable_hub_is_one_line_naming_sources(builder, repo, tmp_path):
-    env = client_env(type("Nowhere", (), {"endpoint": f"http://127.0.0.1:{closed_port()}"})(), tmp_path, token=None)
-    proc = mmle_build([builder, "--output", str(tmp_path / "out")], env, timeout=60)
+    proc = mmle_build([builder, "--output", str(tmp_path / "out")], nowhere_env(tmp_path), timeout=60)
     assert proc.returncode == 2, proc.stderr[-2000:]
     lines = proc.stderr.strip().splitlines()
     assert len(lines) == 1, proc.stderr[-2000:]

@@ -266,6 +266,22 @@ def test_question_set_is_chosen_by_flag_and_a_missing_one_is_one_line(tmp_path):
         build(tmp_path / "src", tmp_path / "out2", question_set="evaluation_16")
 
 
+def test_no_usable_instance_names_its_skips_and_the_missing_images(tmp_path):
+    """A JSONL downloaded without its images: the one line says what was skipped and that the
+    images are missing (it once said only 'no usable instance')."""
+    import shutil
+
+    base = write_mmdocrag_jsonl(tmp_path / "src")
+    shutil.rmtree(base / "images")
+    with pytest.raises(UserError) as caught:
+        build(tmp_path / "src", tmp_path / "out")
+    message = str(caught.value)
+    assert "\n" not in message
+    assert re.search(r"no usable instance \(2 to 5 evidence quotes\) under .*\(skipped: missing_quote_image: 12\)",
+                     message), message
+    assert "images of its image quotes are missing" in message and "images.zip" in message
+
+
 def _text(qid, page, text):
     return Quote(qid, "text", page, 0.0, text=text)
 

@@ -388,3 +388,23 @@ def test_mmlongbench_doc_as_published_on_the_hub_and_on_github(tmp_path, layout)
     assert "pdf_without_summary" not in manifest["report"]["skipped"]
     samples_file = "data/train-00000-of-00001.parquet" if layout == "hub" else "data/samples.json"
     assert samples_file in {f["file"] for f in manifest["sources"]["files"]}
+
+
+def test_pdfs_the_samples_name_but_the_folder_lacks_are_counted(tmp_path):
+    """The GitHub repository holds 93 of the 135 PDFs its `samples.json` names: each missing PDF
+    is a counted skip (`pdf_not_found`, once however many questions name it), as in MMDocRAG."""
+    from mmlongembed.builder import BuildReport
+    from mmlongembed.readers.mmlongbench import read_paged_sources
+
+    samples, pdfs = _samples_and_pdfs(tmp_path)
+    samples += [{**samples[0], "doc_id": "gone.pdf"}, {**samples[1], "doc_id": "gone.pdf"},
+                {**samples[0], "doc_id": "also_gone.pdf"}]
+    root = tmp_path / "MMLongBench-Doc"
+    (root / "data" / "documents").mkdir(parents=True)
+    for pdf in pdfs:
+        (root / "data" / "documents" / pdf.name).write_bytes(pdf.read_bytes())
+    (root / "data" / "samples.json").write_text(json.dumps(samples, indent=4))
+    report = BuildReport(progress=False)
+    assert len(read_paged_sources([root], report).documents) == len(pdfs)
+    assert report.skipped == {"pdf_not_found": 2}
+    assert report.examples["pdf_not_found"] == ["also_gone.pdf", "gone.pdf"]

@@ -7,6 +7,7 @@ ActivityNet Captions JSON is ``{video_id: {"duration": s, "timestamps": [[start,
 from __future__ import annotations
 
 import json
+import re
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -39,13 +40,32 @@ def video_file_for(video_id: str, videos: dict[str, Path]) -> Path | None:
     return videos.get(video_id) or videos.get(video_id.removeprefix("v_")) or videos.get(f"v_{video_id}")
 
 
+def placeholder_token(sentences: list[str]) -> str | None:
+    """The one token that every caption of a file repeats (PDVC's ``fake_test.json``: captions
+    "a a" over the unannotated test videos, in the real files' shape), else None."""
+    tokens = [t for sentence in sentences for t in re.findall(r"\w+", sentence.lower())]
+    return tokens[0] if len(tokens) > 1 and len(set(tokens)) == 1 else None
+
+
 def read_activitynet_json(path: Path, report: BuildReport) -> list[VideoRecord]:
-    """``{video_id: {"duration": s, "timestamps": [[start, end], ...], "sentences": [...]}}``."""
+    """``{video_id: {"duration": s, "timestamps": [[start, end], ...], "sentences": [...]}}``. A
+    file of placeholder captions (``placeholder_token``) is no annotation: its records are counted
+    skips (``placeholder_captions``)."""
     from mmlongembed.sources import read_json
 
     data = read_json(path, report)
     if not isinstance(data, dict):
         return []
+    records = _activitynet_records(path, data, report)
+    token = placeholder_token([s for r in records for s in r.sentences if isinstance(s, str)])
+    if token is not None:
+        for record in records:
+            report.skip("placeholder_captions", f"{record.origin} (every caption is {token!r} repeated)")
+        return []
+    return records
+
+
+def _activitynet_records(path: Path, data: dict, report: BuildReport) -> list[VideoRecord]:
     records = []
     for video_id, value in data.items():
         if not isinstance(value, dict) or "timestamps" not in value or "sentences" not in value:
