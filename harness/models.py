@@ -66,6 +66,7 @@ class RunSettings:
     readout_subset: tuple[str, ...] | None = None
     readout_drop: tuple[str, ...] | None = None
     max_new_tokens: int | None = None
+    model_paths: dict[str, str] = field(default_factory=dict)  # profile name -> local weights (--model-path)
 
 
 class Model:
@@ -521,6 +522,14 @@ def register_model_kind(name: str, usage: str, takes_argument: bool = True, uses
 def load_model(spec: str, settings: RunSettings) -> Model:
     """Build the adapter a `--model` item names; a bad spec is a one-line UserError."""
     spec = spec.strip()
+    from harness.profiles import PROFILES
+
+    if spec.lower() in PROFILES:  # a paper model by its name (harness.profiles)
+        from harness.profile_model import load_profile_model
+
+        if not settings.progress:
+            _hide_library_progress_bars()
+        return load_profile_model(spec, settings)
     name, colon, argument = spec.partition(":")
     kind = MODEL_KINDS.get(name)
     model = None
@@ -530,7 +539,8 @@ def load_model(spec: str, settings: RunSettings) -> Model:
         model = kind.make(argument, settings)
     if model is None:
         usages = [MODEL_KINDS.get(known).usage for known in MODEL_KINDS.names()]
-        raise UserError(f"--model {spec!r}: expected {', '.join(usages[:-1])} or {usages[-1]}")
+        raise UserError(f"--model {spec!r}: expected {', '.join(usages[:-1])} or {usages[-1]}, "
+                        "or a model profile's name (`mmle models` lists them)")
     return model
 
 

@@ -86,6 +86,8 @@ EXTERNAL_SUBCOMMANDS: tuple[tuple[str, str, str], ...] = (
     ("score", "harness.cli", "score embedding models on a built benchmark (reads it through load_dataset only)"),
     ("leaderboard", "harness.leaderboard", "merge `mmle score` runs into one Table 3 and Table 4, models as rows "
                                            "sorted by Avg (--reference paper: beside the paper's published rows)"),
+    ("models", "harness.profiles_cli", "list the model profiles (the paper's models, run as their authors run "
+                                       "them): Table 2's columns, verified or not, and each fact's source"),
     ("push", "mmlongembed.publish", "publish a validated build to a Hub dataset repo as a tagged release"),
     ("mveb", "mmlongembed.video_tasks.cli", "MTEB video tasks (MVEB): build from a video collection, export, "
                                              "evaluate with mteb, rank and prune"),
