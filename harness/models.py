@@ -151,6 +151,10 @@ class DenseModel(Model):
         text = self.query_template.replace("{instruction}", item.instruction).replace("{text}", item.text)
         return Item(id=item.id, text=text, images=item.images, instruction=item.instruction, is_query=True)
 
+    def format_candidate(self, item: Item) -> Item:
+        """The candidate as the model is handed it (as it is, but for model profiles)."""
+        return item
+
     def embed(self, items: list[Item]) -> tuple[np.ndarray, list[bool]]:
         """Embeddings [n, d] (any scale) and whether each input was truncated."""
         raise NotImplementedError
@@ -201,8 +205,9 @@ class DenseModel(Model):
         queries = ([self.format_query(q) for q in batch] for batch in pool.iter_queries(size))
         query_vectors, stats.truncated_queries = self._embed_all(
             queries, len(pool.query_ids), cache, stats, f"{pool.info.name} queries")
+        candidates = ([self.format_candidate(c) for c in batch] for batch in pool.iter_candidates(size))
         doc_vectors, stats.truncated_candidates = self._embed_all(
-            pool.iter_candidates(size), len(pool.corpus_ids), cache, stats, f"{pool.info.name} candidates")
+            candidates, len(pool.corpus_ids), cache, stats, f"{pool.info.name} candidates")
         if query_vectors.shape[1] != doc_vectors.shape[1]:
             raise ModelError("query and candidate embeddings differ in size")
         stats.scores = query_vectors @ doc_vectors.T  # unit vectors: cosine similarity

@@ -153,11 +153,11 @@ class ProfileModel(DenseModel):
     def encode_item(self, item: Item, with_images: bool = True) -> Encoded:
         """The item's token ids (image slots expanded), its images, its own length, truncation."""
         form = self.profile.side(item.is_query)
-        head, _, tail = form.prompt(CONTENT, item.instruction if item.is_query else "").partition(CONTENT)
+        head, _, tail = form.prompt(CONTENT, item.instruction).partition(CONTENT)
         head_ids, tail_ids = self._ids(head), self._ids(tail)
         open_ids, close_ids = self._markup()
         units, costs = [], []
-        for i, run in enumerate(item.text.split(IMAGE_PLACEHOLDER)):
+        for i, run in enumerate(form.content(item.text, item.instruction, IMAGE_PLACEHOLDER).split(IMAGE_PLACEHOLDER)):
             ids = self._ids(run)
             units += ids
             costs += [1] * len(ids)
@@ -228,12 +228,19 @@ class ProfileModel(DenseModel):
         sides = {}
         for side, batches, yardstick in (("queries", pool.iter_queries(64), pool.query_tokens),
                                          ("candidates", pool.iter_candidates(64), pool.candidate_tokens)):
-            own = [self.encode_item(self.format_query(i) if side == "queries" else i, with_images=False).own_tokens
+            own = [self.encode_item(self.format_query(i) if side == "queries" else self.format_candidate(i),
+                                    with_images=False).own_tokens
                    for batch in batches for i in batch]
             sides[side] = _length_summary(own, yardstick, self.window)
         return {"window": self.window, "image_cell_px": self.profile.images.factor, **sides}
 
+    def format_candidate(self, item: Item) -> Item:
+        """Candidates are handed the pool's task instruction: the profile's document form decides
+        whether it reaches the model (for every profile here it does not)."""
+        return Item(id=item.id, text=item.text, images=item.images, instruction=self._pool_instruction)
+
     def score_pool(self, pool, cache, settings):
+        self._pool_instruction = next(iter(pool.iter_queries(1)))[0].instruction
         stats = super().score_pool(pool, cache, settings)
         stats.details["own_lengths"] = self.own_lengths(pool)
         if self.profile.verified is None:

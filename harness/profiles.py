@@ -52,12 +52,33 @@ class SideForm:
     normalise: bool = True
     default_instruction: str = ""
     instruction_end: str = ""  # appended to an instruction that does not end in punctuation (GME, Qwen3-VL: ".")
+    # RzenEmbed: the instruction opens the text, after the item's leading images (its code writes
+    # images, then instruction + text, into the user turn)
+    instruction_after_leading_images: bool = False
 
-    def prompt(self, content: str, instruction: str) -> str:
+    def _instruction(self, instruction: str) -> str:
         instruction = (instruction or "").strip() or self.default_instruction
         if self.instruction_end and instruction and not _ends_in_punctuation(instruction):
             instruction += self.instruction_end
-        return self.template.replace("{instruction}", instruction).replace("{content}", content)
+        return instruction
+
+    def prompt(self, content: str, instruction: str) -> str:
+        """The whole prompt around ``content``. A document's template has no ``{instruction}``: a
+        document is embedded without the task instruction even when it is handed one."""
+        if self.instruction_after_leading_images:
+            return self.template.replace("{content}", content)
+        return self.template.replace("{instruction}", self._instruction(instruction)).replace("{content}", content)
+
+    def content(self, text: str, instruction: str, placeholder: str) -> str:
+        """The item's text, with the instruction placed in it where the form says so."""
+        if not self.instruction_after_leading_images:
+            return text
+        rest = text
+        leading = 0
+        while rest.startswith(placeholder, leading * len(placeholder)):
+            leading += 1
+        cut = leading * len(placeholder)
+        return rest[:cut] + self._instruction(instruction) + rest[cut:]
 
 
 def _ends_in_punctuation(text: str) -> bool:
@@ -189,8 +210,8 @@ _OPS_SOURCE = _mteb("ops_mm_models.py")
 
 # ---- RzenEmbed (Qwen2-VL): fixed system prompt; the instruction prefixes the user turn with no
 # separator; the LLM run on input embeddings; right padding, last real token.
-_RZEN_Q = SideForm(CHAT.replace("{system}", DEFAULT_SYSTEM).replace("{user}", "{instruction}{content}")
-                   + "<|endoftext|>", "user turn prefix")
+_RZEN_Q = SideForm(CHAT.replace("{system}", DEFAULT_SYSTEM).replace("{user}", "{content}") + "<|endoftext|>",
+                   "user turn, after the leading images", instruction_after_leading_images=True)
 _RZEN_D = SideForm(CHAT.replace("{system}", DEFAULT_SYSTEM).replace("{user}", "{content}") + "<|endoftext|>", "none")
 _RZEN_SOURCE = _mteb("rzen_embed_model.py")
 
