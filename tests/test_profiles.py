@@ -133,7 +133,8 @@ def test_table3_dry_run_on_tiny_models_of_two_families(tmp_path, capsys):
                 "--output", str(tmp_path / "t3"), "--score-args", "--quiet --bootstrap 20"])
     assert code == 0
     board = (tmp_path / "t3" / "leaderboard.md").read_text()
-    assert "gme-qwen2-vl-2b" in board and "qwen3-vl-2b" in board and "GME-Qwen2-VL-2B" in board
+    assert "| gme-qwen2-vl-2b |" in board and "| qwen3-vl-2b |" in board
+    assert "| Qwen3-VL-2B | paper (published) |" in board  # beside the paper's rows
     for name in ("gme-qwen2-vl-2b", "qwen3-vl-2b"):
         rows = json.loads((tmp_path / "t3" / name / "results.json").read_text())["results"]
         assert rows and all("own_lengths" in r for r in rows)
