@@ -199,7 +199,7 @@ _GME_D = SideForm(CHAT.replace("{system}", DEFAULT_SYSTEM).replace("{user}", "{c
 _GME_SOURCE = _mteb("gme_v_models.py")
 _GME_TRAINING = ("MSMARCO", "NQ", "HotpotQA", "FEVER", "TriviaQA", "SQuAD", "AllNLI", "ImageNet", "LAION",
                  "MSCOCO", "Docmatix", "M-BEIR")
-_GME_VERIFIED = Verification("mteb's GME Encoder.embed (gme_v_models.py) on a tiny Qwen2-VL", 0.0)
+_GME_VERIFIED = Verification("mteb's GME Encoder.embed (gme_v_models.py) on a tiny Qwen2-VL", 3.0e-8)
 
 # ---- Ops-MM-embedding-v1 (Qwen2-VL): system prompt = instruction (both sides; documents get the
 # default), images before text, full model forward (mrope), left padding, last position.
@@ -259,7 +259,7 @@ def _profiles() -> list[ModelProfile]:
         "rzen-v2-7b", "Rzen-v2-7B", "qihoo360/RzenEmbed", "ea95c339008f9639420fcb33ba2ba606ea94be78",
         "qwen2_vl", 32768, 3584, "bfloat16", "8B", _RZEN_Q, _RZEN_D, _qwen2_limits(256, 1280, True), "images",
         "sequential", _facts(_RZEN_SOURCE, _card("qihoo360/RzenEmbed", "ea95c339008f9639420fcb33ba2ba606ea94be78")),
-        verified=Verification("mteb's RzenEmbedWrapper (rzen_embed_model.py) on a tiny Qwen2-VL", 0.0),
+        verified=Verification("mteb's RzenEmbedWrapper (rzen_embed_model.py) on a tiny Qwen2-VL", 3.0e-8),
         training_data=_trained(("MSMARCO", "NQ", "HotpotQA", "FEVER", "MMEB-train", "mmE5-synthetic", "VideoChat-Flash"),
                                _RZEN_SOURCE),
         notes=("frames: 8 evenly spaced frames as images at 160-180 visual tokens each (mteb's video processor); "
@@ -269,7 +269,8 @@ def _profiles() -> list[ModelProfile]:
         "qwen2_vl", 32768, dim, "bfloat16", "8B" if size == "7B" else size, _OPS_FORM, _OPS_D,
         _qwen2_limits(256, 1280), "images", "mrope",
         _facts(_OPS_SOURCE, _card(f"OpenSearch-AI/Ops-MM-embedding-v1-{size}", revision)),
-        verified=Verification("mteb's OpsMMEmbeddingWrapper.embed_batch (ops_mm_models.py) on a tiny Qwen2-VL", 0.0),
+        verified=Verification("mteb's OpsMMEmbeddingWrapper.embed_batch (ops_mm_models.py) on a tiny Qwen2-VL",
+                              3.0e-8),
         notes=(("Table 2 gives 2048 dimensions; mteb's ModelMeta 1536 (the Qwen2-VL-2B hidden size)",)
                if size == "2B" else ()))
         for size, revision, dim in (("2B", "69c23ac5595bb7fb3a9959df96fe155b3650c01e", 1536),
