@@ -61,7 +61,8 @@ def measure(family: str, directory: Path, lengths: list[int], items: int) -> lis
     from harness.profile_model import ProfileModel
     from harness.profiles import get_profile
 
-    profile = dataclasses.replace(get_profile(FAMILY_OF[family]), family=family)
+    # the architecture is what is measured: a profile of the family, run whatever its status
+    profile = dataclasses.replace(get_profile(FAMILY_OF[family]), family=family, runnable=True)
     model = ProfileModel(profile, RunSettings(progress=False, max_length=max(lengths) + 64), str(directory))
     out = []
     for length in lengths:
