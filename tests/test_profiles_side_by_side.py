@@ -12,10 +12,12 @@ import pytest
 
 from harness.data import Item
 from harness.fixtures import png
+from harness.profiles import get_profile
 from tests import _profile_references as references
 
 pytest.importorskip("mteb")
 torch = pytest.importorskip("torch")
+pytestmark = pytest.mark.slow  # two tiny models and three mteb wrappers: about two minutes on a free CPU
 
 GATE = 1e-5
 INSTRUCTION = "Find the passage that answers the question."
@@ -92,8 +94,6 @@ def _reference(name, tiny, cache):
 @pytest.mark.parametrize("name", sorted(REFERENCES))
 @pytest.mark.parametrize("is_query", [True, False], ids=["queries", "documents"])
 def test_profile_matches_its_reference(name, is_query, tiny, reference_runs):
-    from harness.profiles import get_profile
-
     profile = get_profile(name)
     reference, interleaved = _reference(name, tiny, reference_runs)
     items = _items(interleaved, is_query)
@@ -106,8 +106,6 @@ def test_profile_matches_its_reference(name, is_query, tiny, reference_runs):
 
 def test_a_batch_of_mixed_lengths_matches_one_by_one(tiny, reference_runs):
     """Ops-MM's reference pads on the left; the profile pads on the right and reads the last real token."""
-    from harness.profiles import get_profile
-
     reference, _ = _reference("ops-mm-v1-2b", tiny, reference_runs)
     items = [Item("a", "short", (), INSTRUCTION, True), Item("b", " ".join(["longer words"] * 20), (), INSTRUCTION, True)]
     ours = _profile_vectors(get_profile("ops-mm-v1-2b"), tiny, items, batch_size=2)
@@ -116,10 +114,7 @@ def test_a_batch_of_mixed_lengths_matches_one_by_one(tiny, reference_runs):
 
 
 def _wrong(name, **changes):
-    from harness.profiles import get_profile
-
-    profile = get_profile(name)
-    return dataclasses.replace(profile, **changes)
+    return dataclasses.replace(get_profile(name), **changes)
 
 
 def _off_by(profile, reference, items) -> float:
@@ -131,7 +126,7 @@ def test_instruction_on_the_document_side_fails_the_gate(tiny, reference_runs):
     system prompt); a profile that puts it in the document's system prompt is caught."""
     reference, interleaved = _reference("gme-qwen2-vl-2b", tiny, reference_runs)
     items = [dataclasses.replace(item, instruction=INSTRUCTION) for item in _items(interleaved, False)[:2]]
-    right = get_profile_named("gme-qwen2-vl-2b")
+    right = get_profile("gme-qwen2-vl-2b")
     wrong = _wrong("gme-qwen2-vl-2b", document=right.query)
     assert _off_by(right, (reference, tiny), items) <= GATE
     assert _off_by(wrong, (reference, tiny), items) > 1e-3
@@ -139,7 +134,7 @@ def test_instruction_on_the_document_side_fails_the_gate(tiny, reference_runs):
 
 def test_wrong_pooling_fails_the_gate(tiny, reference_runs):
     reference, interleaved = _reference("rzen-v2-7b", tiny, reference_runs)
-    right = get_profile_named("rzen-v2-7b")
+    right = get_profile("rzen-v2-7b")
     wrong = _wrong("rzen-v2-7b", document=dataclasses.replace(right.document, pooling="mean"))
     items = _items(interleaved, False)[:2]
     assert _off_by(wrong, (reference, tiny), items) > 1e-3
@@ -163,9 +158,3 @@ def test_positions_matter_gme_run_with_the_models_rope_index_fails(tiny, referen
     wrong = _wrong("gme-qwen2-vl-2b", positions="mrope")
     items = _items(interleaved, True)[1:2]
     assert _off_by(wrong, (reference, tiny), items) > 1e-4
-
-
-def get_profile_named(name):
-    from harness.profiles import get_profile
-
-    return get_profile(name)
