@@ -9,10 +9,14 @@ OUT ?= out
 SEED ?= 0
 BUILD_ARGS ?=
 SCORE_ARGS ?=
+# make table3 MODELS="gme-qwen2-vl-2b qwen3-vl-2b" DATASET=mmlongembed [TINY=1: the CPU dry run on tiny models]
+MODELS ?= gme-qwen2-vl-2b
+TINY ?=
+TABLE3_ARGS ?=
 # e.g. make push DATASET=govreport PUSH_ARGS="--repo org/mmlongembed --version 1.0.0"
 PUSH_ARGS ?=
 
-.PHONY: venv build-dataset validate test bench score push readme clean
+.PHONY: venv build-dataset validate test bench score table3 push readme clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -42,6 +46,10 @@ bench: $(STAMP)
 
 score: $(STAMP)
 	$(BIN)/mmle score --dataset $(OUT)/$(DATASET) $(SCORE_ARGS)
+
+table3: $(STAMP)  # the listed profiles over $(OUT)/$(DATASET); leaderboard beside the paper's rows
+	$(BIN)/python -m harness.table3 --dataset $(OUT)/$(DATASET) --models "$(MODELS)" --output results/table3 \
+		$(if $(TINY),--tiny,) $(TABLE3_ARGS)
 
 push: $(STAMP)
 	$(BIN)/mmle push $(OUT)/$(DATASET) $(PUSH_ARGS)

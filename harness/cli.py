@@ -29,11 +29,15 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                              "several (space or comma separated) are scored into one report, their pool names "
                              "distinct")
     parser.add_argument("--model", default=None,
-                        help="comma list of models: bm25 | minilm | st:<path> | hf:<path-or-name> | "
+                        help="comma list of models: a model profile's name (`mmle models`, e.g. gme-qwen2-vl-2b) | "
+                             "bm25 | minilm | st:<path> | hf:<path-or-name> | "
                              "hfgen:<path-or-name> | vllm:<name> | "
                              f"openai:<model>@<base_url>. Default {DEFAULT_MODELS!r}, where MiniLM scores only the "
                              "pools it can take (text) and its image-pool skips do not fail the run (also when the pair is given "
                              "explicitly; MiniLM alone or with other models fails on image pools)")
+    parser.add_argument("--model-path", action="append", default=[], metavar="NAME=DIR",
+                        help="load a model profile's weights from a local directory instead of its Hub repo "
+                             "(repeatable), e.g. gme-qwen2-vl-2b=/models/gme-2b")
     parser.add_argument("--pools", nargs="+", default=["*"],
                         help="glob patterns of pool names to score (space or comma separated), default all")
     parser.add_argument("--batch-size", type=int, default=16,
@@ -96,6 +100,19 @@ def _readout_tokens(args: argparse.Namespace) -> tuple[str, ...] | None:
     return tuple(u.token for u in units_for(args.readout_units))
 
 
+def _model_paths(values: list[str]) -> dict[str, str]:
+    """--model-path NAME=DIR (repeatable) -> {profile name: directory}."""
+    from harness.profiles import get_profile
+
+    paths = {}
+    for value in values:
+        name, sep, directory = value.partition("=")
+        if not sep or not name.strip() or not directory.strip():
+            raise UserError(f"--model-path {value!r}: expected NAME=DIR")
+        paths[get_profile(name).name] = directory.strip()
+    return paths
+
+
 def _split(values) -> list[str]:
     return [v for value in values for v in value.replace(",", " ").split() if v]
 
@@ -125,7 +142,8 @@ def _run(args) -> int:
     settings = RunSettings(batch_size=args.batch_size, max_length=args.max_length, pooling=args.pooling,
                            instruction=args.instruction, device=args.device, progress=not args.quiet,
                            readout_tokens=_readout_tokens(args), readout_subset=_tokens(args.readout_subset),
-                           readout_drop=_tokens(args.readout_drop), max_new_tokens=args.max_new_tokens)
+                           readout_drop=_tokens(args.readout_drop), max_new_tokens=args.max_new_tokens,
+                           model_paths=_model_paths(args.model_path))
     models, outcome = _score_all(args, selections, settings, modalities, log)
 
     name = "+".join(Path(b.path.rstrip("/")).name or "benchmark" for b in benchmarks)

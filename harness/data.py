@@ -412,3 +412,12 @@ class PoolData:
 
     def iter_candidates(self, batch_size: int) -> Iterator[list[Item]]:
         return self._items(self.corpus, False, batch_size)
+
+    @property
+    def query_tokens(self) -> list[int]:
+        """Each query's length on the benchmark's yardstick (its `n_tokens` column)."""
+        return [int(n) for n in self.queries["n_tokens"]]
+
+    @property
+    def candidate_tokens(self) -> list[int]:
+        return [int(n) for n in self.corpus["n_tokens"]]

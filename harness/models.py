@@ -72,6 +72,7 @@ class RunSettings:
     readout_subset: tuple[str, ...] | None = None
     readout_drop: tuple[str, ...] | None = None
     max_new_tokens: int | None = None
+    model_paths: dict[str, str] = field(default_factory=dict)  # profile name -> local weights (--model-path)
 
 
 class Model:
@@ -167,6 +168,10 @@ class DenseModel(Model):
         text = self.query_template.replace("{instruction}", item.instruction).replace("{text}", item.text)
         return Item(id=item.id, text=text, images=item.images, instruction=item.instruction, is_query=True)
 
+    def format_candidate(self, item: Item) -> Item:
+        """The candidate as the model is handed it (as it is, but for model profiles)."""
+        return item
+
     def embed(self, items: list[Item]) -> tuple[np.ndarray, list[bool]]:
         """Embeddings [n, d] (any scale) and whether each input was truncated."""
         raise NotImplementedError
@@ -217,8 +222,9 @@ class DenseModel(Model):
         queries = ([self.format_query(q) for q in batch] for batch in pool.iter_queries(size))
         query_vectors, stats.truncated_queries = self._embed_all(
             queries, len(pool.query_ids), cache, stats, f"{pool.info.name} queries")
+        candidates = ([self.format_candidate(c) for c in batch] for batch in pool.iter_candidates(size))
         doc_vectors, stats.truncated_candidates = self._embed_all(
-            pool.iter_candidates(size), len(pool.corpus_ids), cache, stats, f"{pool.info.name} candidates")
+            candidates, len(pool.corpus_ids), cache, stats, f"{pool.info.name} candidates")
         if query_vectors.shape[1] != doc_vectors.shape[1]:
             raise ModelError("query and candidate embeddings differ in size")
         stats.scores = query_vectors @ doc_vectors.T  # unit vectors: cosine similarity
@@ -570,6 +576,14 @@ def register_model_kind(name: str, usage: str, takes_argument: bool = True, uses
 def load_model(spec: str, settings: RunSettings) -> Model:
     """Build the adapter a `--model` item names; a bad spec is a one-line UserError."""
     spec = spec.strip()
+    from harness.profiles import PROFILES
+
+    if spec.lower() in PROFILES:  # a paper model by its name (harness.profiles)
+        from harness.profile_model import load_profile_model
+
+        if not settings.progress:
+            _hide_library_progress_bars()
+        return load_profile_model(spec, settings)
     name, colon, argument = spec.partition(":")
     kind = MODEL_KINDS.get(name)
     model = None
@@ -579,7 +593,8 @@ def load_model(spec: str, settings: RunSettings) -> Model:
         model = kind.make(argument, settings)
     if model is None:
         usages = [MODEL_KINDS.get(known).usage for known in MODEL_KINDS.names()]
-        raise UserError(f"--model {spec!r}: expected {', '.join(usages[:-1])} or {usages[-1]}")
+        raise UserError(f"--model {spec!r}: expected {', '.join(usages[:-1])} or {usages[-1]}, "
+                        "or a model profile's name (`mmle models` lists them)")
     return model
 
 

@@ -19,6 +19,7 @@ from typing import Callable
 
 import numpy as np
 
+from harness.own_lengths import OWN_LENGTHS_TITLE, own_lengths_table
 from harness.metrics import MAIN_METRIC, bootstrap_ci
 
 TASK_SHORT = {"visual_grounding": "VG", "multi_source_reasoning": "MSR", "logical_summarization": "LS",
@@ -525,7 +526,8 @@ def markdown(report: dict, table3_cells: list[dict] | None = None, table4_cells:
                         ("Needle grid (P@1 by depth and length)", grid_table(rows)),
                         (f"Per pool ({HIT_K_NOTE})", pool_table(rows) if rows else ""),
                         ("Generative readout (format validity, fallbacks to the last generated token, mean "
-                         "generated length)", readout_table(rows))):
+                         "generated length)", readout_table(rows)),
+                        (OWN_LENGTHS_TITLE, own_lengths_table(rows))):
         if body:
             parts += [f"## {title}", "", body, ""]
     if skipped:

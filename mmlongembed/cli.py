@@ -92,6 +92,8 @@ EXTERNAL_SUBCOMMANDS: tuple[tuple[str, str, str], ...] = (
     ("score", "harness.cli", "score embedding models on a built benchmark (reads it through load_dataset only)"),
     ("leaderboard", "harness.leaderboard", "merge `mmle score` runs into one Table 3 and Table 4, models as rows "
                                            "sorted by Avg (--reference paper: beside the paper's published rows)"),
+    ("models", "harness.profiles_cli", "list the model profiles (the paper's models, run as their authors run "
+                                       "them): Table 2's columns, verified or not, and each fact's source"),
     ("push", "mmlongembed.publish", "publish a validated build to a Hub dataset repo as a tagged release"),
     ("reproduce", "mmlongembed.reproduce", "rebuild a build or a Hub release from its manifest (recorded builder "
                                            "versions, options, seed; sources checked by sha256) and say `identical` "

@@ -122,22 +122,6 @@ def qwen3_tokenizer(extra_special_tokens=()):
 def save_tiny_qwen2_vl(directory: Path, tokenizer, model_class) -> Path:
     """A tiny randomly initialised Qwen2-VL (``model_class``: the bare model or the one with an LM
     head) with ``tokenizer`` and a small-pixel image processor, saved to ``directory``."""
-    import torch
-    from transformers import Qwen2VLConfig
-    from transformers.models.qwen2_vl.image_processing_pil_qwen2_vl import Qwen2VLImageProcessorPil
+    from harness.tiny_models import make_tiny
 
-    ids = tokenizer.convert_tokens_to_ids
-    config = Qwen2VLConfig(
-        text_config=dict(vocab_size=len(tokenizer), hidden_size=32, intermediate_size=64, num_hidden_layers=2,
-                         num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=4096,
-                         rope_scaling={"type": "mrope", "mrope_section": [1, 1, 2]}),
-        vision_config=dict(depth=1, embed_dim=32, hidden_size=32, num_heads=2, mlp_ratio=2, patch_size=14,
-                           spatial_merge_size=2, temporal_patch_size=2),
-        image_token_id=ids("<|image_pad|>"), video_token_id=ids("<|video_pad|>"),
-        vision_start_token_id=ids("<|vision_start|>"), eos_token_id=ids("<|im_end|>"))
-    torch.manual_seed(0)
-    model_class(config).eval().save_pretrained(directory)
-    tokenizer.save_pretrained(directory)
-    # small pixel budget: each fixture image becomes a handful of visual tokens
-    Qwen2VLImageProcessorPil(min_pixels=28 * 28 * 4, max_pixels=28 * 28 * 16).save_pretrained(directory)
-    return Path(directory)
+    return make_tiny(directory, "qwen2_vl", model_class, tokenizer)

@@ -1,0 +1,269 @@
+"""Run a model profile (harness.profiles) as its authors run it: the profile's prompt per side, its
+image limits, its position scheme and pooling, on the weights of a local directory
+(`--model-path NAME=DIR`) or the Hub repo at the pinned revision.
+
+The input is assembled as the model's own processor does it (each image's `<|image_pad|>` repeated
+once per visual token), from the model's tokenizer and image processor; transformers 5 cannot build
+the Qwen-VL processors without torchvision (their video half), so `image_only_processor` builds the
+real processor class without it. Inputs longer than the window lose their middle (the paper's rule):
+the template's head and tail stay, images are kept or dropped whole.
+"""
+
+from __future__ import annotations
+
+import io
+import math
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from harness.data import Item
+from harness.models import DenseModel, ModelError, RunSettings, directory_fingerprint, image_token_cost
+from harness.profiles import ImageLimits, ModelProfile, get_profile
+from harness.truncation import truncate_middle
+from mmlongembed.documents import IMAGE_PLACEHOLDER
+from mmlongembed.errors import UserError
+
+CONTENT = "\x00content\x00"  # splits a side's prompt into the head and tail around the item's content
+
+
+def smart_resize(height: int, width: int, factor: int, min_pixels: int, max_pixels: int) -> tuple[int, int]:
+    """qwen_vl_utils' resize (copied by GME's and RzenEmbed's inference code): whole `factor` cells,
+    the aspect ratio kept, the pixel count within [min_pixels, max_pixels]."""
+    h_bar = max(factor, round(height / factor) * factor)
+    w_bar = max(factor, round(width / factor) * factor)
+    if h_bar * w_bar > max_pixels:
+        beta = math.sqrt(height * width / max_pixels)
+        h_bar = math.floor(height / beta / factor) * factor
+        w_bar = math.floor(width / beta / factor) * factor
+    elif h_bar * w_bar < min_pixels:
+        beta = math.sqrt(min_pixels / (height * width))
+        h_bar = math.ceil(height * beta / factor) * factor
+        w_bar = math.ceil(width * beta / factor) * factor
+    return h_bar, w_bar
+
+
+def prepared_size(height: int, width: int, limits: ImageLimits) -> tuple[int, int]:
+    """The size at which the model's own code hands an image to its processor."""
+    return (height, width) if limits.pre_resize is None else smart_resize(height, width, 28, *limits.pre_resize)
+
+
+def prepared_image(data: bytes, limits: ImageLimits):
+    """The image as the model's own code hands it to the processor (GME/Rzen snap it first)."""
+    from PIL import Image
+
+    image = Image.open(io.BytesIO(data)).convert("RGB")
+    height, width = prepared_size(image.height, image.width, limits)
+    return image if (height, width) == (image.height, image.width) else image.resize((width, height))
+
+
+def image_size(data: bytes) -> tuple[int, int]:
+    """(height, width) from the image's header, without decoding its pixels."""
+    from PIL import Image
+
+    with Image.open(io.BytesIO(data)) as image:
+        return image.height, image.width
+
+
+def image_processor_for(directory: str, limits: ImageLimits):
+    from transformers import AutoImageProcessor
+
+    return AutoImageProcessor.from_pretrained(directory, min_pixels=limits.min_pixels, max_pixels=limits.max_pixels)
+
+
+def image_only_processor(processor_class, directory: str, limits: ImageLimits | None = None, tokenizer=None):
+    """The model's real processor class (e.g. Qwen2VLProcessor) with its tokenizer and image
+    processor, without the video processor that needs torchvision: its `__call__` expands image
+    placeholders exactly as the full processor does."""
+    from transformers import AutoImageProcessor, AutoTokenizer
+
+    processor = object.__new__(processor_class)
+    processor.tokenizer = tokenizer or AutoTokenizer.from_pretrained(directory)
+    processor.image_processor = (image_processor_for(directory, limits) if limits is not None
+                                 else AutoImageProcessor.from_pretrained(directory))
+    processor.chat_template = None
+    for kind in ("image", "video"):
+        token = f"<|{kind}_pad|>"
+        setattr(processor, f"{kind}_token", token)
+        setattr(processor, f"{kind}_token_id", processor.tokenizer.convert_tokens_to_ids(token))
+    return processor
+
+
+@dataclass
+class Encoded:
+    """One item as the model reads it: token ids with image slots, its images, and its own length."""
+
+    ids: list[int]
+    images: list
+    own_tokens: int  # the whole input in the model's own tokens, before truncation
+    truncated: bool
+
+
+class ProfileModel(DenseModel):
+    """A profile's model: prompt per side, own image pricing, own positions and pooling."""
+
+    def __init__(self, profile: ModelProfile, settings: RunSettings, path: str | None = None):
+        super().__init__(settings)
+        if not profile.runnable:
+            raise UserError(f"--model {profile.name}: {profile.unverified_reason}")
+        import torch
+        from transformers import AutoModel, AutoTokenizer
+
+        self.profile, self.spec, self.torch = profile, profile.name, torch
+        source = path or profile.repo
+        local = Path(source).exists()
+        if path is not None and not local:
+            raise UserError(f"--model-path {profile.name}={path}: no such directory")
+        kwargs = {"local_files_only": True} if local else {"revision": profile.revision}
+        try:
+            self.tokenizer = AutoTokenizer.from_pretrained(source, **kwargs)
+            dtype = torch.float32 if settings.device == "cpu" else getattr(torch, profile.dtype)
+            self.model = AutoModel.from_pretrained(source, dtype=dtype, **kwargs).to(settings.device).eval()
+            self.image_processor = image_processor_for(source, profile.images)
+        except OSError as exc:
+            raise UserError(f"--model {profile.name}: cannot load {source!r}: {str(exc).splitlines()[0]}") from None
+        self.revision = directory_fingerprint(Path(source)) if local else profile.revision
+        self.window = settings.max_length or profile.window
+        self.image_token_id = self.tokenizer.convert_tokens_to_ids("<|image_pad|>")
+        self.modalities = frozenset({"text", "image"})
+        self.pad_id = self.tokenizer.pad_token_id if self.tokenizer.pad_token_id is not None else 0
+
+    def identity(self) -> dict:
+        return {"model": self.spec, "profile": self.profile.name, "repo": self.profile.repo,
+                "revision": self.revision, "max_length": self.window, "family": self.profile.family,
+                "pooling": {"query": self.profile.query.pooling, "document": self.profile.document.pooling},
+                "query_template": self.profile.query.template, "document_template": self.profile.document.template,
+                "positions": self.profile.positions, "image_limits": vars(self.profile.images),
+                "status": self.profile.status}
+
+    # ---- input assembly -------------------------------------------------------------------------
+    def _ids(self, text: str) -> list[int]:
+        return self.tokenizer(text, add_special_tokens=False, verbose=False)["input_ids"] if text else []
+
+    def image_cost(self, data: bytes) -> int:
+        """Visual tokens of one image (after the model's own resizing)."""
+        height, width = prepared_size(*image_size(data), self.profile.images)
+        return image_token_cost(self.image_processor, height, width)
+
+    def _markup(self) -> tuple[list[int], list[int]]:
+        head, _, tail = self.profile.image_markup.partition("<|image_pad|>")
+        return self._ids(head), self._ids(tail)
+
+    def encode_item(self, item: Item, with_images: bool = True) -> Encoded:
+        """The item's token ids (image slots expanded), its images, its own length, truncation."""
+        form = self.profile.side(item.is_query)
+        head, _, tail = form.prompt(CONTENT, item.instruction).partition(CONTENT)
+        head_ids, tail_ids = self._ids(head), self._ids(tail)
+        open_ids, close_ids = self._markup()
+        units, costs = [], []
+        for i, run in enumerate(form.content(item.text, item.instruction, IMAGE_PLACEHOLDER).split(IMAGE_PLACEHOLDER)):
+            ids = self._ids(run)
+            units += ids
+            costs += [1] * len(ids)
+            if i < len(item.images):
+                n = self.image_cost(item.images[i])
+                units.append(("image", i, n))
+                costs.append(n + len(open_ids) + len(close_ids))
+        own = len(head_ids) + sum(costs) + len(tail_ids)
+        budget = self.window - len(head_ids) - len(tail_ids)
+        if budget < 1:
+            raise ModelError(f"{self.spec}: the window ({self.window}) is shorter than the prompt template")
+        kept, truncated = truncate_middle(units, costs, budget)
+        ids, kept_images = list(head_ids), []
+        for unit in kept:
+            if isinstance(unit, tuple):
+                ids += open_ids + [self.image_token_id] * unit[2] + close_ids
+                kept_images.append(prepared_image(item.images[unit[1]], self.profile.images) if with_images else None)
+            else:
+                ids.append(unit)
+        return Encoded(ids + tail_ids, kept_images, own, truncated)
+
+    # ---- the model ------------------------------------------------------------------------------
+    def _hidden(self, input_ids, attention, pixel_values, grid):
+        model = self.model
+        if self.profile.positions == "sequential":
+            # GME / RzenEmbed: the language model on input embeddings, images spliced in, 1-D positions
+            embeds = model.get_input_embeddings()(input_ids)
+            if pixel_values is not None:
+                vision = model.visual(pixel_values.type(model.visual.dtype), grid_thw=grid)
+                image_embeds = getattr(vision, "pooler_output", vision)
+                embeds[input_ids == self.image_token_id] = image_embeds.to(embeds.dtype)
+            return model.language_model(inputs_embeds=embeds, attention_mask=attention).last_hidden_state
+        inputs = {"input_ids": input_ids, "attention_mask": attention}
+        if pixel_values is not None:
+            inputs.update(pixel_values=pixel_values, image_grid_thw=grid,
+                          mm_token_type_ids=(input_ids == self.image_token_id).long())
+        return model(**inputs).last_hidden_state
+
+    def embed(self, items):
+        torch = self.torch
+        encoded = [self.encode_item(item) for item in items]
+        width = max(len(e.ids) for e in encoded)
+        device = self.settings.device
+        input_ids = torch.tensor([e.ids + [self.pad_id] * (width - len(e.ids)) for e in encoded], device=device)
+        attention = torch.tensor([[1] * len(e.ids) + [0] * (width - len(e.ids)) for e in encoded], device=device)
+        images = [image for e in encoded for image in e.images]
+        pixel_values = grid = None
+        if images:
+            vision = self.image_processor(images=images, return_tensors="pt")
+            pixel_values, grid = vision["pixel_values"].to(device), vision["image_grid_thw"].to(device)
+        with torch.no_grad():
+            hidden = self._hidden(input_ids, attention, pixel_values, grid).float()
+        vectors = []
+        for row, (item, e) in enumerate(zip(items, encoded)):
+            pooling = self.profile.side(item.is_query).pooling
+            if pooling == "last":  # right padding: the last real token (the suffix / EOS token)
+                vectors.append(hidden[row, len(e.ids) - 1])
+            elif pooling == "mean":
+                vectors.append(hidden[row, : len(e.ids)].mean(dim=0))
+            else:
+                raise ModelError(f"{self.spec}: pooling {pooling!r} is not in the scoring path yet")
+        return torch.stack(vectors).cpu().numpy(), [e.truncated for e in encoded]
+
+    # ---- the model's own count (issue 26 point 3) -----------------------------------------------
+    def own_lengths(self, pool) -> dict:
+        """Per side: the inputs' lengths in the model's own tokens (template included) beside the
+        benchmark's yardstick, and how many were over the window (and lost their middle)."""
+        sides = {}
+        for side, batches, yardstick in (("queries", pool.iter_queries(64), pool.query_tokens),
+                                         ("candidates", pool.iter_candidates(64), pool.candidate_tokens)):
+            own = [self.encode_item(self.format_query(i) if side == "queries" else self.format_candidate(i),
+                                    with_images=False).own_tokens
+                   for batch in batches for i in batch]
+            sides[side] = _length_summary(own, yardstick, self.window)
+        return {"window": self.window, "image_cell_px": self.profile.images.factor, **sides}
+
+    def format_candidate(self, item: Item) -> Item:
+        """Candidates are handed the pool's task instruction: the profile's document form decides
+        whether it reaches the model (for every profile here it does not)."""
+        return Item(id=item.id, text=item.text, images=item.images, instruction=self._pool_instruction)
+
+    def score_pool(self, pool, cache, settings):
+        self._pool_instruction = next(iter(pool.iter_queries(1)))[0].instruction
+        stats = super().score_pool(pool, cache, settings)
+        stats.details["own_lengths"] = self.own_lengths(pool)
+        if self.profile.verified is None:
+            stats.notes.append(f"profile unverified: {self.profile.unverified_reason}")
+        if pool.info.frame_sequences and self.profile.frames == "video":
+            stats.notes.append("frames fed as images in order (the model's video input needs torchvision)")
+        return stats
+
+    def format_query(self, item: Item) -> Item:
+        """The profile places the instruction itself (encode_item): the query stays as it is."""
+        return Item(id=item.id, text=item.text, images=item.images, instruction=item.instruction, is_query=True)
+
+
+def _length_summary(own: list[int], yardstick: list[int], window: int) -> dict:
+    own_array, yard = np.asarray(own, dtype=np.int64), np.asarray(yardstick, dtype=np.int64)
+    return {"n": len(own), "own_mean": round(float(own_array.mean()), 1) if own else None,
+            "own_max": int(own_array.max()) if own else None,
+            "yardstick_mean": round(float(yard.mean()), 1) if len(yard) else None,
+            "ratio": round(float(own_array.mean() / yard.mean()), 3) if own and len(yard) and yard.mean() else None,
+            "over_window": int((own_array > window).sum())}
+
+
+def load_profile_model(name: str, settings: RunSettings) -> ProfileModel:
+    profile = get_profile(name)
+    path = (settings.model_paths or {}).get(profile.name)
+    return ProfileModel(profile, settings, path)

@@ -1,0 +1,345 @@
+"""One declarative profile per model of the paper (Table 2), plus jina-embeddings-v4, ColQwen2.5 and
+the Doubao-Seed-1.6 API: how its authors run it, and where each fact is stated.
+
+A profile is data (like mteb's ``ModelMeta``); ``harness.profile_model`` runs it. Every fact group
+names its source (a repository, a path in it and the commit or release read). ``verified`` says
+which reference the profile was checked against side by side (tests/test_profiles_side_by_side.py,
+gate: max abs difference <= 1e-5 in fp32 on tiny random models of the real architecture) or why
+it was not; results of an unverified profile carry that reason.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+
+from mmlongembed.errors import UserError
+
+MTEB = "embeddings-benchmark/mteb"
+MTEB_RELEASE = "2.26.24 (PyPI release)"  # the installed mteb whose wrappers were read and run
+WRAPPERS = "mteb/models/model_implementations/"
+PAPER = "the paper's Table 2 and Table 5 (../shared/design/paper-tables.md)"
+
+CHAT = ("<|im_start|>system\n{system}<|im_end|>\n<|im_start|>user\n{user}<|im_end|>\n"
+        "<|im_start|>assistant\n")
+QWEN_VISION = "<|vision_start|><|image_pad|><|vision_end|>"  # the processor repeats <|image_pad|> per visual token
+DEFAULT_SYSTEM = "You are a helpful assistant."
+
+
+@dataclass(frozen=True)
+class Source:
+    """Where a fact is stated: a repository, a path in it, the commit (or release) read."""
+
+    repo: str
+    path: str
+    commit: str
+
+    def __str__(self) -> str:
+        return f"{self.repo}:{self.path}@{self.commit}"
+
+
+@dataclass(frozen=True)
+class SideForm:
+    """How one side (queries or documents) is fed: the whole prompt, where the instruction goes,
+    the pooling and the normalisation.
+
+    ``template`` holds ``{instruction}`` (the pool's task instruction, or ``default_instruction``
+    where the pool gives none) and ``{content}`` (the item's text, each image at its placeholder as
+    the profile's ``image_markup``)."""
+
+    template: str
+    instruction_place: str  # "system prompt", "user turn prefix", "none"
+    pooling: str = "last"  # "last" (the last real token: EOS / suffix token), "mean", "multi_vector"
+    normalise: bool = True
+    default_instruction: str = ""
+    instruction_end: str = ""  # appended to an instruction that does not end in punctuation (GME, Qwen3-VL: ".")
+    # RzenEmbed: the instruction opens the text, after the item's leading images (its code writes
+    # images, then instruction + text, into the user turn)
+    instruction_after_leading_images: bool = False
+
+    def _instruction(self, instruction: str) -> str:
+        instruction = (instruction or "").strip() or self.default_instruction
+        if self.instruction_end and instruction and not _ends_in_punctuation(instruction):
+            instruction += self.instruction_end
+        return instruction
+
+    def prompt(self, content: str, instruction: str) -> str:
+        """The whole prompt around ``content``. A document's template has no ``{instruction}``: a
+        document is embedded without the task instruction even when it is handed one."""
+        if self.instruction_after_leading_images:
+            return self.template.replace("{content}", content)
+        return self.template.replace("{instruction}", self._instruction(instruction)).replace("{content}", content)
+
+    def content(self, text: str, instruction: str, placeholder: str) -> str:
+        """The item's text, with the instruction placed in it where the form says so."""
+        if not self.instruction_after_leading_images:
+            return text
+        rest = text
+        leading = 0
+        while rest.startswith(placeholder, leading * len(placeholder)):
+            leading += 1
+        cut = leading * len(placeholder)
+        return rest[:cut] + self._instruction(instruction) + rest[cut:]
+
+
+def _ends_in_punctuation(text: str) -> bool:
+    import unicodedata
+
+    return unicodedata.category(text[-1]).startswith("P")
+
+
+@dataclass(frozen=True)
+class ImageLimits:
+    """The model's image budget: the processor resizes each image to whole ``factor`` x ``factor``
+    cells (patch size x spatial merge) with a pixel count in [min_pixels, max_pixels]; one cell is one
+    visual token (28 px for Qwen2-VL and Qwen2.5-VL, 32 px for Qwen3-VL)."""
+
+    patch_size: int
+    merge_size: int
+    min_pixels: int
+    max_pixels: int
+    # GME and RzenEmbed first snap each image to 28-px cells within [4, 16384] cells (their fetch_image,
+    # a copy of qwen_vl_utils'), then hand it to the processor: (min_pixels, max_pixels) of that step
+    pre_resize: tuple[int, int] | None = None
+
+    @property
+    def factor(self) -> int:
+        return self.patch_size * self.merge_size
+
+
+@dataclass(frozen=True)
+class TrainingData:
+    """A source dataset the authors declare training on, and where they say so (issue 26 point 8)."""
+
+    dataset: str
+    stated_in: Source
+
+
+@dataclass(frozen=True)
+class Verification:
+    """A side-by-side check: the reference run, and the max abs difference measured in fp32."""
+
+    reference: str
+    max_abs_diff: float
+    test: str = "tests/test_profiles_side_by_side.py"
+
+
+@dataclass(frozen=True)
+class ModelProfile:
+    name: str  # the --model name (lower case of the paper's name)
+    paper_name: str  # as Table 2 cites it ("" if the paper does not evaluate it)
+    repo: str  # Hub repo (or the API's model id)
+    revision: str
+    family: str  # architecture: "qwen2_vl", "qwen2_5_vl", "qwen3_vl", "api"
+    window: int  # tokens
+    dim: int
+    dtype: str  # the authors' inference dtype
+    size: str
+    query: SideForm | None
+    document: SideForm | None
+    images: ImageLimits | None
+    frames: str  # how an ordered frame sequence is fed: "images" (in order) or "video"
+    positions: str  # "mrope" (the model's own 3-D rope index) or "sequential" (LLM run on embeddings, 1-D)
+    sources: dict[str, Source]  # fact group -> where it is stated
+    image_markup: str = QWEN_VISION
+    group: str = "Open-Source / Local Models"
+    runnable: bool = True  # False: facts only (the API's adapter and multi-vector scoring come later)
+    verified: Verification | None = None
+    unverified_reason: str = ""
+    training_data: tuple[TrainingData, ...] = ()
+    notes: tuple[str, ...] = ()
+
+    def side(self, is_query: bool) -> SideForm:
+        return self.query if is_query else self.document
+
+    @property
+    def status(self) -> str:
+        if self.verified is not None:
+            return f"verified against {self.verified.reference} (max |diff| {self.verified.max_abs_diff:.1e})"
+        return f"unverified: {self.unverified_reason}"
+
+    def as_dict(self) -> dict:
+        record = asdict(self)
+        record["sources"] = {k: str(v) for k, v in self.sources.items()}
+        record["training_data"] = [{"dataset": t.dataset, "stated_in": str(t.stated_in)} for t in self.training_data]
+        record["status"] = self.status
+        return record
+
+
+def _mteb(file: str) -> Source:
+    return Source(MTEB, WRAPPERS + file, MTEB_RELEASE)
+
+
+def _card(repo: str, revision: str) -> Source:
+    return Source(repo, "README.md", revision)
+
+
+def _qwen2_limits(min_tokens: int, max_tokens: int, pre_resize: bool = False) -> ImageLimits:
+    return ImageLimits(patch_size=14, merge_size=2, min_pixels=min_tokens * 28 * 28, max_pixels=max_tokens * 28 * 28,
+                       pre_resize=(4 * 28 * 28, 16384 * 28 * 28) if pre_resize else None)
+
+
+def _facts(wrapper: Source, card: Source, **extra: Source) -> dict[str, Source]:
+    """The usual split: the prompt, pooling, image and frame facts from the wrapper; the repo,
+    revision, dimension and window from the wrapper's ModelMeta and the model card."""
+    return {"prompt": wrapper, "pooling": wrapper, "images": wrapper, "frames": wrapper,
+            "revision": wrapper, "dim_window_dtype": wrapper, "card": card, "paper_name": Source(
+                "mmlongembed", "../shared/design/paper-tables.md", "Table 2 and Table 5"), **extra}
+
+
+def _trained(names: tuple[str, ...], where: Source) -> tuple[TrainingData, ...]:
+    return tuple(TrainingData(n, where) for n in names)
+
+
+# ---- GME (Qwen2-VL): system prompt = instruction for queries, the default system prompt for
+# documents; image before text; the LLM run on input embeddings (1-D positions); <|endoftext|> suffix
+# and its state as the embedding. gme_v_models.py: Encoder.embed / forward, GmeQwen2VL.encode.
+_GME_Q = SideForm(CHAT.replace("{system}", "{instruction}").replace("{user}", "{content}") + "<|endoftext|>",
+                  "system prompt", default_instruction=DEFAULT_SYSTEM, instruction_end=".")
+_GME_D = SideForm(CHAT.replace("{system}", DEFAULT_SYSTEM).replace("{user}", "{content}") + "<|endoftext|>", "none")
+_GME_SOURCE = _mteb("gme_v_models.py")
+_GME_TRAINING = ("MSMARCO", "NQ", "HotpotQA", "FEVER", "TriviaQA", "SQuAD", "AllNLI", "ImageNet", "LAION",
+                 "MSCOCO", "Docmatix", "M-BEIR")
+_GME_VERIFIED = Verification("mteb's GME Encoder.embed (gme_v_models.py) on a tiny Qwen2-VL", 3.0e-8)
+
+# ---- Ops-MM-embedding-v1 (Qwen2-VL): system prompt = instruction (both sides; documents get the
+# default), images before text, full model forward (mrope), left padding, last position.
+_OPS_FORM = SideForm(CHAT.replace("{system}", "{instruction}").replace("{user}", "{content}") + "<|endoftext|>",
+                     "system prompt", default_instruction=DEFAULT_SYSTEM)
+_OPS_D = SideForm(CHAT.replace("{system}", DEFAULT_SYSTEM).replace("{user}", "{content}") + "<|endoftext|>", "none")
+_OPS_SOURCE = _mteb("ops_mm_models.py")
+
+# ---- RzenEmbed (Qwen2-VL): fixed system prompt; the instruction prefixes the user turn with no
+# separator; the LLM run on input embeddings; right padding, last real token.
+_RZEN_Q = SideForm(CHAT.replace("{system}", DEFAULT_SYSTEM).replace("{user}", "{content}") + "<|endoftext|>",
+                   "user turn, after the leading images", instruction_after_leading_images=True)
+_RZEN_D = SideForm(CHAT.replace("{system}", DEFAULT_SYSTEM).replace("{user}", "{content}") + "<|endoftext|>", "none")
+_RZEN_SOURCE = _mteb("rzen_embed_model.py")
+
+# ---- VLM2Vec (Qwen2-VL LoRA): no chat template; "<image tokens> <instruction> <text>"; full forward
+# (mrope), left padding, last position (mteb's VLM2Vec-V2.0 wrapper, the same codebase).
+_VLM2VEC_Q = SideForm("{instruction} {content}", "user turn prefix")
+_VLM2VEC_D = SideForm("{content}", "none")
+_VLM2VEC_SOURCE = _mteb("vlm2vec_models.py")
+
+# ---- Qwen3-VL-Embedding: system prompt = instruction ("Represent the user's input." by default),
+# "." appended; 32-px cells; videos at fps 1, at most 64 frames.
+_QWEN3_Q = SideForm(CHAT.replace("{system}", "{instruction}").replace("{user}", "{content}"), "system prompt",
+                    default_instruction="Represent the user's input.", instruction_end=".")
+_QWEN3_D = SideForm(CHAT.replace("{system}", "Represent the user's input.").replace("{user}", "{content}"), "none")
+_QWEN3_SOURCE = _mteb("qwen3_vl_embedding_models.py")
+_QWEN3_SCRIPT = Source("Qwen/Qwen3-VL-Embedding-2B", "scripts/qwen3_vl_embedding.py", "9f2f7e710d6d81056aa5c0a4f04764fec6bb7bda")
+_QWEN3_UNVERIFIED = ("mteb runs it through sentence-transformers' multimodal loader, configured by the Hub repo's "
+                     "modules.json and chat template, which cannot be had offline; the Qwen3-VL architecture itself "
+                     "runs on a tiny model (tests/test_profiles.py)")
+
+_EMBED_RL_UNVERIFIED = ("neither mteb nor any code reachable here runs Embed-RL; its prompt form is GME's (an "
+                        "assumption, not a stated fact) until its model card or inference code is read")
+
+
+def _profiles() -> list[ModelProfile]:
+    gme2 = ModelProfile(
+        "gme-qwen2-vl-2b", "GME-Qwen2-VL-2B", "Alibaba-NLP/gme-Qwen2-VL-2B-Instruct",
+        "ce765ae71b8cdb208203cd8fb64a170b1b84293a", "qwen2_vl", 32768, 1536, "float16", "2B",
+        _GME_Q, _GME_D, _qwen2_limits(4, 1280, True), "images", "sequential",
+        _facts(_GME_SOURCE, _card("Alibaba-NLP/gme-Qwen2-VL-2B-Instruct", "ce765ae71b8cdb208203cd8fb64a170b1b84293a"),
+               official=Source("Alibaba-NLP/gme-Qwen2-VL-2B-Instruct", "gme_inference.py",
+                               "ce765ae71b8cdb208203cd8fb64a170b1b84293a")),
+        verified=_GME_VERIFIED, training_data=_trained(_GME_TRAINING, _GME_SOURCE),
+        notes=("mteb truncates at 1800 tokens (its default max_length); this benchmark's rule is the paper's: "
+               "the 32768-token window, middle dropped",
+               "the official code takes one image, before the text; interleaved items keep each image at its "
+               "placeholder and frames go in as images in order (the video path is commented out upstream)"))
+    gme7 = ModelProfile(
+        "gme-qwen2-vl-7b", "GME-Qwen2-VL-7B", "Alibaba-NLP/gme-Qwen2-VL-7B-Instruct",
+        "477027a6480f8630363be77751f169cc3434b673", "qwen2_vl", 32768, 3584, "float16", "8B",
+        _GME_Q, _GME_D, _qwen2_limits(4, 1280, True), "images", "sequential",
+        _facts(_GME_SOURCE, _card("Alibaba-NLP/gme-Qwen2-VL-7B-Instruct", "477027a6480f8630363be77751f169cc3434b673")),
+        verified=_GME_VERIFIED, training_data=_trained(_GME_TRAINING, _GME_SOURCE), notes=gme2.notes)
+    rzen = ModelProfile(
+        "rzen-v2-7b", "Rzen-v2-7B", "qihoo360/RzenEmbed", "ea95c339008f9639420fcb33ba2ba606ea94be78",
+        "qwen2_vl", 32768, 3584, "bfloat16", "8B", _RZEN_Q, _RZEN_D, _qwen2_limits(256, 1280, True), "images",
+        "sequential", _facts(_RZEN_SOURCE, _card("qihoo360/RzenEmbed", "ea95c339008f9639420fcb33ba2ba606ea94be78")),
+        verified=Verification("mteb's RzenEmbedWrapper (rzen_embed_model.py) on a tiny Qwen2-VL", 3.0e-8),
+        training_data=_trained(("MSMARCO", "NQ", "HotpotQA", "FEVER", "MMEB-train", "mmE5-synthetic", "VideoChat-Flash"),
+                               _RZEN_SOURCE),
+        notes=("frames: 8 evenly spaced frames as images at 160-180 visual tokens each (mteb's video processor); "
+               "a frame pool's frames are fed as images at the image limits", "mteb truncates at 2000 tokens"))
+    ops = [ModelProfile(
+        f"ops-mm-v1-{size.lower()}", f"Ops-MM-v1-{size}", f"OpenSearch-AI/Ops-MM-embedding-v1-{size}", revision,
+        "qwen2_vl", 32768, dim, "bfloat16", "8B" if size == "7B" else size, _OPS_FORM, _OPS_D,
+        _qwen2_limits(256, 1280), "images", "mrope",
+        _facts(_OPS_SOURCE, _card(f"OpenSearch-AI/Ops-MM-embedding-v1-{size}", revision)),
+        verified=Verification("mteb's OpsMMEmbeddingWrapper.embed_batch (ops_mm_models.py) on a tiny Qwen2-VL",
+                              3.0e-8),
+        notes=(("Table 2 gives 2048 dimensions; mteb's ModelMeta 1536 (the Qwen2-VL-2B hidden size)",)
+               if size == "2B" else ()))
+        for size, revision, dim in (("2B", "69c23ac5595bb7fb3a9959df96fe155b3650c01e", 1536),
+                                    ("7B", "e9179f601f9bf21d2fd20136c11eb4ae2ea42859", 3584))]
+    embed_rl = [ModelProfile(
+        f"embed-rl-{size.lower()}", f"Embed-RL-{size}", f"ZoengHouNaam/Embed-RL-{size}", "unpinned", family,
+        32768, dim, "bfloat16", size, _GME_Q, _GME_D, limits, "images", positions,
+        {"paper_name": Source("mmlongembed", "../shared/design/paper-tables.md", "Table 2 and Table 5"),
+         "dim_window_dtype": Source("mmlongembed", "../shared/design/paper-tables.md", "Table 2")},
+        unverified_reason=_EMBED_RL_UNVERIFIED,
+        notes=("architecture inferred from the dimension (1536: Qwen2-VL-2B; 2560: Qwen3-VL-4B)",))
+        for size, dim, family, limits, positions in (
+            ("2B", 1536, "qwen2_vl", _qwen2_limits(4, 1280, True), "sequential"),
+            ("4B", 2560, "qwen3_vl", ImageLimits(16, 2, 4 * 32 * 32, 1800 * 32 * 32), "mrope"))]
+    vlm2vec = ModelProfile(
+        "vlm2vec-qwen2vl-2b", "VLM2Vec-Qwen2VL-2B", "TIGER-Lab/VLM2Vec-Qwen2VL-2B", "7717dee", "qwen2_vl", 32768,
+        1536, "bfloat16", "2B", _VLM2VEC_Q, _VLM2VEC_D, _qwen2_limits(4, 1003520 // 784), "images", "mrope",
+        _facts(_VLM2VEC_SOURCE, _card("TIGER-Lab/VLM2Vec-Qwen2VL-2B", "7717dee")),
+        image_markup="<|image_pad|>",
+        unverified_reason=("mteb has no VLM2Vec-Qwen2VL-2B entry; the form is its VLM2Vec-V2.0 wrapper's (same "
+                           "codebase, a LoRA on Qwen2-VL-2B-Instruct), not yet run side by side"),
+        training_data=_trained(("MMEB-train",), _card("TIGER-Lab/VLM2Vec-Qwen2VL-2B", "7717dee")))
+    qwen3 = [ModelProfile(
+        f"qwen3-vl-{size.lower()}", f"Qwen3-VL-{size}", f"Qwen/Qwen3-VL-Embedding-{size}", revision, "qwen3_vl",
+        32768, dim, "bfloat16", size, _QWEN3_Q, _QWEN3_D, ImageLimits(16, 2, 4 * 32 * 32, 1800 * 32 * 32), "video",
+        "mrope", _facts(_QWEN3_SOURCE, _card(f"Qwen/Qwen3-VL-Embedding-{size}", revision), official=_QWEN3_SCRIPT),
+        unverified_reason=_QWEN3_UNVERIFIED,
+        notes=("frames: the model's video input, fps 1, at most 64 frames, 10 x 768 tokens in all "
+               "(mteb, after the official script)",))
+        for size, revision, dim in (("2B", "9f2f7e710d6d81056aa5c0a4f04764fec6bb7bda", 2048),
+                                    ("8B", "2c4565515e0f265c6511776e7193b22c0968ddc7", 4096))]
+    jina = ModelProfile(
+        "jina-embeddings-v4", "", "jinaai/jina-embeddings-v4", "4a58ca57710c49f51896e4bc820e202fbf64904b",
+        "qwen2_5_vl", 32768, 2048, "bfloat16", "3.8B",
+        SideForm("Query: {content}", "none (retrieval adapter, prefix 'Query: ')", pooling="mean"),
+        SideForm("Passage: {content}", "none (retrieval adapter, prefix 'Passage: ')", pooling="mean"),
+        _qwen2_limits(4, 1280), "images", "mrope",
+        _facts(_mteb("jina_models.py"), _card("jinaai/jina-embeddings-v4", "4a58ca57710c49f51896e4bc820e202fbf64904b")),
+        group="Other", runnable=False,
+        unverified_reason="its retrieval LoRA adapter and custom modelling code are not run here yet",
+        training_data=_trained(("MSMARCO", "NQ", "STS12", "SICK-R", "CodeSearchNet"), _mteb("jina_models.py")))
+    colqwen = ModelProfile(
+        "colqwen2.5", "", "vidore/colqwen2.5-v0.2", "6f6fcdfd1a114dfe365f529701b33d66b9349014", "qwen2_5_vl",
+        128000, 128, "bfloat16", "3B",
+        SideForm("Query: {content}", "none (prefix 'Query: ')", pooling="multi_vector"),
+        SideForm("{content}", "none", pooling="multi_vector"), _qwen2_limits(4, 768), "images", "mrope",
+        _facts(_mteb("colqwen_models.py"), _card("vidore/colqwen2.5-v0.2", "6f6fcdfd1a114dfe365f529701b33d66b9349014")),
+        group="Other", runnable=False,
+        unverified_reason="multi-vector MaxSim scoring is issue 26 point 4 (not yet in the scoring path)",
+        training_data=_trained(("vidore/colpali_train_set",), _mteb("colqwen_models.py")))
+    doubao = ModelProfile(
+        "doubao-seed-1.6", "Doubao-Seed-1.6", "doubao-embedding-vision-251215", "1", "api", 131072, 2048, "api", "",
+        SideForm("Target_modality:Text.\n Instruction:{instruction}\n Query:{content}", "API instruction field"),
+        SideForm("Instruction: Compress the text into one word.\n Query:{content}", "API instruction field"),
+        None, "images", "api", {"api": _mteb("seed_1_6_embedding_models_1215.py"),
+                                "paper_name": Source("mmlongembed", "../shared/design/paper-tables.md", "Table 5")},
+        image_markup="", group="Proprietary Models", runnable=False,
+        unverified_reason="an API: its adapter (issue 26 point 5) comes later; no weights to compare",
+        notes=("documents with images use 'Compress the text and image into one word.'; image-only "
+               "'Compress the image into one word.' (mteb)", "endpoint ark.cn-beijing.volces.com "
+               "/api/v3/embeddings/multimodal, key from VOLCES_AUTH_TOKEN"))
+    return [*qwen3, gme2, gme7, rzen, *ops, *embed_rl, vlm2vec, jina, colqwen, doubao]
+
+
+PROFILES: dict[str, ModelProfile] = {p.name: p for p in _profiles()}
+
+
+def get_profile(name: str) -> ModelProfile:
+    profile = PROFILES.get(name.strip().lower())
+    if profile is None:
+        raise UserError(f"no model profile {name!r}; `mmle models` lists them: {', '.join(PROFILES)}")
+    return profile
