@@ -16,7 +16,7 @@ from mmlongembed.build import run_build
 from mmlongembed.builder import get_builder, registered
 from mmlongembed.cli import main
 from mmlongembed.composite import COMPONENTS_FOLDER, MMLongEmbedConfig, example_release_config
-from mmlongembed.release_plan import parse_component_option
+from mmlongembed.release_plan import COMPONENT_NAMES, parse_component_option
 from mmlongembed.release_tables import table1_key
 from mmlongembed.errors import UserError
 from mmlongembed.layout import configs_from_card, pool_rows, read_built_pool
@@ -224,6 +224,40 @@ def test_components_are_built_once_and_a_new_source_builds_only_itself(tmp_path,
     # the release's pipeline answers the up-to-date question as every kind's does
     assert build_module.why_not_current(builder, config, out) is None
     assert build_module.why_not_current(builder, first, out) == "another config made it"
+
+
+def test_a_release_over_one_sources_root_of_several_sources_is_up_to_date_when_run_again(tmp_path, clean_toolkit,
+                                                                                           capsys):
+    """The README's flow: one --sources root holding several sources, ActivityNet's demo clips
+    beside YoukuDC's (left out) and GovReport's files. A component's source identity is what its
+    builder reads, nothing more, so the same command again builds nothing and writes nothing,
+    and so does the component built alone from that root."""
+    pytest.importorskip("av", reason="the optional extra [video] is not installed")
+    from mmlongembed.demo_sources import write_demo_sources
+    from tests._rebuild import files_state
+
+    root = tmp_path / "sources"
+    config = example_release_config(root, exclude=tuple(n for n in COMPONENT_NAMES if n != "govreport"))
+    write_demo_sources(root, n_videos=8)
+    video = ("activitynet.lengths=48,96", "activitynet.max_queries_per_pool=3",
+             f"activitynet.frame_store={tmp_path / 'frames'}")
+    others = ",".join(n for n in COMPONENT_NAMES if n not in ("govreport", "activitynet"))  # youkudc among them
+    config = dataclasses.replace(config, exclude=others, set=config.set + video)
+    out = run_build(get_builder("mmlongembed"), config, tmp_path / "out", progress=False)
+    assert {r["dataset"] for r in pool_rows(out)} == {"govreport", "activitynet"}
+    before = files_state(tmp_path / "out")
+    capsys.readouterr()
+    assert run_build(get_builder("mmlongembed"), config, tmp_path / "out", progress=False) == out
+    err = capsys.readouterr().err
+    assert f"{out} is up to date" in err and "reassembling" not in err
+    assert files_state(tmp_path / "out") == before
+    # ActivityNet alone from the same root, twice: the second run is up to date
+    alone = get_builder("activitynet").config_class(sources=str(root), lengths=(48, 96), max_queries_per_pool=3,
+                                                    frame_store=str(tmp_path / "frames"))
+    built = run_build(get_builder("activitynet"), alone, tmp_path / "alone", progress=False)
+    assert build_module.why_not_current(get_builder("activitynet"), alone, built) is None
+    read = {v["file"].split("/")[0] for v in json.loads((built / "manifest.json").read_text())["sources"]["videos"]}
+    assert read == {"videos"}  # the videos its annotations name, none of YoukuDC's
 
 
 def test_an_existing_folder_that_is_not_a_release_is_not_replaced(tmp_path):
