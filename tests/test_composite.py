@@ -260,6 +260,44 @@ def test_a_release_over_one_sources_root_of_several_sources_is_up_to_date_when_r
     assert read == {"videos"}  # the videos its annotations name, none of YoukuDC's
 
 
+PUSHABLE = ("for a pushable release, build it with --set mmlongbench.llm=openai mmlongbench.llm-base-url=URL "
+            "mmlongbench.llm-model=MODEL (an LLM writes the document summaries), or --exclude mmlongbench")
+
+
+def test_a_release_push_would_refuse_says_so_first_and_last_with_the_command_for_one_it_takes(tmp_path, capsys):
+    """The README's flow from real sources: MMLongBench-Doc has no summaries, so under the
+    default --llm none its queries are stand-ins and the release is synthetic. The build says
+    so before it starts and at its end, with the options that make a release `mmle push` takes."""
+    root = tmp_path / "sources"
+    config = example_release_config(root, exclude=tuple(n for n in COMPONENT_NAMES if n != "mmlongbench"))
+    for marker in root.rglob("SYNTHETIC"):
+        marker.unlink()  # the example's pages stand for real ones: only the queries are stand-ins
+    assert main(["build", "mmlongembed", "--sources", str(root), "--exclude", config.exclude, "--set", *config.set,
+                 "--output", str(tmp_path / "out"), "--no-progress"]) == 0
+    err = capsys.readouterr().err.splitlines()
+    assert err[0].startswith("note: this release will be marked synthetic, and `mmle push` refuses it "
+                             "(mmlongbench: queries: built with --llm none")
+    assert err[0].endswith(f"; {PUSHABLE}")
+    assert err[-2].startswith("SYNTHETIC: mmlongbench: queries:")
+    assert err[-1] == f"NOT PUSHABLE: {PUSHABLE}"
+    _, options = parse_component_option("mmlongbench.llm=openai")  # the advised options are the component's own
+    assert options == {"llm": "openai"}
+    assert parse_component_option("mmlongbench.llm-model=MODEL") == ("mmlongbench", {"llm_model": "MODEL"})
+
+
+def test_the_pushable_advice_sets_an_llm_only_where_it_replaces_every_synthetic_part():
+    from mmlongembed.release_plan import pushable_advice
+
+    stand_ins = ["queries: 31 queries are text-layer stand-ins made without an LLM (--llm none), not summaries"]
+    demo = ["sources: SYNTHETIC demo sources written by `mmle demo-sources`"]
+    assert pushable_advice({"mmlongbench": stand_ins, "activitynet": demo}) == (
+        "for a pushable release, build it with --set mmlongbench.llm=openai mmlongbench.llm-base-url=URL "
+        "mmlongbench.llm-model=MODEL (an LLM writes the document summaries) --exclude activitynet, "
+        "or --exclude mmlongbench,activitynet")
+    assert pushable_advice({"mmlongbench": demo + stand_ins}) == (
+        "for a pushable release, build it with --exclude mmlongbench")
+
+
 def test_an_existing_folder_that_is_not_a_release_is_not_replaced(tmp_path):
     (tmp_path / "out" / "mmlongembed").mkdir(parents=True)
     (tmp_path / "out" / "mmlongembed" / "notes.txt").write_text("mine")
