@@ -220,7 +220,8 @@ class TemporalBuilder(Builder):
     source_citation = ""
 
     # -- sources -------------------------------------------------------------------------------
-    def read_records(self, root: Path, report: BuildReport) -> tuple[list[VideoRecord], str]:
+    def read_records(self, root: Path, config: TemporalConfig,
+                     report: BuildReport) -> tuple[list[VideoRecord], str]:
         """The annotations under ``root`` with their video paths resolved where the format says
         (else by file stem): (records, layout name)."""
         raise NotImplementedError
@@ -236,18 +237,10 @@ class TemporalBuilder(Builder):
 
         check_options(config)
         root = require_dir(config.sources, f"{self.source_name} annotations and videos")
-        records, layout = self.read_records(root, report)
-        if not records:
-            raise UserError(f"no {self.source_name} annotation under {root}")
-        videos = find_videos(root)
-        if not any(video_path(record, videos) for record in records):
-            raise UserError(f"{self.name}: none of the {len({r.video_id for r in records})} videos the annotations "
-                            f"name is under {root} (searched with its subfolders): {self.video_naming(records)}")
-        usable = usable_records(records, videos, config, report)
+        usable, layout = self.records_read(root, config, report)
         settings = frame_settings(config)
         store = FrameStore(config.frame_store, settings)
         jobs = [store.job(r.video_id, r.path) for r in usable]
-        self._videos_read = [r.path for r in usable]
         outcome = decode_all(store, jobs, config.decode_backend,
                              progress=lambda items: report.bar(items, "decoding videos", "video", min_items=4),
                              ray_concurrency=config.decode_concurrency)
@@ -258,7 +251,7 @@ class TemporalBuilder(Builder):
                 keys[record.video_id], meta[record.video_id] = job.key, facts
                 kept.append(record)
         report.notes.append(f"decoding: {json.dumps(outcome.as_dict(), sort_keys=True)}")
-        synthetic = synthetic_marker(root, self._read_files(root))
+        synthetic = synthetic_marker(root, self.annotation_files(root) + [Path(r.path) for r in usable])
         return TemporalSources(kept, store, keys, meta, outcome, synthetic, layout)
 
     def video_naming(self, records: list[VideoRecord]) -> str:
@@ -269,24 +262,33 @@ class TemporalBuilder(Builder):
         return (f"name each video by its annotation's id, v_<id>.mp4 (e.g. {example}.mp4; the v_ prefix may be "
                 f"dropped; {' '.join(VIDEO_EXTENSIONS)} are read), anywhere under that folder")
 
-    def _read_files(self, root: Path) -> list[Path]:
-        """The annotation files and the videos this build reads."""
-        return self.annotation_files(root) + self._videos(root)
-
-    def _videos(self, root: Path) -> list[Path]:
-        """The videos this build reads (all videos under the root before the sources were loaded)."""
-        used = getattr(self, "_videos_read", None)
-        return [Path(p) for p in (used if used is not None else find_videos(root).values())]
+    def records_read(self, root: Path, config: TemporalConfig,
+                     report: BuildReport) -> tuple[list[VideoRecord], str]:
+        """(the annotated videos this build decodes, each with its video file; the layout read):
+        what ``load_sources`` reads, and all that ``source_identity`` pins, so that another
+        source's videos under the same root (the demo layout's YoukuDC clips beside ActivityNet's)
+        are no part of this build's identity. Reads annotations only, no video."""
+        records, layout = self.read_records(root, config, report)
+        if not records:
+            raise UserError(f"no {self.source_name} annotation under {root}")
+        videos = find_videos(root)
+        if not any(video_path(record, videos) for record in records):
+            raise UserError(f"{self.name}: none of the {len({r.video_id for r in records})} videos the annotations "
+                            f"name is under {root} (searched with its subfolders): {self.video_naming(records)}")
+        return usable_records(records, videos, config, report), layout
 
     def video_label(self, path: Path, root: Path) -> str:
         """How the manifest names a video read: its path under the sources root."""
         return _relative(path, root)
 
     def source_identity(self, config: TemporalConfig) -> dict:
-        """Annotation files by sha256, and the videos the build read (hashed once already, for
-        the frame store's keys; a folder's other videos are not read at all)."""
+        """Annotation files by sha256, and the videos the build reads (hashed once already, for
+        the frame store's keys; a folder's other videos are not read at all, and are no part of
+        it). Worked out from the annotations, so that a later run finds the same identity
+        before it decodes anything (the up-to-date check)."""
         root = Path(config.sources)
-        annotations, videos = self.annotation_files(root), self._videos(root)
+        records, _ = self.records_read(root, config, BuildReport(progress=False))
+        annotations, videos = self.annotation_files(root), [Path(r.path) for r in records]
         return {"kind": "local", "name": self.source_name, "licence": self.source_licence,
                 "annotations": files_identity(annotations, root),
                 "videos": [{"file": self.video_label(p, root), "sha256": video_file_sha256(p),

@@ -51,7 +51,8 @@ class ActivityNetBuilder(TemporalBuilder):
     def annotation_files(self, root: Path) -> list[Path]:
         return activitynet_files(root)
 
-    def read_records(self, root: Path, report: BuildReport) -> tuple[list[VideoRecord], str]:
+    def read_records(self, root: Path, config: ActivityNetConfig,
+                     report: BuildReport) -> tuple[list[VideoRecord], str]:
         """Every ActivityNet Captions JSON under ``root`` (``train.json``, ``val_1.json``,
         ``val_2.json``, or any file of that shape); the videos anywhere under ``root``, named by
         id with or without the ``v_`` prefix."""

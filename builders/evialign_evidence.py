@@ -137,9 +137,9 @@ class EviAlignEvidence(Builder):
 
     # -- sources -----------------------------------------------------------------------------------
     def source_identity(self, config: EviAlignConfig) -> dict:
-        sources = getattr(self, "_sources", None)
-        if sources is None:
-            return {"local": str(config.sources)}
+        """The files read, by sha256, and a digest of the images the pairs use: what a build read,
+        or (asked before any build, by the up-to-date check) what one would read."""
+        sources = getattr(self, "_sources", None) or self.load_sources(config, BuildReport(progress=False))
         return {"local": "MMEB-train layout", "files": files_identity(sources.files, Path(config.sources)),
                 "image_files": sources.image_files, "images_sha256": sources.images_digest,
                 "image_archives": sources.image_archives, "subsets_read": sources.subsets_read,
@@ -236,11 +236,18 @@ class EviAlignEvidence(Builder):
         return Taught(sources, prompt, result)
 
     # -- building ----------------------------------------------------------------------------------
+    def output_tokenizer(self, config: EviAlignConfig) -> dict:
+        return self._student(config).identity
+
+    @staticmethod
+    def _student(config: EviAlignConfig):
+        """The student's tokenizer with the K units' boundary tokens added."""
+        return student_tokenizer(config.student_tokenizer, tuple(u.token for u in units_for(config.units)))
+
     def build_training(self, taught: Taught, config: EviAlignConfig, report: BuildReport) -> TrainingData:
         sources, prompt, result = taught.sources, taught.prompt, taught.result
         units = units_for(config.units)
-        tokens = [u.token for u in units]
-        tokenizer = student_tokenizer(config.student_tokenizer, tuple(tokens))
+        tokenizer = self._student(config)
         # not the backend: a replayed build writes the same bytes as the build that asked the model
         teacher = {"model": config.llm_model, "revision": config.llm_model_revision, "prompt": prompt.name,
                    "prompt_version": prompt.version,

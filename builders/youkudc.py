@@ -89,16 +89,12 @@ class YoukuDCBuilder(TemporalBuilder):
             return sorted((root / "meta_files").glob("*.csv"))
         return activitynet_files(root)
 
-    def load_sources(self, config: YoukuDCConfig, report: BuildReport):
-        self._release_options = config  # read_records takes the root only
-        return super().load_sources(config, report)
-
-    def read_records(self, root: Path, report: BuildReport) -> tuple[list[VideoRecord], str]:
+    def read_records(self, root: Path, config: YoukuDCConfig,
+                     report: BuildReport) -> tuple[list[VideoRecord], str]:
         if (root / "meta_files").is_dir():
-            options = getattr(self, "_release_options", None) or YoukuDCConfig()
             self._zip_members: dict[str, str] = {}
-            records, used = read_youku_release(root, report, options.caption_column, options.video_column,
-                                               Path(options.video_cache), self._zip_members)
+            records, used = read_youku_release(root, report, config.caption_column, config.video_column,
+                                               Path(config.video_cache), self._zip_members)
             report.notes.append(f"YoukuDC release layout: columns used {json.dumps(used, sort_keys=True)}")
             return records, "YoukuDC release (meta_files/*.csv + data_files/)"
         layout = "plain local layout (ActivityNet-shaped JSON + video files named by id)"

@@ -8,12 +8,29 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 import sqlite3
 from pathlib import Path
 
 import numpy as np
 
 from harness.data import Item
+
+
+def add_cache_arguments(parser) -> None:
+    """``--cache-dir`` and ``--no-cache``: every command that embeds (``mmle score``, the mteb
+    path) reads and fills the same cache by default."""
+    parser.add_argument("--cache-dir", default=None,
+                        help="embedding cache directory (default $MMLE_CACHE or ~/.cache/mmlongembed/embeddings); "
+                             "re-runs and interrupted runs reuse what is there")
+    parser.add_argument("--no-cache", action="store_true", help="embed everything afresh and store nothing")
+
+
+def cache_directory(args) -> Path | None:
+    """The embedding cache the parsed ``add_cache_arguments`` options name (None: no cache)."""
+    if args.no_cache:
+        return None
+    return Path(args.cache_dir or os.environ.get("MMLE_CACHE") or Path.home() / ".cache" / "mmlongembed" / "embeddings")
 
 
 def model_key(identity: dict) -> str:

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import argparse
 import datetime as dt
-import os
 import sys
 import time
 from pathlib import Path
@@ -22,6 +21,8 @@ KNOWN_MODALITIES = ("text", "image", "video")
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
+    from harness.cache import add_cache_arguments
+
     parser.add_argument("--dataset", required=True, nargs="+",
                         help="the benchmark: a local directory (e.g. out/mmlongembed, out/govreport) or a Hub repo "
                              "at a revision or tag, repo@revision (read through datasets from the Hub at exactly "
@@ -44,10 +45,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="inputs per model call; memory is bounded by the batch, not the pool (default 16)")
     parser.add_argument("--output", default=None,
                         help="directory for results.json, table.md and the plots (default results/<dataset name>)")
-    parser.add_argument("--cache-dir", default=None,
-                        help="embedding cache directory (default $MMLE_CACHE or ~/.cache/mmlongembed/embeddings); "
-                             "re-runs and interrupted runs reuse what is there")
-    parser.add_argument("--no-cache", action="store_true", help="embed everything afresh and store nothing")
+    add_cache_arguments(parser)
     parser.add_argument("--max-length", type=int, default=None,
                         help="model window in tokens (default: the model's own); longer inputs lose their middle")
     parser.add_argument("--modalities", default=",".join(KNOWN_MODALITIES),
@@ -169,7 +167,7 @@ def _checked_modalities(args) -> set[str]:
 def _score_all(args, selections, settings, modalities: set[str], log):
     """Every selected pool of every benchmark with every model, through one embedding cache: the
     models (closed) and the outcome."""
-    from harness.cache import EmbeddingCache
+    from harness.cache import EmbeddingCache, cache_directory
     from harness.models import load_model
     from harness.runner import Outcome, score
 
@@ -177,9 +175,7 @@ def _score_all(args, selections, settings, modalities: set[str], log):
     # the default pair, whether left implicit or spelled out, lets MiniLM skip image pools without failing
     lenient = {"minilm"} if set(specs) == set(_split([DEFAULT_MODELS])) else set()
     models = [load_model(spec, settings) for spec in dict.fromkeys(specs)]
-    cache_dir = None if args.no_cache else (
-        args.cache_dir or os.environ.get("MMLE_CACHE") or Path.home() / ".cache" / "mmlongembed" / "embeddings")
-    cache = EmbeddingCache(cache_dir)
+    cache = EmbeddingCache(cache_directory(args))
     try:
         outcome = Outcome()
         for benchmark, pools in selections:

@@ -176,12 +176,16 @@ class DenseModel(Model):
         """Embeddings [n, d] (any scale) and whether each input was truncated."""
         raise NotImplementedError
 
-    def _embed_all(self, batches, total: int, cache: EmbeddingCache, stats: PoolScores, label: str):
+    def embed_all(self, batches, total: int, cache: EmbeddingCache, stats: PoolScores,
+                  label: str) -> tuple[np.ndarray, list[bool]]:
+        """Unit vectors [n, d] of every item of ``batches`` (``total`` in all), each from the cache
+        (keyed by the model's identity and the input's hash) or embedded and stored there, and
+        whether each was truncated; a progress bar labelled ``label``, counts into ``stats``."""
         from tqdm.auto import tqdm
 
         key_of_model = model_key(self.identity())
         vectors: list[np.ndarray] = []
-        truncated = 0
+        truncated: list[bool] = []
         bar = tqdm(total=total, desc=label, unit="item", disable=not self.settings.progress, leave=False,
                    dynamic_ncols=True)
         try:
@@ -210,7 +214,7 @@ class DenseModel(Model):
                 for i, key in enumerate(keys):
                     vector, was_truncated = fresh[i] if i in fresh else hits[key]
                     vectors.append(vector)
-                    truncated += was_truncated
+                    truncated.append(was_truncated)
                 bar.update(len(batch))
         finally:
             bar.close()
@@ -220,11 +224,12 @@ class DenseModel(Model):
         stats = PoolScores(scores=np.zeros((0, 0)))
         size = settings.batch_size
         queries = ([self.format_query(q) for q in batch] for batch in pool.iter_queries(size))
-        query_vectors, stats.truncated_queries = self._embed_all(
+        query_vectors, truncated_queries = self.embed_all(
             queries, len(pool.query_ids), cache, stats, f"{pool.info.name} queries")
         candidates = ([self.format_candidate(c) for c in batch] for batch in pool.iter_candidates(size))
-        doc_vectors, stats.truncated_candidates = self._embed_all(
+        doc_vectors, truncated_candidates = self.embed_all(
             candidates, len(pool.corpus_ids), cache, stats, f"{pool.info.name} candidates")
+        stats.truncated_queries, stats.truncated_candidates = sum(truncated_queries), sum(truncated_candidates)
         if query_vectors.shape[1] != doc_vectors.shape[1]:
             raise ModelError("query and candidate embeddings differ in size")
         stats.scores = query_vectors @ doc_vectors.T  # unit vectors: cosine similarity

@@ -35,9 +35,12 @@ This module gives the paper's protocol to ``mteb.evaluate``:
     from harness.mteb_retrieval import make_encoder, release_task
     result = mteb.evaluate(make_encoder("minilm"), release_task("out/hotpotqa"), cache=None)
 
-``python -m harness.mteb_retrieval --dataset out/hotpotqa --model minilm [--plain]`` prints the
-figures per pool (``--plain``: the model through sentence-transformers' own encode, as a user
-who passes it to mteb directly gets them).
+``python -m harness.mteb_retrieval --dataset out/hotpotqa --model minilm [--plain] [--json FILE]``
+prints the figures per pool as a table (``--json``: every figure, to a file; ``--plain``: the
+model through sentence-transformers' own encode, as a user who passes it to mteb directly gets
+them), with progress bars as ``mmle score`` shows, and embeds through ``mmle score``'s embedding
+cache (``--cache-dir``, the same default and keys), so a release ``mmle score`` has scored
+embeds nothing again.
 """
 
 from __future__ import annotations
@@ -63,10 +66,13 @@ TIE_AWARE = {"p@1": "tie_aware_precision_at_1", "hit@5": "tie_aware_hit_rate_at_
 
 class PaperProtocolEncoder(MediaEncoder):
     """mteb's EncoderProtocol for a harness dense model: the harness's query formatting and
-    middle truncation, unit vectors, cosine. ``truncated`` counts, per hf_subset, the queries and
-    candidates that lost their middle."""
+    middle truncation, unit vectors, cosine, through ``mmle score``'s embedding cache (``cache``:
+    an ``EmbeddingCache``, the same keys; none: embed everything). ``truncated`` counts, per
+    hf_subset, the queries and candidates that lost their middle; ``embedded`` the inputs run
+    through the model and those the cache gave."""
 
-    def __init__(self, model):
+    def __init__(self, model, cache=None):
+        from harness.cache import EmbeddingCache
         from harness.models import DenseModel
 
         if not isinstance(model, DenseModel):
@@ -74,7 +80,9 @@ class PaperProtocolEncoder(MediaEncoder):
         identity = model.identity()
         super().__init__(model.spec, str(identity.get("revision") or model_key(identity)[:12]))
         self.model = model
+        self.cache = cache if cache is not None else EmbeddingCache(None)
         self.truncated: dict[str, dict[str, int]] = {}
+        self.embedded: dict[str, dict[str, int]] = {}
 
     def _items(self, batch: dict, is_query: bool) -> list[Item]:
         """The harness's items for one mteb batch. mteb hands a query over with its instruction
@@ -88,7 +96,7 @@ class PaperProtocolEncoder(MediaEncoder):
                 raise UserError("the mteb path scores text pools only (release_task selects them)")
             item = Item(id=str(i), text=text or "", instruction=(instructions[i] or "") if instructions else "",
                         is_query=is_query)
-            items.append(self.model.format_query(item) if is_query else item)
+            items.append(self.model.format_query(item) if is_query else self.model.format_candidate(item))
         return items
 
     def encode(self, inputs, *, task_metadata=None, hf_split=None, hf_subset=None, prompt_type=None, **kwargs):
@@ -103,26 +111,31 @@ class PaperProtocolEncoder(MediaEncoder):
         # one vector per distinct input, as the harness's cache gives across its batches: a text
         # repeated in a pool is one embedding, not two that batch padding may tell apart
         unique = [items[k] for k in first.values()]
+        if not unique:
+            return np.zeros((0, 1), np.float32)
+        from harness.models import PoolScores
+
         size = max(1, self.model.settings.batch_size)
-        vectors, flags = [], []
-        for start in range(0, len(unique), size):
-            embedded, truncated = self.model.embed(unique[start:start + size])
-            vectors.append(np.asarray(embedded, dtype=np.float32))
-            flags += list(truncated)
-        matrix = np.concatenate(vectors) if vectors else np.zeros((0, 1), np.float32)
-        matrix = matrix / np.maximum(np.linalg.norm(matrix, axis=1, keepdims=True), 1e-12)
+        stats = PoolScores(scores=np.zeros((0, 0)))
+        side = "queries" if is_query else "candidates"
+        matrix, flags = self.model.embed_all((unique[start:start + size] for start in range(0, len(unique), size)),
+                                             len(unique), self.cache, stats, f"{hf_subset} {side}")
         row_of = {key: j for j, key in enumerate(first)}
         counts = self.truncated.setdefault(str(hf_subset), {"queries": 0, "candidates": 0})
-        counts["queries" if is_query else "candidates"] += sum(flags[row_of[key]] for key in keys)
+        counts[side] += sum(flags[row_of[key]] for key in keys)
+        done = self.embedded.setdefault(str(hf_subset), {"embedded": 0, "cached": 0})
+        done["embedded"] += stats.embedded
+        done["cached"] += stats.cached
         return matrix[[row_of[key] for key in keys]]
 
 
-def make_encoder(spec: str, settings=None) -> PaperProtocolEncoder:
-    """Any harness ``--model`` spec that embeds (``minilm``, ``st:<path>``, ``hf:<name>``, ...)."""
+def make_encoder(spec: str, settings=None, cache=None) -> PaperProtocolEncoder:
+    """Any harness ``--model`` spec that embeds (``minilm``, ``st:<path>``, ``hf:<name>``, ...);
+    ``cache``: an ``EmbeddingCache`` (``mmle score``'s, to reuse what it embedded)."""
     from harness.models import RunSettings, load_model
 
     settings = settings or RunSettings(progress=False)
-    return PaperProtocolEncoder(load_model(spec, settings))
+    return PaperProtocolEncoder(load_model(spec, settings), cache)
 
 
 def tie_aware_scores(qrels: dict[str, dict[str, int]], results: dict[str, dict[str, float]]) -> dict[str, float]:
@@ -210,34 +223,81 @@ def plain_sentence_transformer(spec: str):
     return SentenceTransformer(path, device="cpu", local_files_only=True)
 
 
-def main(argv: list[str] | None = None) -> int:
+TABLE_COLUMNS = (("mteb P@1", "precision_at_1"), ("P@1", MAIN_SCORE), ("nDCG@10", "tie_aware_ndcg_at_10"),
+                 ("MRR", "tie_aware_mrr"), ("hit@5", "tie_aware_hit_rate_at_5"))
+
+
+def scores_table(scores: dict[str, dict], encoder: PaperProtocolEncoder | None = None) -> str:
+    """The figures per pool, x 100, as a table a reader scans: mteb's own P@1, the paper's
+    tie-aware metrics, tied positives, and (with the harness's encoder) truncations and what
+    was embedded or came from the cache."""
+    from mmlongembed.report import format_table
+
+    headers = ["pool", *(name for name, _ in TABLE_COLUMNS), "tied"]
+    if encoder is not None:
+        headers += ["truncated q/c", "embedded", "cached"]
+    rows = []
+    for pool, figures in scores.items():
+        row = [pool, *(f"{100 * figures[key]:.1f}" for _, key in TABLE_COLUMNS), figures["tied_positives"]]
+        if encoder is not None:
+            cut, done = encoder.truncated.get(pool, {}), encoder.embedded.get(pool, {})
+            row += [f"{cut.get('queries', 0)}/{cut.get('candidates', 0)}", done.get("embedded", 0),
+                    done.get("cached", 0)]
+        rows.append(row)
+    return format_table(headers, rows)
+
+
+def _parser() -> argparse.ArgumentParser:
+    from harness.cache import add_cache_arguments
+
     parser = argparse.ArgumentParser(prog="python -m harness.mteb_retrieval",
-                                     description="score a release's text pools through mteb.evaluate")
+                                     description="score a release's text pools through mteb.evaluate, by the "
+                                                 "paper's protocol (the figures `mmle score` gives)")
     parser.add_argument("--dataset", required=True, help="a local build or repo@revision")
     parser.add_argument("--model", default="minilm", help="a harness model spec (minilm, st:<path>, hf:<name>, ...)")
     parser.add_argument("--pools", nargs="*", help="glob patterns of pool names (default: every text pool)")
     parser.add_argument("--instruction", help="query template with {instruction} and {text}, as for mmle score "
                                               "(default: the model's own)")
+    parser.add_argument("--batch-size", type=int, default=16,
+                        help="inputs per model call; memory is bounded by the batch, not the pool (default 16)")
+    add_cache_arguments(parser)
     parser.add_argument("--plain", action="store_true",
-                        help="the model through sentence-transformers' own encode (not the paper's protocol)")
-    args = parser.parse_args(argv)
+                        help="the model through sentence-transformers' own encode (not the paper's protocol; "
+                             "no cache)")
+    parser.add_argument("--json", metavar="FILE", help="also write every figure mteb and the harness give, per "
+                                                       "pool, to FILE as JSON (the machine-readable form)")
+    parser.add_argument("--quiet", action="store_true", help="no progress bars: only the table (and errors)")
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = _parser().parse_args(argv)
+    from harness.cache import EmbeddingCache, cache_directory
+    from harness.models import RunSettings
+
+    cache = EmbeddingCache(None if args.plain else cache_directory(args))
+    encoder = None
     try:
         task = release_task(args.dataset, args.pools)
-        from harness.models import RunSettings
-
-        settings = RunSettings(progress=False, instruction=args.instruction)
-        model = plain_sentence_transformer(args.model) if args.plain else make_encoder(args.model, settings)
+        if task.left_out:
+            print(f"left out {len(task.left_out)} pools that need images or video (score them with mmle score): "
+                  + ", ".join(task.left_out), file=sys.stderr)
+        settings = RunSettings(progress=not args.quiet, instruction=args.instruction, batch_size=args.batch_size)
+        if args.plain:
+            model = plain_sentence_transformer(args.model)
+        else:
+            model = encoder = make_encoder(args.model, settings, cache)
         scores = evaluate(model, task)
     except UserError as exc:
         return report_error(exc)
-    if task.left_out:
-        print(f"left out {len(task.left_out)} pools that need images or video (score them with mmle score): "
-              + ", ".join(task.left_out))
-    print("| pool | mteb precision_at_1 | tie_aware_precision_at_1 | tied positives |")
-    print("|---|---:|---:|---:|")
-    for pool, s in scores.items():
-        print(f"| {pool} | {100 * s['precision_at_1']:.1f} | {100 * s[MAIN_SCORE]:.1f} | {s['tied_positives']} |")
-    print("SCORES=" + json.dumps(scores))
+    finally:
+        cache.close()
+    print(scores_table(scores, encoder))
+    if args.json:
+        with open(args.json, "w", encoding="utf-8") as handle:
+            json.dump(scores, handle, indent=1, sort_keys=True)
+            handle.write("\n")
+        print(f"every figure per pool: {args.json}", file=sys.stderr)
     return 0
 
 

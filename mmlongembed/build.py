@@ -14,9 +14,7 @@ from mmlongembed.errors import UserError
 from mmlongembed.layout import ConfigSpec
 from mmlongembed.output import Written, pool_statistics, write_json, write_tables
 from mmlongembed.parallel import Beside
-from mmlongembed.pipeline import (
-    Pipeline, as_recorded, card_context, clean_toolkit_problem, finish, recorded_manifest, skipped_table,
-    temporary_output, write_card)
+from mmlongembed.pipeline import Pipeline, card_context, finish, skipped_table, temporary_output, write_card
 from mmlongembed.pools import TASKS, Pool
 from mmlongembed.report import counted, format_table, length_histogram, shortcut_check
 from mmlongembed.shortcuts import ALPHA, MIN_EXCESS
@@ -138,30 +136,6 @@ class BenchmarkPipeline(Pipeline):
             for line in lost_lines:  # last, and also when quiet: what the build is missing
                 print(line, file=sys.stderr)
         return final_dir
-
-    def why_not_current(self, builder: Builder, config, final_dir: Path) -> str | None:
-        """None when ``final_dir`` holds exactly what this build would write again, so that running
-        the same command twice is not an error: a pool build made by this toolkit (the same commit,
-        from a clean checkout) from the same config, seed, sources and tokenizer, with no LLM call
-        (only rule fallbacks or cache replays), its files as written. Else why it is not."""
-        manifest, unreadable = recorded_manifest(final_dir)
-        if manifest is None:
-            return unreadable
-        expected = self.made_by(builder, config)
-        unclean = clean_toolkit_problem(expected["toolkit"])
-        if unclean:
-            return unclean
-        for key, value in expected.items():
-            if as_recorded(manifest.get(key)) != as_recorded(value):
-                return f"another {key} made it"
-        if any(step.get("calls") for step in manifest.get("llm_steps") or ()):
-            return "an LLM answered for it"
-        if as_recorded(manifest.get("sources")) != as_recorded(builder.source_identity(config)):
-            return "other sources made it"
-        changed = check_files(final_dir, {}, manifest)
-        if changed:
-            return f"its files changed after the build: {changed[0].detail}"
-        return None
 
     def validate(self, root: Path, specs: dict[str, ConfigSpec], manifest: dict, builder: Builder,
                  file_problems: list, progress: bool = False) -> Validation:

@@ -160,6 +160,12 @@ class Builder:
             return {}
         return {"--sources": [sources] if isinstance(sources, (str, Path)) else list(sources)}
 
+    def output_tokenizer(self, config) -> dict | None:
+        """The identity of the tokenizer whose token ids a training build's tables hold, where it
+        is not the Qwen3 yardstick (a student's); what the manifest records and the up-to-date
+        check compares. None: the yardstick."""
+        return None
+
     def run_steps(self, sources: Any, config, report: BuildReport) -> Any:
         """The builder's declared steps, run after ``load_sources`` and the length check and
         before ``build_pools`` (a training builder's ``build_training``): what calls out but needs

@@ -39,7 +39,8 @@ from mmlongembed.pipeline import (
     Pipeline, as_recorded, card_context, clean_toolkit_problem, output_site, recorded_manifest, synthetic_summary,
     temporary_output, write_card)
 from mmlongembed.report import counted
-from mmlongembed.release_plan import COMPONENTS, COMPONENTS_FOLDER, DEFAULT_OPTIONS, MMLongEmbedConfig, Planned, plan
+from mmlongembed.release_plan import (
+    COMPONENTS, COMPONENTS_FOLDER, DEFAULT_OPTIONS, MMLongEmbedConfig, Planned, not_pushable_note, plan, pushable_advice)
 from mmlongembed.release_tables import (
     demote_headings, distinct_images, figure1, measured_table1, paper_table1, substitutes, table1_text)
 from mmlongembed.validate import validate_build
@@ -254,6 +255,9 @@ class ReleasePipeline(Pipeline):
         then the release, unless it is up to date."""
         progress = progress and not quiet
         planned, absent = plan(config)
+        note = not_pushable_note(planned)
+        if note and not quiet:
+            print(note, file=sys.stderr)
         with output_site(output_root, builder.name) as final_dir:
             if final_dir.exists() and not overwrite:
                 manifest, _ = recorded_manifest(final_dir)
@@ -396,3 +400,6 @@ def _print_end(manifest: dict) -> None:
     for name, why in (manifest.get("absent") or {}).items():
         print(f"absent: {name} ({why})", file=sys.stderr)
     print(synthetic_summary(manifest.get("synthetic") or []), file=sys.stderr)
+    synthetic = {c["name"]: c["synthetic"] for c in manifest.get("components") or () if c.get("synthetic")}
+    if synthetic:
+        print(f"NOT PUSHABLE: {pushable_advice(synthetic)}", file=sys.stderr)

@@ -25,7 +25,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import ClassVar
 
-from mmlongembed.build_checks import InvalidBuild, Validation, load_manifest
+from mmlongembed.build_checks import InvalidBuild, Validation, check_files, load_manifest
 from mmlongembed.builder import Builder, BuildReport
 from mmlongembed.card import render_card
 from mmlongembed.croissant import write_croissant
@@ -71,8 +71,32 @@ class Pipeline:
         raise NotImplementedError
 
     def why_not_current(self, builder: Builder, config, final_dir: Path) -> str | None:
-        """None when ``final_dir`` holds exactly what this build would write again; else why not."""
-        raise NotImplementedError
+        """None when ``final_dir`` holds exactly what this build would write again, so that running
+        the same command twice is not an error: a build made by this toolkit (the same commit, from
+        a clean checkout) from the same config, seed, sources and tokenizer, whose LLM answers a
+        rerun would replay from the cache (``llm.rerun_problem``), its files as written. Else why
+        it is not."""
+        from mmlongembed.llm import rerun_problem
+
+        manifest, unreadable = recorded_manifest(final_dir)
+        if manifest is None:
+            return unreadable
+        expected = self.made_by(builder, config)
+        unclean = clean_toolkit_problem(expected["toolkit"])
+        if unclean:
+            return unclean
+        for key, value in expected.items():
+            if as_recorded(manifest.get(key)) != as_recorded(value):
+                return f"another {key} made it"
+        llm_problem = rerun_problem(manifest.get("llm_steps") or (), getattr(config, "llm_cache", None))
+        if llm_problem:
+            return llm_problem
+        if as_recorded(manifest.get("sources")) != as_recorded(builder.source_identity(config)):
+            return "other sources made it"
+        changed = check_files(final_dir, {}, manifest)
+        if changed:
+            return f"its files changed after the build: {changed[0].detail}"
+        return None
 
     def validate(self, root: Path, specs: dict[str, ConfigSpec], manifest: dict, builder: Builder,
                  file_problems: list, progress: bool = False) -> Validation:

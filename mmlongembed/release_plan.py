@@ -224,3 +224,55 @@ def plan(config: MMLongEmbedConfig) -> tuple[list[Planned], dict[str, str]]:
     return planned, absent
 
 
+
+
+# -- whether the release can be pushed --------------------------------------------------------------
+
+# Components whose synthetic part may be fallback content that an LLM replaces (MMLongBench-Doc has
+# no summaries: under --llm none its queries are text-layer stand-ins, recorded as "queries: ...").
+LLM_WRITTEN = {"mmlongbench": "an LLM writes the document summaries"}
+LLM_OPTIONS = "{name}.llm=openai {name}.llm-base-url=URL {name}.llm-model=MODEL"
+
+
+def pushable_advice(synthetic: dict[str, list[str]]) -> str:
+    """How to build a release that `mmle push` takes, given what in each named component is
+    synthetic (its manifest's ``synthetic`` parts): an LLM for a component whose only synthetic
+    part is its stand-in queries, else leaving the components out."""
+    llm = [name for name, parts in synthetic.items()
+           if name in LLM_WRITTEN and all(part.startswith("queries:") for part in parts)]
+    others = [name for name in synthetic if name not in llm]
+    ways = []
+    if llm:
+        ways.append("--set " + " ".join(LLM_OPTIONS.format(name=n) for n in llm) + " ("
+                    + "; ".join(LLM_WRITTEN[n] for n in llm) + ")"
+                    + (f" --exclude {','.join(others)}" if others else ""))
+    ways.append(f"--exclude {','.join(synthetic)}")
+    return "for a pushable release, build it with " + ", or ".join(ways)
+
+
+def foreseen_synthetic(planned: list[Planned]) -> dict[str, list[str]]:
+    """Component -> what in its build will be synthetic (or, for stand-in queries, may be: only
+    documents without a reference summary get one), in the manifest's words, known from its
+    options and sources before anything is built."""
+    found = {}
+    for item in planned:
+        name, parts = item.component.builder, []
+        marker = get_builder(name).sources_marker(item.config)
+        if marker:
+            parts.append(f"sources: {marker.split('. ')[0].rstrip('.')}")
+        if name in LLM_WRITTEN and getattr(item.config, "llm", "none") == "none":
+            parts.append("queries: built with --llm none, so documents without a reference summary get text-layer "
+                         "stand-in queries")
+        if parts:
+            found[name] = parts
+    return found
+
+
+def not_pushable_note(planned: list[Planned]) -> str | None:
+    """The line a release build prints first when what it will hold keeps `mmle push` from it."""
+    synthetic = foreseen_synthetic(planned)
+    if not synthetic:
+        return None
+    why = "; ".join(f"{name}: {part}" for name, parts in synthetic.items() for part in parts)
+    return f"note: this release will be marked synthetic, and `mmle push` refuses it ({why}); " + pushable_advice(
+        synthetic)

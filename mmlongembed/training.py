@@ -20,8 +20,7 @@ from mmlongembed.builder import Builder, BuildReport, Problem
 from mmlongembed.errors import UserError
 from mmlongembed.layout import ConfigSpec
 from mmlongembed.output import write_json
-from mmlongembed.pipeline import Pipeline, card_context, finish, recorded_manifest, skipped_table, temporary_output, \
-    write_card
+from mmlongembed.pipeline import Pipeline, card_context, finish, skipped_table, temporary_output, write_card
 from mmlongembed.report import format_table
 from mmlongembed.training_data import TRAIN_SPLIT, TRAINING_TASKS, TrainingData, read_training_tables, \
     write_training_tables
@@ -51,11 +50,13 @@ class TrainingPipeline(Pipeline):
         with temporary_output(final_dir, overwrite) as tmp_dir:
             written = write_training_tables(data, tmp_dir)
             head = self.made_by(builder, config)
+            if data.tokenizer and data.tokenizer != head["tokenizer"]:
+                raise RuntimeError(f"{builder.name}: its tables hold ids of a tokenizer that output_tokenizer "
+                                   "does not name")
             manifest = {
                 **head,
                 "sources": builder.source_identity(config),
                 "synthetic": synthetic,
-                "tokenizer": data.tokenizer or head["tokenizer"],
                 "llm_steps": report.llm_steps,
                 "report": report.as_dict(),
                 "statistics": data.statistics,
@@ -77,9 +78,11 @@ class TrainingPipeline(Pipeline):
             finish(summary_table(data, report), written, validation, tmp_dir, final_dir, quiet, synthetic)
         return final_dir
 
-    def why_not_current(self, builder: Builder, config, final_dir: Path) -> str | None:
-        manifest, unreadable = recorded_manifest(final_dir)
-        return unreadable if manifest is None else "a training build is rebuilt only on request"
+    def made_by(self, builder: Builder, config) -> dict:
+        """As every kind's, with the tokenizer whose ids the tables hold (a student's, where the
+        builder names one: ``Builder.output_tokenizer``)."""
+        record = super().made_by(builder, config)
+        return {**record, "tokenizer": builder.output_tokenizer(config) or record["tokenizer"]}
 
     def validate(self, root: Path, specs: dict[str, ConfigSpec], manifest: dict, builder: Builder,
                  file_problems: list[Problem], progress: bool = False) -> Validation:

@@ -65,3 +65,17 @@ def _private_datasets_cache(tmp_path_factory):
         os.environ.pop("HF_DATASETS_CACHE", None)
     else:
         os.environ["HF_DATASETS_CACHE"] = previous
+
+
+@pytest.fixture()
+def clean_toolkit(monkeypatch):
+    """A fixed, clean toolkit identity: the up-to-date rule compares builds of clean commits only,
+    and a test must not depend on whether the working tree it runs from is committed."""
+    import mmlongembed.composite as composite
+    import mmlongembed.pipeline as pipeline_module
+    from mmlongembed.manifest import toolkit_identity
+
+    identity = {**toolkit_identity(), "git_commit": "1" * 40, "git_dirty": False}
+    monkeypatch.setattr(pipeline_module, "toolkit_identity", lambda: dict(identity))
+    monkeypatch.setattr(composite, "toolkit_identity", lambda: dict(identity))
+    return identity

@@ -12,6 +12,7 @@ from mmlongembed.builder import Builder, register, registered
 from mmlongembed.card import CARDS_DIR
 from mmlongembed.cli import build_parser
 from mmlongembed.validate import format_report, validate_dir
+from tests._rebuild import files_state
 
 BUILDERS = sorted(name for name, cls in registered().items() if cls.__module__.startswith("builders."))
 
@@ -42,7 +43,8 @@ def test_cli_help_lists_every_option(name, capsys):
 
 
 @pytest.mark.parametrize("name", BUILDERS)
-def test_tiny_build_validates_and_renders_its_card(name, tmp_path):
+def test_tiny_build_validates_renders_its_card_and_is_up_to_date_when_run_again(name, tmp_path, clean_toolkit,
+                                                                                 capsys):
     builder = registered()[name]()
     config = builder.example_config(tmp_path / "sources")
     out = run_build(builder, config, tmp_path / "out", progress=False)
@@ -51,6 +53,13 @@ def test_tiny_build_validates_and_renders_its_card(name, tmp_path):
     card = (out / "README.md").read_text()
     assert card.startswith("---\n") and "configs:" in card and builder.title in card
     assert_croissant_matches(out)  # croissant.json: no mlcroissant error or warning, load_dataset's rows
+    # The same command again, as a new process runs it (a fresh builder that remembers nothing of
+    # the first build): nothing changed, so nothing is built or written.
+    before = files_state(out)
+    capsys.readouterr()
+    assert run_build(registered()[name](), config, tmp_path / "out", progress=False) == out
+    assert f"{out} is up to date" in capsys.readouterr().out
+    assert files_state(out) == before
 
 
 def test_duplicate_builder_names_fail_loudly():

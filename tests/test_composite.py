@@ -16,7 +16,7 @@ from mmlongembed.build import run_build
 from mmlongembed.builder import get_builder, registered
 from mmlongembed.cli import main
 from mmlongembed.composite import COMPONENTS_FOLDER, MMLongEmbedConfig, example_release_config
-from mmlongembed.release_plan import parse_component_option
+from mmlongembed.release_plan import COMPONENT_NAMES, parse_component_option
 from mmlongembed.release_tables import table1_key
 from mmlongembed.errors import UserError
 from mmlongembed.layout import configs_from_card, pool_rows, read_built_pool
@@ -232,6 +232,78 @@ def test_components_are_built_once_and_a_new_source_builds_only_itself(tmp_path,
     # the release's pipeline answers the up-to-date question as every kind's does
     assert build_module.why_not_current(builder, config, out) is None
     assert build_module.why_not_current(builder, first, out) == "another config made it"
+
+
+def test_a_release_over_one_sources_root_of_several_sources_is_up_to_date_when_run_again(tmp_path, clean_toolkit,
+                                                                                           capsys):
+    """The README's flow: one --sources root holding several sources, ActivityNet's demo clips
+    beside YoukuDC's (left out) and GovReport's files. A component's source identity is what its
+    builder reads, nothing more, so the same command again builds nothing and writes nothing,
+    and so does the component built alone from that root."""
+    pytest.importorskip("av", reason="the optional extra [video] is not installed")
+    from mmlongembed.demo_sources import write_demo_sources
+    from tests._rebuild import files_state
+
+    root = tmp_path / "sources"
+    config = example_release_config(root, exclude=tuple(n for n in COMPONENT_NAMES if n != "govreport"))
+    write_demo_sources(root, n_videos=8)
+    video = ("activitynet.lengths=48,96", "activitynet.max_queries_per_pool=3",
+             f"activitynet.frame_store={tmp_path / 'frames'}")
+    others = ",".join(n for n in COMPONENT_NAMES if n not in ("govreport", "activitynet"))  # youkudc among them
+    config = dataclasses.replace(config, exclude=others, set=config.set + video)
+    out = run_build(get_builder("mmlongembed"), config, tmp_path / "out", progress=False)
+    assert {r["dataset"] for r in pool_rows(out)} == {"govreport", "activitynet"}
+    before = files_state(tmp_path / "out")
+    capsys.readouterr()
+    assert run_build(get_builder("mmlongembed"), config, tmp_path / "out", progress=False) == out
+    err = capsys.readouterr().err
+    assert f"{out} is up to date" in err and "reassembling" not in err
+    assert files_state(tmp_path / "out") == before
+    # ActivityNet alone from the same root, twice: the second run is up to date
+    alone = get_builder("activitynet").config_class(sources=str(root), lengths=(48, 96), max_queries_per_pool=3,
+                                                    frame_store=str(tmp_path / "frames"))
+    built = run_build(get_builder("activitynet"), alone, tmp_path / "alone", progress=False)
+    assert build_module.why_not_current(get_builder("activitynet"), alone, built) is None
+    read = {v["file"].split("/")[0] for v in json.loads((built / "manifest.json").read_text())["sources"]["videos"]}
+    assert read == {"videos"}  # the videos its annotations name, none of YoukuDC's
+
+
+PUSHABLE = ("for a pushable release, build it with --set mmlongbench.llm=openai mmlongbench.llm-base-url=URL "
+            "mmlongbench.llm-model=MODEL (an LLM writes the document summaries), or --exclude mmlongbench")
+
+
+def test_a_release_push_would_refuse_says_so_first_and_last_with_the_command_for_one_it_takes(tmp_path, capsys):
+    """The README's flow from real sources: MMLongBench-Doc has no summaries, so under the
+    default --llm none its queries are stand-ins and the release is synthetic. The build says
+    so before it starts and at its end, with the options that make a release `mmle push` takes."""
+    root = tmp_path / "sources"
+    config = example_release_config(root, exclude=tuple(n for n in COMPONENT_NAMES if n != "mmlongbench"))
+    for marker in root.rglob("SYNTHETIC"):
+        marker.unlink()  # the example's pages stand for real ones: only the queries are stand-ins
+    assert main(["build", "mmlongembed", "--sources", str(root), "--exclude", config.exclude, "--set", *config.set,
+                 "--output", str(tmp_path / "out"), "--no-progress"]) == 0
+    err = capsys.readouterr().err.splitlines()
+    assert err[0].startswith("note: this release will be marked synthetic, and `mmle push` refuses it "
+                             "(mmlongbench: queries: built with --llm none")
+    assert err[0].endswith(f"; {PUSHABLE}")
+    assert err[-2].startswith("SYNTHETIC: mmlongbench: queries:")
+    assert err[-1] == f"NOT PUSHABLE: {PUSHABLE}"
+    _, options = parse_component_option("mmlongbench.llm=openai")  # the advised options are the component's own
+    assert options == {"llm": "openai"}
+    assert parse_component_option("mmlongbench.llm-model=MODEL") == ("mmlongbench", {"llm_model": "MODEL"})
+
+
+def test_the_pushable_advice_sets_an_llm_only_where_it_replaces_every_synthetic_part():
+    from mmlongembed.release_plan import pushable_advice
+
+    stand_ins = ["queries: 31 queries are text-layer stand-ins made without an LLM (--llm none), not summaries"]
+    demo = ["sources: SYNTHETIC demo sources written by `mmle demo-sources`"]
+    assert pushable_advice({"mmlongbench": stand_ins, "activitynet": demo}) == (
+        "for a pushable release, build it with --set mmlongbench.llm=openai mmlongbench.llm-base-url=URL "
+        "mmlongbench.llm-model=MODEL (an LLM writes the document summaries) --exclude activitynet, "
+        "or --exclude mmlongbench,activitynet")
+    assert pushable_advice({"mmlongbench": demo + stand_ins}) == (
+        "for a pushable release, build it with --exclude mmlongbench")
 
 
 def test_an_existing_folder_that_is_not_a_release_is_not_replaced(tmp_path):

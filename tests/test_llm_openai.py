@@ -227,6 +227,29 @@ def test_cache_hits_skip_the_server_and_give_identical_answers(tmp_path):
     assert first.verdicts == second.verdicts and "short" not in second.kept
 
 
+def test_a_rerun_is_current_only_while_the_cache_holds_exactly_the_answers_a_step_used(server, tmp_path):
+    """What makes a build an LLM answered up to date: a rerun asks the cache first, so it calls no
+    model and writes the same data while every answer the step used is cached as it was."""
+    from mmlongembed.llm import rerun_problem
+
+    cfg = config(server, tmp_path)
+    report = BuildReport()
+    audit_queries(items(3), cfg, report)
+    steps = report.llm_steps
+    assert steps[0]["calls"] == 3 and len(steps[0]["answer_keys"]) == 3
+    assert rerun_problem(steps, cfg.llm_cache) is None
+    assert "not in the cache" in rerun_problem(steps, str(tmp_path / "elsewhere"))
+    assert not (tmp_path / "elsewhere").exists()  # asking creates no cache
+    cache = LLMCache(cfg.llm_cache)
+    key = steps[0]["answer_keys"][0]
+    cache._db.execute("UPDATE answers SET reply = ? WHERE key = ?", (INVALID, key))  # another answer now
+    cache.close()
+    assert "no longer those in the cache" in rerun_problem(steps, cfg.llm_cache)
+    failed = [{**steps[0], "rejected": {"request_failed:http_500": 1}}]
+    assert "a rerun would ask again" in rerun_problem(failed, cfg.llm_cache)
+    assert rerun_problem([{"step": "query_audit", "calls": 0, "cache_hits": 3}], None) is None
+
+
 def test_the_cache_key_covers_model_revision_and_prompt(server, tmp_path):
     audit_queries(items(2), config(server, tmp_path), BuildReport())
     audit_queries(items(2), config(server, tmp_path, llm_model_revision="abc123"), BuildReport())

@@ -200,14 +200,50 @@ def test_a_release_on_the_hub_scores_the_same_through_mteb_by_its_tag(generated,
     publish(generated["build"], REPO, "1.0.0", endpoint=hub.endpoint, token=TOKEN, log=lambda m: None)
     env = client_env(hub, tmp_path, token=None)
     env["HF_HUB_OFFLINE"] = "0"
-    code = f"import sys\nfrom harness.mteb_retrieval import main\nsys.exit(main({['--dataset', f'{REPO}@v1.0.0']!r}))\n"
+    argv = ["--dataset", f"{REPO}@v1.0.0", "--json", str(tmp_path / "scores.json"), "--no-cache"]
+    code = f"import sys\nfrom harness.mteb_retrieval import main\nsys.exit(main({argv!r}))\n"
     proc = run_python(code, env, timeout=600)
     assert proc.returncode == 0, proc.stderr[-4000:]
-    scores = json.loads(next(l for l in proc.stdout.splitlines() if l.startswith("SCORES="))[len("SCORES="):])
+    scores = json.loads((tmp_path / "scores.json").read_text())
     assert set(scores) == set(generated["pools"])
     for pool in generated["pools"]:
         assert_same_figures(generated["harness"][pool], scores[pool])
     assert any("/resolve/v1.0.0/" in path for _, path in hub.requests)
+
+
+@pytest.mark.slow
+def test_the_mteb_path_shares_mmle_scores_embedding_cache(generated, minilm, tmp_path, monkeypatch, capsys):
+    """`mmle score`, then the mteb path on the same build and cache: the model embeds nothing the
+    second time (every input has the key `mmle score` stored it under), and the command prints a
+    table, with every figure in the --json file (that the figures are the harness's is
+    test_mteb_with_the_wrapper_gives_the_harness_figures)."""
+    import json
+
+    from harness.mteb_retrieval import main as mteb_main
+    from mmlongembed.cli import main as mmle_main
+
+    embedded = []
+    original = type(minilm).embed
+    monkeypatch.setattr(type(minilm), "embed", lambda self, items: (embedded.extend(items), original(self, items))[1])
+    build, cache = str(generated["build"]), str(tmp_path / "cache")
+    assert mmle_main(["score", "--dataset", build, "--model", "minilm", "--cache-dir", cache, "--batch-size", "8",
+                      "--output", str(tmp_path / "results"), "--quiet"]) == 0
+    assert embedded  # the harness filled the cache
+    embedded.clear()
+    capsys.readouterr()
+    assert mteb_main(["--dataset", build, "--model", "minilm", "--cache-dir", cache, "--batch-size", "8",
+                      "--json", str(tmp_path / "scores.json"), "--quiet"]) == 0
+    assert embedded == []
+    scores = json.loads((tmp_path / "scores.json").read_text())
+    assert set(scores) == set(generated["pools"])
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[0].split() == ["pool", "mteb", "P@1", "P@1", "nDCG@10", "MRR", "hit@5", "tied", "truncated", "q/c",
+                                "embedded", "cached"]
+    for pool in generated["pools"]:
+        row = next(line.split() for line in lines if line.startswith(pool))
+        assert row[2] == f"{100 * scores[pool][MAIN_SCORE]:.1f}" and row[6] == str(scores[pool]["tied_positives"])
+        assert row[-2] == "0" and int(row[-1]) > 0  # embedded nothing, every input from the cache
+    assert len(lines) == 2 + len(generated["pools"])  # no JSON line on the console
 
 
 def test_release_task_says_which_pools_it_leaves_out(tmp_path):

@@ -3,8 +3,8 @@ answer cache, contract checks with bounded repair retries, and the steps builder
 
 from mmlongembed.llm.config import BACKENDS, LLMConfig
 from mmlongembed.llm.prompts import Prompt, load_prompt
-from mmlongembed.llm.runner import StepResult, run_llm_step
+from mmlongembed.llm.runner import StepResult, rerun_problem, run_llm_step
 from mmlongembed.llm.steps import Audited, AuditItem, AuditOutcome, audit_queries, rewrite_captions, translate
 
-__all__ = ["BACKENDS", "LLMConfig", "Prompt", "load_prompt", "StepResult", "run_llm_step", "Audited",
-           "AuditItem", "AuditOutcome", "audit_queries", "rewrite_captions", "translate"]
+__all__ = ["BACKENDS", "LLMConfig", "Prompt", "load_prompt", "StepResult", "rerun_problem", "run_llm_step",
+           "Audited", "AuditItem", "AuditOutcome", "audit_queries", "rewrite_captions", "translate"]

@@ -15,14 +15,17 @@ value or as a counted rejection (``BuildReport.skip``), and the step is recorded
 
 from __future__ import annotations
 
+import hashlib
+import json
 from collections import Counter
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Mapping, Sequence
 
 from mmlongembed.builder import BuildReport
 from mmlongembed.errors import UserError
 from mmlongembed.llm.backends import NOT_SENT, ChatRequest, Reply, make_backend
-from mmlongembed.llm.cache import LLMCache, request_keys
+from mmlongembed.llm.cache import CACHE_FILE, LLMCache, request_keys
 from mmlongembed.llm.config import LLMConfig, decoding_parameters
 from mmlongembed.llm.prompts import Prompt
 
@@ -80,13 +83,49 @@ def run_llm_step(step: str, prompt: Prompt, items: Sequence[tuple[str, dict]], c
     if items and run.transport_failures == len(items):
         where = getattr(backend, "endpoint", run.backend_name)
         raise UserError(f"{step}: every request to the LLM failed ({dict(result.rejected)}); is {where} reachable?")
-    extra = {"replayed_from": sorted(run.replayed_from)} if replaying else {}
+    extra = {"replayed_from": sorted(run.replayed_from)} if replaying else answers_record(run.used)
     result.record = step_record(
         step, prompt, run.backend_name, config.llm_model, config.llm_model_revision, records=len(items),
         answered=len(result.values), rejected=dict(sorted(result.rejected.items())), calls=result.calls,
         cache_hits=result.cache_hits, **extra)
     report.llm_steps.append(result.record)
     return result
+
+
+def _answers_sha256(used: dict[str, str]) -> str:
+    return hashlib.sha256(json.dumps(sorted(used.items()), ensure_ascii=False).encode("utf-8")).hexdigest()
+
+
+def answers_record(used: dict[str, str]) -> dict:
+    """What the step record says of the answers a live step used (cache key -> reply): their
+    keys and one digest of them all, so that a later run can tell whether it would replay them."""
+    return {"answer_keys": sorted(used), "answers_sha256": _answers_sha256(used)}
+
+
+def rerun_problem(steps, cache_dir: str | None) -> str | None:
+    """None when running the build of these LLM step records again would use exactly the answers
+    it used, every one from the cache at ``cache_dir`` (a rerun asks the cache first, so it calls
+    no model and writes the same data); else why not. Steps that called no model (rule
+    fallbacks, replays, all answers cached) need nothing."""
+    asked = [step for step in steps if step.get("calls")]
+    if not asked:
+        return None
+    if any(reason.startswith("request_failed") for step in asked for reason in step.get("rejected") or {}):
+        return "an LLM request failed in it (a rerun would ask again)"
+    if any("answers_sha256" not in step for step in asked):
+        return "an LLM answered for it (the manifest does not record which answers)"
+    path = Path(cache_dir or "") / CACHE_FILE
+    if not cache_dir or not path.is_file():
+        return f"an LLM answered for it, and its answers are not in the cache ({path})"
+    cache = LLMCache(cache_dir)
+    try:
+        for step in asked:
+            used = {key: cache.get(key) for key in step["answer_keys"]}
+            if None in used.values() or _answers_sha256(used) != step["answers_sha256"]:
+                return f"the LLM answers of its step {step.get('step')} are no longer those in the cache ({path})"
+    finally:
+        cache.close()
+    return None
 
 
 class _StepRun:
@@ -103,6 +142,7 @@ class _StepRun:
         self.result = StepResult(step)
         self.replayed_from: set[str] = set()
         self.transport_failures = 0
+        self.used: dict[str, str] = {}  # cache key -> the reply this step used (repairs' included)
 
     def ask(self, pending: list[str]) -> dict[str, Reply]:
         """A reply for every pending record: from the cache (or, replaying, from it alone), else
@@ -121,6 +161,7 @@ class _StepRun:
             cached = self.cache.get(key)
             if cached is not None:
                 replies[record_id] = Reply(text=cached)
+                self.used[key] = cached
                 self.result.cache_hits += 1
             else:
                 to_send.append((record_id, key, lookup))
@@ -166,6 +207,8 @@ class _StepRun:
         replies: dict[str, Reply] = {}
         for (record_id, key, lookup), reply in zip(to_send, self.backend.complete(requests, on_reply=store)):
             replies[record_id] = reply
+            if reply.ok:
+                self.used[key] = reply.text or ""
             if not reply.ok and reply.error != NOT_SENT:
                 # a failure after the backend's retries: recorded, so replay fails it the same way
                 self.cache.put_failure(key, lookup, backend=self.backend_name, model=model,
