@@ -152,6 +152,18 @@ def table4(runs: list[dict], ref: dict | None = None) -> str:
     return report.table4_markdown(entries, label=_source, texts=_table4_texts) if entries else ""
 
 
+def confusion(runs: list[dict]) -> str:
+    """The runs' variant-confusion records (`mmle score`'s `variant_confusion`) in one table per
+    dataset, the models of all runs side by side in each cell; a run's path as its Source."""
+    merged = _merge(runs, lambda run: [{**r, "_path": run["_path"]} for r in run.get("variant_confusion") or []],
+                    lambda r: (r["model"], r["dataset"], r["difficulty"], r["length"]),
+                    "model, dataset, difficulty and length")
+    records = sorted((r for r, _ in merged.values()),
+                     key=lambda r: (report.TASK_ORDER.index(r["task"]) if r["task"] in report.TASK_ORDER else 99,
+                                    r["dataset"], r["difficulty"], r["length"], r["model"]))
+    return report.confusion_markdown(records, label=lambda r: Path(r["_path"]).parent.name) if records else ""
+
+
 def leaderboard(runs: list[dict], ref: dict | None = None) -> str:
     sources = ", ".join(f"{run['_path']} ({run.get('dataset', {}).get('ref', '?')})" for run in runs)
     parts = ["# Leaderboard", "", f"Runs: {sources}.", "",
@@ -162,7 +174,8 @@ def leaderboard(runs: list[dict], ref: dict | None = None) -> str:
     if ref:
         parts += [f"Rows marked '{ref['label']}': {ref['title']}. {ref['provenance']} Not quoted (n/q): {ref['missing']} "
                   "Their MM-NIAH is the real MM-NIAH; our MM-NIAH* column is a substitute.", ""]
-    for title, body in (("Table 3", table3(runs, ref)), ("Table 4 (Visual Grounding by background)", table4(runs, ref))):
+    for title, body in (("Table 3", table3(runs, ref)), ("Table 4 (Visual Grounding by background)", table4(runs, ref)),
+                        (f"Variant confusion ({report.CONFUSION_NOTE})", confusion(runs))):
         if body:
             parts += [f"## {title}", "", body, ""]
     return "\n".join(parts).rstrip() + "\n"
