@@ -101,3 +101,21 @@ def test_confusion_weights_queries_and_gives_intervals_from_ten():
     text = confusion_markdown(records)
     assert "| Difficulty | Length | Model | n | positive | head25 |" in text
     assert "| hard | 8k | m | 12 | 16.7 [" in text
+
+
+def test_leaderboard_shows_the_confusion_of_several_runs_side_by_side():
+    from harness.leaderboard import leaderboard
+
+    def run(model, path, share):
+        record = {"model": model, "task": "multi_source_reasoning", "dataset": "hotpotqa", "difficulty": "hard",
+                  "length": 8192, "pools": 1, "queries": 160,
+                  "top1": {"positive": {"share": share, "ci95": [share - 0.05, share + 0.05]},
+                           "drop_first": {"share": 1 - share, "ci95": None}}}
+        return {"_path": path, "results": [], "table3": [], "variant_confusion": [record], "dataset": {"ref": "x"}}
+
+    text = leaderboard([run("bm25", "runs/a/results.json", 0.25), run("minilm", "runs/b/results.json", 0.5)])
+    assert "## Variant confusion" in text
+    assert "| hard | 8k | bm25 | a | 160 | 25.0 [20.0, 30.0] | 75.0 |" in text
+    assert "| hard | 8k | minilm | b | 160 | 50.0 [45.0, 55.0] | 50.0 |" in text
+    with pytest.raises(Exception, match="in both"):
+        leaderboard([run("bm25", "runs/a/results.json", 0.25), run("bm25", "runs/c/results.json", 0.5)])
