@@ -86,6 +86,9 @@ EXTERNAL_SUBCOMMANDS: tuple[tuple[str, str, str], ...] = (
     ("score", "harness.cli", "score embedding models on a built benchmark (reads it through load_dataset only)"),
     ("leaderboard", "harness.leaderboard", "merge `mmle score` runs into one Table 3 and Table 4, models as rows "
                                            "sorted by Avg (--reference paper: beside the paper's published rows)"),
+    ("explore", "harness.explore", "write a static site (opens from disk) to look inside a build: Table 1, Figure 1, "
+                                   "the pools, every query's candidates with each edit marked, and with --results "
+                                   "each model's pick per query"),
     ("push", "mmlongembed.publish", "publish a validated build to a Hub dataset repo as a tagged release"),
     ("mveb", "mmlongembed.video_tasks.cli", "MTEB video tasks (MVEB): build from a video collection, export, "
                                              "evaluate with mteb, rank and prune"),
