@@ -25,12 +25,11 @@ from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path
 
-from harness.explore_marks import image_edits, text_edits
+from harness.explore_marks import image_edits, piece_edits, pieces
 from mmlongembed.errors import UserError
 
 ASSETS = ("index.html", "app.js", "style.css")
 IMAGE_PLACEHOLDER = "<|image|>"
-_PIECES = re.compile(r"(?<=[.!?]\s)|(?<=\n)")  # sentence-sized pieces, the unit texts are stored in
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -131,12 +130,11 @@ class TextStore:
 
     def add(self, text: str) -> list[int]:
         out = []
-        for piece in _PIECES.split(text):
-            if piece:
-                if piece not in self._index:
-                    self._index[piece] = len(self.pieces)
-                    self.pieces.append(piece)
-                out.append(self._index[piece])
+        for piece in pieces(text):
+            if piece not in self._index:
+                self._index[piece] = len(self.pieces)
+                self.pieces.append(piece)
+            out.append(self._index[piece])
         return out
 
 
@@ -170,19 +168,38 @@ def _json(value) -> dict:
         return {}
 
 
-def _word_stats(text: str, cache: dict) -> dict:
-    from mmlongembed.wordstats import text_features
+def _word_stats(candidates: list[dict], texts: TextStore) -> None:
+    """Each text candidate's word statistics (mmlongembed.wordstats, what the shortcut audit
+    reads): counted on its text, or for a hard negative, from its positive's counts with the
+    edit's pieces taken out and put in (exact: pieces end at sentence ends, so the counts add).
+    Only positives' counts are kept, while the pool is made (memory: a pool's positives)."""
+    from mmlongembed.wordstats import WordStats, features_replacing
 
-    key = hashlib.sha256(text.encode()).digest()
-    if key not in cache:
-        cache[key] = {k: round(v, 3) for k, v in text_features(text.replace(IMAGE_PLACEHOLDER, " ")).items()}
-    return cache[key]
+    def of(ids) -> WordStats:
+        return WordStats.of("".join(texts.pieces[k] for k in ids).replace(IMAGE_PLACEHOLDER, " "))
+
+    kept: dict[int, WordStats] = {}
+    for index, candidate in enumerate(candidates):
+        edit = candidate.pop("_edit", None)
+        if not any(texts.pieces[k].replace(IMAGE_PLACEHOLDER, "").strip() for k in candidate["text"]):
+            continue
+        if edit is not None:
+            positive, removed, inserted = edit
+            if positive not in kept:
+                kept[positive] = of(candidates[positive]["text"])
+            features = features_replacing(kept[positive], of(removed), of(inserted))
+        else:
+            kept[index] = stats = kept.get(index) or of(candidate["text"])
+            features = stats.features()
+            if candidate["role"] != "positive":
+                del kept[index]
+        candidate["word_stats"] = {k: round(v, 3) for k, v in features.items()}
 
 
 AUDIT_EXTRAS = ("depth", "realised_depth", "block_of_frame", "frame_pts", "video_id", "needle_modality")
 
 
-def _candidate(row: dict, audit: dict, texts: TextStore, images: ImageStore, stats_cache: dict) -> dict:
+def _candidate(row: dict, audit: dict, texts: TextStore, images: ImageStore) -> dict:
     provenance = _json(audit.get("provenance"))
     text = row.get("text") or ""
     out = {"id": row["_id"], "role": audit.get("role") or "", "variant": audit.get("variant") or "",
@@ -190,7 +207,7 @@ def _candidate(row: dict, audit: dict, texts: TextStore, images: ImageStore, sta
            "provenance": provenance, "n_tokens": row.get("n_tokens"), "n_text_tokens": row.get("n_text_tokens"),
            "n_image_tokens": row.get("n_image_tokens"), "chars": len(text), "text": texts.add(text),
            "images": [images.add(im["bytes"]) for im in row.get("images") or [] if im and im.get("bytes")],
-           "word_stats": _word_stats(text, stats_cache) if text.strip(IMAGE_PLACEHOLDER + " \n") else None,
+           "word_stats": None,
            "marks": [], "image_marks": []}
     for column in AUDIT_EXTRAS:
         if audit.get(column) is not None:
@@ -215,37 +232,39 @@ def _edit_label(variant: dict) -> str:
     return f"{variant['variant']}: put in place of the positive's"
 
 
-def _mark_edits(positive: dict, variants: list[dict], full_text) -> None:
+def _mark_edits(candidates: list[dict], positive: int, variants: list[int], texts: TextStore) -> None:
     """Each hard negative against its positive: removed sentences on the positive, what replaced
-    them on the variant; swapped images on both."""
-    for variant in variants:
-        edits = text_edits(full_text(positive), full_text(variant))
+    them on the variant (and the edit's pieces, for its word statistics); swapped images on both."""
+    pos = candidates[positive]
+    for variant in (candidates[k] for k in variants):
+        edits = piece_edits(pos["text"], variant["text"], texts.pieces)
         if edits:
             removed, inserted = edits
-            positive["marks"] += [{**r, "kind": "removed", "label": f"absent from {variant['variant']}",
-                                   "variant": variant["variant"]} for r in removed]
+            variant["_edit"] = (positive, [k for r in removed for k in r.pop("pieces")],
+                                [k for r in inserted for k in r.pop("pieces")])
+            pos["marks"] += [{**r, "kind": "removed", "label": f"absent from {variant['variant']}",
+                              "variant": variant["variant"]} for r in removed]
             variant["marks"] += [{**r, "kind": "inserted", "label": _edit_label(variant)} for r in inserted]
-        if positive["images"] and variant["images"] and not variant.get("block_of_frame"):
-            out, into = image_edits(positive["images"], variant["images"])
-            positive["image_marks"] += [{"index": i, "kind": "removed", "label": f"absent from {variant['variant']}"}
-                                        for i in out]
-            variant["image_marks"] += [{"index": i, "kind": "inserted", "label": f"{variant['variant']}: swapped in"}
+        if pos["images"] and variant["images"] and not variant.get("block_of_frame"):
+            out, into = image_edits(pos["images"], variant["images"])
+            pos["image_marks"] += [{"index": i, "kind": "removed", "label": f"absent from {variant['variant']}"}
+                                   for i in out]
+            donor = variant["provenance"].get("donor_pages")
+            where = f" (from pages {donor[0] + 1}-{donor[1]} of the document)" if isinstance(donor, list) and len(donor) == 2 else ""
+            variant["image_marks"] += [{"index": i, "kind": "inserted", "label": f"{variant['variant']}: swapped in{where}"}
                                        for i in into]
 
 
-def pool_payload(root: Path, specs: dict, row: dict, images: ImageStore, stats_cache: dict) -> dict:
+def pool_payload(root: Path, specs: dict, row: dict, images: ImageStore) -> dict:
     """Everything the site shows of one pool: its queries, each with the candidates made for it
     (positive first), every candidate's text pieces, images, marks and audit facts."""
     name = row["pool"]
     audit = {a["_id"]: a for a in _pool_part(root, specs, name, "audit")}
     texts = TextStore()
-    candidates = [_candidate(r, audit.get(r["_id"], {}), texts, images, stats_cache)
+    candidates = [_candidate(r, audit.get(r["_id"], {}), texts, images)
                   for r in _pool_part(root, specs, name, "corpus")]
     at = {c["id"]: k for k, c in enumerate(candidates)}
     positive_of = {q["query-id"]: q["corpus-id"] for q in _pool_part(root, specs, name, "qrels") if q["score"] > 0}
-
-    def full_text(candidate):
-        return "".join(texts.pieces[k] for k in candidate["text"])
 
     queries = []
     for q in _pool_part(root, specs, name, "queries"):
@@ -256,13 +275,13 @@ def pool_payload(root: Path, specs: dict, row: dict, images: ImageStore, stats_c
         if positive is not None and positive not in mine:
             mine.insert(0, positive)
         if positive is not None:
-            _mark_edits(candidates[positive], [candidates[k] for k in mine if candidates[k]["role"] == "hard_negative"],
-                        full_text)
+            _mark_edits(candidates, positive, [k for k in mine if candidates[k]["role"] == "hard_negative"], texts)
         queries.append({"id": q["_id"], "text": q.get("text") or "", "instruction": q.get("instruction") or "",
                         "n_tokens": q.get("n_tokens"),
                         "images": [images.add(im["bytes"]) for im in q.get("images") or [] if im and im.get("bytes")],
                         "positive": positive, "candidates": mine,
                         "source_id": (audit.get(q["_id"]) or {}).get("source_id")})
+    _word_stats(candidates, texts)
     return {"pool": name, "facts": {k: v for k, v in row.items()}, "queries": queries, "candidates": candidates,
             "pieces": texts.pieces, "results": {}}
 
@@ -315,13 +334,12 @@ def build_site(root: Path, results: list[Path], output: Path, thumbnail: int = 3
     (output / "data").mkdir()
     images = ImageStore(output / "img", thumbnail)
     summary = SiteSummary(models=runs.models)
-    stats_cache: dict = {}
     listing = []
     ordered = sorted(enumerate(rows), key=lambda kv: specs.get(f"{kv[1]['pool']}-corpus").path
                      if specs.get(f"{kv[1]['pool']}-corpus") else "")
     bar = _bar(len(rows), progress)
     for k, row in ordered:
-        payload = pool_payload(root, specs, row, images, stats_cache)
+        payload = pool_payload(root, specs, row, images)
         overview = attach_results(payload, runs)
         file = f"data/pool-{k:03d}.js"
         _write_js(output / file, "MMLE_POOLS", row["pool"], payload)

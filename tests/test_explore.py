@@ -178,3 +178,18 @@ def test_wrong_filter_lists_the_queries_a_model_got_wrong(page, site):
     assert page.eval("document.querySelectorAll('#query-list li .bad').length") == NEEDLE_MISSES
     assert page.eval("[...document.querySelectorAll('#query-list li')].every(li => li.textContent.startsWith('zzzz'))")
     assert page.errors() == []
+
+
+def test_word_stats_of_variants_from_their_edits_equal_counting_the_whole_text(site, tmp_path):
+    from harness.explore import ImageStore, pool_payload
+    from mmlongembed.layout import configs_from_card, pool_rows
+    from mmlongembed.wordstats import text_features
+
+    specs = configs_from_card(site["bench"] / "README.md")
+    row = next(r for r in pool_rows(site["bench"], specs) if r["pool"] == "hotpotqa-hard-1k")
+    payload = pool_payload(site["bench"], specs, row, ImageStore(tmp_path / "img", 64))
+    variants = [c for c in payload["candidates"] if c["role"] == "hard_negative"]
+    assert len(variants) == 6 and all(c["marks"] for c in variants)  # each derived from its positive's counts
+    for candidate in payload["candidates"]:
+        text = "".join(payload["pieces"][k] for k in candidate["text"])
+        assert candidate["word_stats"] == {k: round(v, 3) for k, v in text_features(text).items()}

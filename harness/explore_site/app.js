@@ -287,7 +287,11 @@ function windows(length, marks, expanded) {
 function renderText(pool, c, expanded, expand) {
   const text = fullText(pool, c);
   const marks = [...c.marks].sort((a, b) => a.start - b.start);
-  const imageMarks = Object.fromEntries(c.image_marks.map(m => [m.index, m]));
+  const imageMarks = {};  // one mark per image: the positive's page may be absent from several variants
+  for (const m of c.image_marks) {
+    const seen = imageMarks[m.index];
+    imageMarks[m.index] = seen ? {...seen, label: seen.label + "; " + m.label} : m;
+  }
   const out = document.createDocumentFragment();
   // the image index at a position: placeholders before it
   const placeholders = [];
