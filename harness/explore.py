@@ -36,7 +36,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("dataset", metavar="DIR", help="a built benchmark directory (e.g. out/mmlongembed)")
     parser.add_argument("--results", nargs="+", default=[], metavar="RES",
                         help="`mmle score` output directories (results.json + predictions.parquet) of runs on "
-                             "this benchmark: the site then shows each model's pick and rank per query, the "
+                             "this benchmark (one model's pools may come from several runs, each pool from one): "
+                             "the site then shows each model's pick and rank per query, the "
                              "variant-confusion table and a filter for the queries a model got wrong")
     parser.add_argument("--output", default=None,
                         help="folder to write the site into (default: explore/<DIR's name>); replaced if it holds "

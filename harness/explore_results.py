@@ -20,8 +20,8 @@ class Runs:
 
 
 def load_runs(paths: list[Path], pools: set[str]) -> Runs:
-    """The runs' predictions for the benchmark's pools; a run with none of them, or a model in
-    two runs, is a one-line error."""
+    """The runs' predictions for the benchmark's pools; a run with none of them, or a model's
+    pool in two runs, is a one-line error (one model's pools may come from several runs)."""
     runs = Runs()
     for path in paths:
         folder = path.parent if path.name == "results.json" else path
@@ -40,10 +40,11 @@ def load_runs(paths: list[Path], pools: set[str]) -> Runs:
         if rows and not mine:
             raise UserError(f"--results {path}: scores no pool of this benchmark")
         models = list(dict.fromkeys(r["model"] for r in mine))
-        clash = set(models) & set(runs.models)
+        clash = sorted({(r["model"], r["pool"]) for r in mine if r["model"] in runs.by_pool.get(r["pool"], {})})
         if clash:
-            raise UserError(f"--results {path}: model {sorted(clash)[0]} is in another run too; give each model once")
-        runs.models += models
+            raise UserError(f"--results {path}: {clash[0][0]} on {clash[0][1]} is in another run too; give each "
+                            "model's pool once")
+        runs.models += [m for m in models if m not in runs.models]  # a model's pools may come from several runs
         runs.sources.append(str(folder))
         runs.confusion += [{**c, "run": str(folder)} for c in report.get("variant_confusion") or []
                            if c["model"] in models]

@@ -193,3 +193,20 @@ def test_word_stats_of_variants_from_their_edits_equal_counting_the_whole_text(s
     for candidate in payload["candidates"]:
         text = "".join(payload["pieces"][k] for k in candidate["text"])
         assert candidate["word_stats"] == {k: round(v, 3) for k, v in text_features(text).items()}
+
+
+def test_a_model_may_come_from_several_runs_but_each_pool_once(site, tmp_path, capsys):
+    runs = []
+    for name, pool in (("a", "hotpotqa-*"), ("b", "needle-*")):
+        runs.append(tmp_path / name)
+        assert mmle(["score", "--dataset", str(site["bench"]), "--model", "bm25", "--pools", pool, "--output",
+                     str(runs[-1]), "--no-cache", "--quiet", "--no-plots", "--bootstrap", "20"]) == 0
+    output = tmp_path / "site"
+    assert mmle(["explore", str(site["bench"]), "--results", *map(str, runs), "--output", str(output), "--quiet"]) == 0
+    data = release(output)
+    scored = {p["pool"] for p in data["pools"] if p["models"]}
+    assert data["models"] == ["bm25"] and scored == {"hotpotqa-hard-1k", "needle-text-text-1k-d50"}
+    capsys.readouterr()
+    assert mmle(["explore", str(site["bench"]), "--results", str(runs[0]), str(site["results"]), "--output",
+                 str(output), "--quiet"]) == 2
+    assert "bm25 on hotpotqa-hard-1k is in another run too" in capsys.readouterr().err
