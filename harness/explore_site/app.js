@@ -284,6 +284,13 @@ function windows(length, marks, expanded) {
   return merged;
 }
 
+function snapped(text, [a, b]) {
+  // a window starts and ends between words (within 40 characters), never inside one
+  if (a > 0) { const k = text.slice(a, a + 40).search(/\s/); if (k >= 0) a += k + 1; }
+  if (b < text.length) { const k = text.slice(Math.max(a, b - 40), b).search(/\s\S*$/); if (k >= 0) b = Math.max(a, b - 40) + k; }
+  return [a, b];
+}
+
 function renderText(pool, c, expanded, expand) {
   const text = fullText(pool, c);
   const marks = [...c.marks].sort((a, b) => a.start - b.start);
@@ -310,7 +317,7 @@ function renderText(pool, c, expanded, expand) {
     return nodes;
   };
   let last = 0;
-  for (const [a, b] of windows(text.length, marks, expanded)) {
+  for (const [a, b] of windows(text.length, marks, expanded).map(w => snapped(text, w))) {
     if (a > last) out.append(el("button", {class: "gap", onclick: expand}, `… ${(a - last).toLocaleString()} characters (show all)`));
     let at = a;
     for (const m of marks) {
