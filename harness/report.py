@@ -424,8 +424,10 @@ def _share_text(entry: dict | None) -> str:
 
 
 def _label_order(label: str) -> tuple:
-    """`positive` first, the hard variants, then easy negatives and other queries' candidates."""
-    return ({"positive": 0, "easy_negative": 2, "other_query": 3}.get(label, 1), label)
+    """`positive` first, the hard variants, then easy negatives (`easy_negative`, or their variant,
+    which the builders name `other_...`: other_report, other_video) and other queries' candidates."""
+    rank = {"positive": 0, "other_query": 3}.get(label, 2 if label == "easy_negative" or label.startswith("other_") else 1)
+    return (rank, label)
 
 
 def confusion_markdown(records: list[dict], label: Callable[[dict], str] | None = None) -> str:

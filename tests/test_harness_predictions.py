@@ -119,3 +119,11 @@ def test_leaderboard_shows_the_confusion_of_several_runs_side_by_side():
     assert "| hard | 8k | minilm | b | 160 | 50.0 [45.0, 55.0] | 50.0 |" in text
     with pytest.raises(Exception, match="in both"):
         leaderboard([run("bm25", "runs/a/results.json", 0.25), run("bm25", "runs/c/results.json", 0.5)])
+
+
+def test_confusion_columns_put_the_positive_then_hard_variants_then_easy_ones():
+    record = {"model": "m", "task": "logical_summarization", "dataset": "govreport", "difficulty": "hard",
+              "length": 8192, "pools": 1, "queries": 3,
+              "top1": {name: {"share": 0.25, "ci95": None}
+                       for name in ("other_query", "tail25", "other_report", "positive", "head25")}}
+    assert "| n | positive | head25 | tail25 | other_report | other_query |" in confusion_markdown([record])

@@ -120,7 +120,9 @@ function poolsTable(state) {
 }
 
 function labelOrder(label) {
-  return [{positive: 0, easy_negative: 2, other_query: 3}[label] ?? 1, label];
+  // as harness/report.py orders them: positive, hard variants, easy negatives (other_...), other queries'
+  const rank = {positive: 0, other_query: 3}[label] ?? (label === "easy_negative" || label.startsWith("other_") ? 2 : 1);
+  return [rank, label];
 }
 
 function confusionTables() {
