@@ -16,7 +16,7 @@ TABLE3_ARGS ?=
 # e.g. make push DATASET=govreport PUSH_ARGS="--repo org/mmlongembed --version 1.0.0"
 PUSH_ARGS ?=
 
-.PHONY: venv build-dataset validate test bench score table3 push readme clean
+.PHONY: venv build-dataset validate test browser bench score table3 push readme clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -34,7 +34,16 @@ build-dataset: $(STAMP)
 validate: $(STAMP)
 	$(BIN)/mmle validate $(OUT)/$(DATASET)
 
-test: $(STAMP)
+# The explorer's browser tests need a Chromium: Debian's package, installed only where none is on
+# the PATH and apt-get exists (CI runs as root on a clean Debian machine; elsewhere they skip).
+browser:
+	@if ! command -v chromium >/dev/null 2>&1 && ! command -v chromium-browser >/dev/null 2>&1 \
+		&& command -v apt-get >/dev/null 2>&1; then \
+		SUDO=$$( [ "$$(id -u)" -eq 0 ] || echo sudo ); \
+		$$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq chromium; \
+	fi
+
+test: $(STAMP) browser
 	$(BIN)/python -m pytest -q tests
 
 bench: $(STAMP)

@@ -44,7 +44,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--batch-size", type=int, default=16,
                         help="inputs per model call; memory is bounded by the batch, not the pool (default 16)")
     parser.add_argument("--output", default=None,
-                        help="directory for results.json, table.md and the plots (default results/<dataset name>)")
+                        help="directory for results.json, table.md, predictions.parquet (each query's top-10 per model, "
+                             "with the positive's rank and the audit's label of each pick) and the plots "
+                             "(default results/<dataset name>)")
     add_cache_arguments(parser)
     parser.add_argument("--max-length", type=int, default=None,
                         help="model window in tokens (default: the model's own); longer inputs lose their middle")
@@ -182,6 +184,7 @@ def _score_all(args, selections, settings, modalities: set[str], log):
             part = score(benchmark, pools, models, settings, cache, modalities, lenient, args.bootstrap, args.seed, log)
             outcome.results += part.results
             outcome.skipped += part.skipped
+            outcome.predictions += part.predictions
     finally:
         cache.close()
         for model in models:
@@ -215,6 +218,7 @@ def _results(args, benchmarks, models, outcome, modalities: set[str], started: f
         "skipped": outcome.skipped,
         "table3": reports.table3_records(table3_cells),
         "table4": table4_cells,
+        "variant_confusion": reports.confusion_data(outcome.results, **stats),
         "timings": {"total_s": round(time.perf_counter() - started, 3),
                     "dense_embed_items_per_s": round(embedded / embed_seconds, 2) if embed_seconds else None},
     }
@@ -224,8 +228,10 @@ def _results(args, benchmarks, models, outcome, modalities: set[str], started: f
 def _write_report(args, output: Path, result: dict, table3_cells: list, table4_cells: list, outcome) -> int:
     """results.json, table.md and the plots in `output`; the exit code (1 where a pool failed)."""
     from harness import report as reports
+    from harness.predictions import FILENAME, write_predictions
 
     reports.write_json(result, output / "results.json")
+    write_predictions(outcome.predictions, output / FILENAME)
     table = reports.markdown(result, table3_cells, table4_cells)
     (output / "table.md").write_text(table, encoding="utf-8")
     plots = []
@@ -235,7 +241,8 @@ def _write_report(args, output: Path, result: dict, table3_cells: list, table4_c
         plots += reports.plot_depth_heatmaps(outcome.results, output, args.heatmap_metric)
     if not args.quiet:
         print(table)
-    print(f"wrote {output / 'results.json'}, {output / 'table.md'}" + "".join(f", {p}" for p in plots))
+    print(f"wrote {output / 'results.json'}, {output / 'table.md'}, {output / FILENAME}"
+          + "".join(f", {p}" for p in plots))
     if outcome.failed:
         where = f"in {output / 'table.md'}" if args.quiet else "above"
         print(f"{counted(len(outcome.failed), 'pools')} skipped: see 'Skipped' {where}", file=sys.stderr)

@@ -179,6 +179,18 @@ def published_models(ref: dict) -> str:
     return "\n".join(lines) if len(lines) > 2 else ""
 
 
+def confusion(runs: list[dict]) -> str:
+    """The runs' variant-confusion records (`mmle score`'s `variant_confusion`) in one table per
+    dataset, the models of all runs side by side in each cell; a run's path as its Source."""
+    merged = _merge(runs, lambda run: [{**r, "_path": run["_path"]} for r in run.get("variant_confusion") or []],
+                    lambda r: (r["model"], r["dataset"], r["difficulty"], r["length"]),
+                    "model, dataset, difficulty and length")
+    records = sorted((r for r, _ in merged.values()),
+                     key=lambda r: (report.TASK_ORDER.index(r["task"]) if r["task"] in report.TASK_ORDER else 99,
+                                    r["dataset"], r["difficulty"], r["length"], r["model"]))
+    return report.confusion_markdown(records, label=lambda r: Path(r["_path"]).parent.name) if records else ""
+
+
 def leaderboard(runs: list[dict], ref: dict | None = None) -> str:
     sources = ", ".join(f"{run['_path']} ({run.get('dataset', {}).get('ref', '?')})" for run in runs)
     parts = ["# Leaderboard", "", f"Runs: {sources}.", "",
@@ -197,6 +209,7 @@ def leaderboard(runs: list[dict], ref: dict | None = None) -> str:
     if ref:
         sections += [("Table 12 (published: P@1 by task, difficulty and length)", published_table12(ref)),
                      ("The published models (the paper's Tables 2 and 5)", published_models(ref))]
+    sections.append((f"Variant confusion ({report.CONFUSION_NOTE})", confusion(runs)))
     for title, body in sections:
         if body:
             parts += [f"## {title}", "", body, ""]

@@ -124,27 +124,73 @@ def summarise(ranks: np.ndarray, n_resamples: int = 1000, seed: int = 0,
     return out
 
 
+POSITIVE_LABEL = "positive"
+OTHER_QUERY = "other_query"  # a candidate made for another query of the pool (its positive or negative)
+
+
+def candidate_labels(audit: dict[str, list]) -> dict[str, tuple[str, str, str]]:
+    """From a pool's audit config: candidate `_id` -> (group, label, role), the label being the
+    candidate's `variant` (`drop_first`, `head25`, ...) or, where it has none, its role."""
+    kinds = audit.get("kind") or ["candidate"] * len(audit["_id"])
+    return {cid: (group, variant or role, role)
+            for cid, kind, role, group, variant in zip(audit["_id"], kinds, audit["role"], audit["group"],
+                                                       audit["variant"])
+            if kind == "candidate"}
+
+
+def label_for_query(query_id: str, candidate_id: str, labels: dict[str, tuple[str, str, str]],
+                    positive_id: str) -> str:
+    """What a candidate is to one query: `positive`, its variant label when it was made for that
+    query, else `other_query` (any candidate made for another query of the pool)."""
+    if candidate_id == positive_id:
+        return POSITIVE_LABEL
+    group, label, _ = labels.get(candidate_id, (None, OTHER_QUERY, ""))
+    return label if group == query_id else OTHER_QUERY
+
+
+def top1_shares(scores_row: np.ndarray, label_of_column: list[str]) -> dict[str, float]:
+    """Per label, the chance that the query's top-1 is a candidate of that label: the candidates
+    tied at the top score share it equally (the tie rule of the metrics above), so the positive's
+    share is the query's tie-aware P@1."""
+    top = np.flatnonzero(scores_row == scores_row.max())
+    shares: dict[str, float] = {}
+    for j in top:
+        shares[label_of_column[j]] = shares.get(label_of_column[j], 0.0) + 1.0 / len(top)
+    return shares
+
+
 def variant_breakdown(scores: np.ndarray, query_ids: list[str], corpus_ids: list[str],
                       positive_index: list[int] | np.ndarray, audit: dict[str, list]) -> dict:
     """Per negative variant (from the pool's audit config: `_id`, `kind`, `role`, `group`,
     `variant`), how often the positive outscores a negative of that variant made for the same
-    query; a tie counts half. Read for analysis only: scoring never sees the audit.
+    query; a tie counts half. And per query, what its top-1 is (`top1`: label -> the per-query
+    share of `top1_shares`, in query order, 0 where the label is not on top; labels as
+    `label_for_query`), for the variant-confusion table. Read for analysis only: scoring never
+    sees the audit.
 
-    Returns {"by_variant": {variant: {"role", "pairs", "positive_beats"}}}, empty when the pool's
-    queries have no negatives of their own (the needle grid)."""
+    Returns {"by_variant": {variant: {"role", "pairs", "positive_beats"}}, "top1": {label: [share
+    per query]}}; `by_variant` is empty when the pool's queries have no negatives of their own
+    (the needle grid)."""
+    labels = candidate_labels(audit)
     row_of_query = {qid: k for k, qid in enumerate(query_ids)}
     column_of = {cid: j for j, cid in enumerate(corpus_ids)}
     wins: dict[str, list[float]] = {}
     roles: dict[str, str] = {}
-    kinds = audit.get("kind") or ["candidate"] * len(audit["_id"])
-    for cid, kind, role, group, variant in zip(audit["_id"], kinds, audit["role"], audit["group"], audit["variant"]):
-        if kind != "candidate" or role == "positive" or group not in row_of_query or cid not in column_of:
+    for cid, (group, name, role) in labels.items():
+        if role == "positive" or group not in row_of_query or cid not in column_of:
             continue
         k = row_of_query[group]
         positive, negative = scores[k, positive_index[k]], scores[k, column_of[cid]]
-        name = variant or role
         wins.setdefault(name, []).append((1.0 + float(outscores(positive, negative))) / 2)
         roles[name] = role
+    top1: dict[str, list[float]] = {}
+    for k, qid in enumerate(query_ids):
+        positive_id = corpus_ids[positive_index[k]]
+        top = np.flatnonzero(outscores(scores[k], scores[k].max()) == 0)  # tied at the top
+        shares = top1_shares(scores[k][top], [label_for_query(qid, corpus_ids[j], labels, positive_id) for j in top])
+        for label, share in shares.items():
+            top1.setdefault(label, [0.0] * len(query_ids))[k] = round(share, 6)
     return {"by_variant": {name: {"role": roles[name], "pairs": len(values),
                                   "positive_beats": float(np.mean(values))}
-                           for name, values in sorted(wins.items())}}
+                           for name, values in sorted(wins.items())},
+            "top1": dict(sorted(top1.items()))}

@@ -450,6 +450,70 @@ def variant_table(rows) -> str:
     return "\n".join(lines) if len(lines) > 2 else ""
 
 
+CONFUSION_NOTE = ("per cell (dataset, difficulty, length, model), the share of queries whose top-1 is each kind of "
+                  "candidate, x100: `positive` (the cell's P@1), a hard variant of the query's own positive "
+                  "(the audit's `variant`), `easy_negative`, or `other_query` (a candidate made for another query "
+                  "of the pool); candidates tied at the top score share a query equally. Query-weighted over the "
+                  "cell's pools, 95% bootstrap interval over its queries as in Table 3; each row sums to 100")
+
+
+def confusion_data(rows, n_resamples: int = 1000, seed: int = 0) -> list[dict]:
+    """The variant-confusion table from each scored pool's `breakdown["top1"]`: one record per
+    task, dataset, difficulty, length and model (easy and hard pools, whose queries have negatives
+    of their own; not the needle grid), with per label the share of its queries whose top-1 is that label, query-weighted over
+    the cell's pools, and its bootstrap interval (from MIN_QUERIES_FOR_INTERVAL queries)."""
+    cells: dict[tuple, list[dict]] = defaultdict(list)
+    for r in rows:
+        breakdown = r.get("breakdown") or {}
+        if r.get("difficulty") in DIFFICULTIES and breakdown.get("by_variant") and breakdown.get("top1"):
+            cells[(r["task"], r["dataset"], r["difficulty"], int(r["length"]), r["model"])].append(r)
+    out = []
+    for (task, dataset, difficulty, length, model), pools in sorted(
+            cells.items(), key=lambda kv: (_task_order(kv[0][0]), *kv[0][1:4])):
+        labels = sorted({label for r in pools for label in r["breakdown"]["top1"]})
+        shares = {}
+        for label in labels:
+            values = np.concatenate([np.asarray(r["breakdown"]["top1"].get(label) or [0.0] * r["n_queries"],
+                                                dtype=np.float64) for r in pools])
+            ci = list(bootstrap_ci(values, n_resamples, seed)) if len(values) >= MIN_QUERIES_FOR_INTERVAL else None
+            shares[label] = {"share": float(values.mean()), "ci95": ci}
+        out.append({"model": model, "task": task, "dataset": dataset, "difficulty": difficulty, "length": length,
+                    "pools": len(pools), "queries": sum(int(r["n_queries"]) for r in pools), "top1": shares})
+    return out
+
+
+def _share_text(entry: dict | None) -> str:
+    if entry is None:
+        return "–"
+    interval = f" [{fmt(entry['ci95'][0])}, {fmt(entry['ci95'][1])}]" if entry.get("ci95") else ""
+    return f"{fmt(entry['share'])}{interval}"
+
+
+def _label_order(label: str) -> tuple:
+    """`positive` first, the hard variants, then easy negatives (`easy_negative`, or their variant,
+    which the builders name `other_...`: other_report, other_video) and other queries' candidates."""
+    rank = {"positive": 0, "other_query": 3}.get(label, 2 if label == "easy_negative" or label.startswith("other_") else 1)
+    return (rank, label)
+
+
+def confusion_markdown(records: list[dict], label: Callable[[dict], str] | None = None) -> str:
+    """One table per dataset (its variants as columns), rows difficulty x length x model, in the
+    order given; `label(record)`: a Source column (the leaderboard's run)."""
+    parts = []
+    for dataset in dict.fromkeys(r["dataset"] for r in records):
+        mine = [r for r in records if r["dataset"] == dataset]
+        labels = sorted({lab for r in mine for lab in r["top1"]}, key=_label_order)
+        lead = ["Difficulty", "Length", "Model"] + (["Source"] if label else []) + ["n"]
+        lines = [f"**{dataset}** ({TASK_TITLES.get(mine[0]['task'], mine[0]['task'])}): top-1 is ...", "",
+                 "| " + " | ".join(lead + labels) + " |", "|" + "---|" * (len(lead) - 1) + "---:|" * (len(labels) + 1)]
+        for r in mine:
+            first = [r["difficulty"], _length_name(r["length"]), r["model"]] + ([label(r)] if label else [])
+            lines.append("| " + " | ".join(first + [str(r["queries"])] + [_share_text(r["top1"].get(lab))
+                                                                            for lab in labels]) + " |")
+        parts.append("\n".join(lines))
+    return "\n\n".join(parts)
+
+
 def _pool_p1(r) -> str:
     """A pool's P@1 with its bootstrap interval, `n=` alone below MIN_QUERIES_FOR_INTERVAL queries, or
     what tied where every query did."""
@@ -523,6 +587,8 @@ def markdown(report: dict, table3_cells: list[dict] | None = None, table4_cells:
                          "across the three backgrounds, as the paper prints it)",
                          table4(rows, skipped, **stats, data=table4_cells)),
                         ("Per variant: how often the positive beats each kind of negative", variant_table(rows)),
+                        (f"Variant confusion: which candidate each model puts first ({CONFUSION_NOTE})",
+                         confusion_markdown(report.get("variant_confusion") or confusion_data(rows, **stats))),
                         ("Needle grid (P@1 by depth and length)", grid_table(rows)),
                         (f"Per pool ({HIT_K_NOTE})", pool_table(rows) if rows else ""),
                         ("Generative readout (format validity, fallbacks to the last generated token, mean "

@@ -9,6 +9,7 @@ from harness.cache import EmbeddingCache
 from harness.data import Benchmark, PoolError, PoolInfo
 from harness.metrics import MAIN_METRIC, per_query, positive_ranks, summarise, tied_positives, variant_breakdown
 from harness.models import Model, ModelError, NotMeasured, RunSettings
+from harness.predictions import pool_predictions
 from harness.truncation import range_kept
 
 
@@ -16,6 +17,7 @@ from harness.truncation import range_kept
 class Outcome:
     results: list[dict] = field(default_factory=list)
     skipped: list[dict] = field(default_factory=list)
+    predictions: list = field(default_factory=list)  # per pool and model, a pyarrow table (harness.predictions)
 
     @property
     def failed(self) -> list[dict]:
@@ -52,7 +54,7 @@ def score(benchmark: Benchmark, pools: list[PoolInfo], models: list[Model], sett
             log(f"skipped {info.name}: {exc}")
             continue
         load_seconds = time.perf_counter() - start
-        audit = pool.audit()  # breakdowns only, read after the pool's tables and never scored
+        audit, audit_read = None, False
         for model in runnable:
             start = time.perf_counter()
             try:
@@ -71,12 +73,17 @@ def score(benchmark: Benchmark, pools: list[PoolInfo], models: list[Model], sett
                               summarise(ranks, bootstrap, seed, n_candidates=len(pool.corpus_ids)),
                               {"load_s": round(load_seconds, 3), "embed_s": round(scored.embed_seconds, 3),
                                "total_s": round(elapsed, 3)})
+            if not audit_read:  # breakdowns only: read once a model has scored, never before
+                audit, audit_read = pool.audit(), True
             if audit is not None:
                 row["breakdown"] = variant_breakdown(scored.scores, pool.query_ids, pool.corpus_ids,
                                                      pool.positive_index, audit)
             if info.depth is not None:
                 row["needle_truncated"] = needle_truncated(pool, model)
             outcome.results.append(row)
+            outcome.predictions.append(pool_predictions(model.spec, ref, info.as_dict(), pool.query_ids,
+                                                        pool.corpus_ids, pool.positive_index, scored.scores,
+                                                        ranks, audit))
             p1 = row["metrics"]["p@1"]
             log(f"{info.name:<40} {model.spec:<24} P@1 {p1['value']:.3f} "
                 f"[{p1['ci95'][0]:.3f}, {p1['ci95'][1]:.3f}]  truncated {scored.truncated_queries}q/"

@@ -94,6 +94,9 @@ EXTERNAL_SUBCOMMANDS: tuple[tuple[str, str, str], ...] = (
                                            "sorted by Avg (--reference paper: beside the paper's published rows)"),
     ("models", "harness.profiles_cli", "list the model profiles (the paper's models, run as their authors run "
                                        "them): Table 2's columns, verified or not, and each fact's source"),
+    ("explore", "harness.explore", "write a static site (opens from disk) to look inside a build: Table 1, Figure 1, "
+                                   "the pools, every query's candidates with each edit marked, and with --results "
+                                   "each model's pick per query"),
     ("push", "mmlongembed.publish", "publish a validated build to a Hub dataset repo as a tagged release"),
     ("reproduce", "mmlongembed.reproduce", "rebuild a build or a Hub release from its manifest (recorded builder "
                                            "versions, options, seed; sources checked by sha256) and say `identical` "

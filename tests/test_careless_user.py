@@ -48,7 +48,8 @@ def test_quiet_scoring_prints_only_what_it_wrote(tmp_path):
                           env=env, capture_output=True, text=True, timeout=600)
     assert done.returncode == 0, done.stderr
     assert done.stdout.splitlines() == [f"wrote {tmp_path / 'results' / 'results.json'}, "
-                                        f"{tmp_path / 'results' / 'table.md'}"], done.stdout
+                                        f"{tmp_path / 'results' / 'table.md'}, "
+                                        f"{tmp_path / 'results' / 'predictions.parquet'}"], done.stdout
     assert "Loading weights" not in done.stderr and "it/s" not in done.stderr, done.stderr
     assert "| minilm |" in (tmp_path / "results" / "table.md").read_text()  # the table is still written
 

@@ -99,7 +99,7 @@ def test_variant_breakdown_counts_wins_per_variant_with_ties_as_half():
              "group": ["Q0", "Q1", "Q0", "Q0", "Q0", "Q1", "Q1", "Q1"],
              "variant": ["", "", "original", "head25", "tail25", "original", "head25", "other_report"]}
     out = variant_breakdown(scores, ["Q0", "Q1"], ["p0", "h0", "t0", "p1", "h1", "o1"], [0, 3], audit)
-    assert out == {"by_variant": {
+    assert {k: v for k, v in out.items() if k != "top1"} == {"by_variant": {
         "head25": {"role": "hard_negative", "pairs": 2, "positive_beats": 0.5},  # beats h0, loses to h1
         "other_report": {"role": "easy_negative", "pairs": 1, "positive_beats": 1.0},
         "tail25": {"role": "hard_negative", "pairs": 1, "positive_beats": 0.5},  # a tie
