@@ -31,7 +31,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--model", default=None,
                         help="comma list of models: bm25 | minilm | st:<path> | hf:<path-or-name> | "
                              "hfgen:<path-or-name> | vllm:<name> | "
-                             f"openai:<model>@<base_url>. Default {DEFAULT_MODELS!r}, where MiniLM scores only the "
+                             "openai:<model>@<base_url>; "
+                             "diagnostic rows: random (seeded random encoder) | length (score = candidate length) | "
+                             "text-only:<model> (images removed) | shuffled-frames:<model> (frame order shuffled). "
+                             f"Default {DEFAULT_MODELS!r}, where MiniLM scores only the "
                              "pools it can take (text) and its image-pool skips do not fail the run (also when the pair is given "
                              "explicitly; MiniLM alone or with other models fails on image pools)")
     parser.add_argument("--pools", nargs="+", default=["*"],

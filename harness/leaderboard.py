@@ -15,9 +15,13 @@ from importlib import resources
 from pathlib import Path
 
 from harness import report
+from harness.diagnostics import is_diagnostic
 from mmlongembed.errors import UserError, report_error
 
 REFERENCES = {"paper": "paper_results.json"}
+DIAGNOSTICS_NOTE = ("What a model that reads nothing (random: chance), only length (length: the longest candidate "
+                    "first), not the images (text-only:) or not the frame order (shuffled-frames:) scores on each "
+                    "column; a model's lead over these rows is what it reads.")
 OURS = "ours"
 
 
@@ -127,9 +131,18 @@ def _source(entry: dict) -> str:
     return entry["source"]
 
 
-def table3(runs: list[dict], ref: dict | None = None) -> str:
+def _in_block(entry: dict, diagnostics: bool) -> bool:
+    """Diagnostic rows (random, length, text-only:, shuffled-frames:) go in their own block;
+    published rows go with the models."""
+    return (entry["source"] == OURS and is_diagnostic(entry["model"])) == diagnostics
+
+
+def table3(runs: list[dict], ref: dict | None = None, diagnostics: bool = False) -> str:
+    """The models' Table 3 (with `ref`, beside the published rows), or with `diagnostics` the
+    diagnostic rows alone, over the same columns."""
     entries, columns, task_of = table3_entries(runs, ref)
-    if not columns:
+    entries = [e for e in entries if _in_block(e, diagnostics)]
+    if not columns or not entries:
         return ""
     return report.table3_markdown(entries, columns, task_of, label=_source, texts=_table3_texts)
 
@@ -142,11 +155,12 @@ def _table4_texts(entry: dict) -> list[str]:
             + [f"{mean} ± {_published(entry['std'])}"])
 
 
-def table4(runs: list[dict], ref: dict | None = None) -> str:
+def table4(runs: list[dict], ref: dict | None = None, diagnostics: bool = False) -> str:
     merged = _merge(runs, lambda run: run.get("table4") or [], lambda e: (e["model"], e["needle_modality"]),
                     "model and needle modality")
     entries = ([{**entry, "source": OURS} for entry, _ in merged.values()]
                + [{**entry, "source": ref["label"]} for entry in (ref or {}).get("table4", [])])
+    entries = [e for e in entries if _in_block(e, diagnostics)]
     return report.table4_markdown(entries, label=_source, texts=_table4_texts) if entries else ""
 
 
@@ -163,6 +177,12 @@ def leaderboard(runs: list[dict], ref: dict | None = None) -> str:
     for title, body in (("Table 3", table3(runs, ref)), ("Table 4 (Visual Grounding by background)", table4(runs, ref))):
         if body:
             parts += [f"## {title}", "", body, ""]
+    diagnostic_tables = [(title, body) for title, body in (("Table 3 columns", table3(runs, diagnostics=True)),
+                                                          ("Table 4 columns", table4(runs, diagnostics=True))) if body]
+    if diagnostic_tables:
+        parts += ["## Diagnostics (not models)", "", DIAGNOSTICS_NOTE, ""]
+        for title, body in diagnostic_tables:
+            parts += [f"### {title}", "", body, ""]
     return "\n".join(parts).rstrip() + "\n"
 
 
