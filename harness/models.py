@@ -10,6 +10,7 @@
                               --pooling boundary|trailing|distributed)
 - `vllm:<name>`               vLLM's pooling runner (GPU, optional extra)
 - `openai:<model>@<base_url>` any OpenAI-compatible /v1/embeddings server (harness.openai_model)
+- `doubao:<model>@<base_url>` the Doubao-Seed-1.6 multimodal embedding API (harness.doubao_model)
 - `random`, `length`, `text-only:<spec>`, `shuffled-frames:<spec>`: diagnostic rows (harness.diagnostics)
 
 Dense models embed through the cache in batches and score by cosine similarity. Inputs longer
@@ -508,6 +509,7 @@ class ModelKind:
 MODEL_KINDS: PluginRegistry[ModelKind] = PluginRegistry("model kind", {
     "bm25": "harness.models", "minilm": "harness.models", "st": "harness.models", "hf": "harness.models",
     "hfgen": "harness.boundary", "vllm": "harness.models", "openai": "harness.openai_model",
+    "doubao": "harness.doubao_model",
     # diagnostic rows (harness.diagnostics)
     "random": "harness.diagnostics", "length": "harness.diagnostics", "text-only": "harness.diagnostics",
     "shuffled-frames": "harness.diagnostics"})
