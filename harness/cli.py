@@ -31,7 +31,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--model", default=None,
                         help="comma list of models: bm25 | minilm | st:<path> | hf:<path-or-name> | "
                              "hfgen:<path-or-name> | vllm:<name> | "
-                             "openai:<model>@<base_url> | doubao:<model>@<base_url> (Doubao-Seed-1.6 API, key from ARK_API_KEY); "
+                             "openai:<model>@<base_url> | doubao:<model>@<base_url> (Doubao-Seed-1.6 API, key from ARK_API_KEY) | "
+                             "multivector:<path> (a local encoder's token vectors, MaxSim late interaction); "
                              "diagnostic rows: random (seeded random encoder) | length (score = candidate length) | "
                              "text-only:<model> (images removed) | shuffled-frames:<model> (frame order shuffled). "
                              f"Default {DEFAULT_MODELS!r}, where MiniLM scores only the "
