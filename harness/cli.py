@@ -14,6 +14,7 @@ import time
 from pathlib import Path
 
 from harness.report import HEATMAP_METRICS
+from harness.training_overlap import declared_training_data
 from mmlongembed.errors import UserError, report_error
 from mmlongembed.report import counted
 
@@ -194,7 +195,8 @@ def _results(args, benchmarks, models, outcome, modalities: set[str], started: f
         "dataset": datasets[0] if len(datasets) == 1 else {"ref": " + ".join(d["ref"] for d in datasets),
                                                             "path": None, "revision": None},
         "datasets": datasets,
-        "models": [{"spec": m.spec, "identity": m.identity()} for m in models],
+        "models": [{"spec": m.spec, "identity": m.identity(), "training_data": declared_training_data(m)}
+                   for m in models],
         "settings": {"batch_size": args.batch_size, "max_length": args.max_length, "pooling": args.pooling,
                      "readout_tokens": args.readout_tokens, "readout_units": args.readout_units,
                      "readout_subset": args.readout_subset,

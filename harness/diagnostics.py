@@ -127,6 +127,13 @@ class EditedInputsModel(Model):
     def identity(self) -> dict:
         return {"diagnostic": self.kind, "model": self.inner.identity()}
 
+    @property
+    def training_data(self) -> list[str]:
+        """The wrapped model's (harness.training_overlap): its training is the same."""
+        from harness.training_overlap import declared_training_data
+
+        return declared_training_data(self.inner)
+
     def edit(self, item: Item, info) -> Item:
         raise NotImplementedError
 

@@ -16,6 +16,7 @@ from pathlib import Path
 
 from harness import report
 from harness.diagnostics import is_diagnostic
+from harness.training_overlap import OVERLAP_MARK, OVERLAP_NOTE, trained_on
 from mmlongembed.errors import UserError, report_error
 
 REFERENCES = {"paper": "paper_results.json"}
@@ -120,9 +121,18 @@ def _published(value) -> str:
     return "n/q" if value is None else f"{value:.2f}"
 
 
-def _table3_texts(entry: dict, columns: list[str]) -> list[str]:
+def training_data_of(runs: list[dict]) -> dict[str, list[str]]:
+    """{model spec: its declared training data} as the runs recorded them (older runs: none)."""
+    return {m["spec"]: m.get("training_data") or [] for run in runs for m in run.get("models") or []
+            if isinstance(m, dict) and "spec" in m}
+
+
+def _table3_texts(entry: dict, columns: list[str], trained: dict[str, list[str]] | None = None) -> list[str]:
     if entry["source"] == OURS:
-        return report.table3_texts(entry, columns)
+        texts = report.table3_texts(entry, columns)
+        declared = (trained or {}).get(entry["model"], [])
+        return [f"{text} {OVERLAP_MARK}" if c in entry["cells"] and trained_on(c, declared) else text
+                for c, text in zip(columns, texts)] + texts[len(columns):]
     return ([_published(entry["cells"].get(c, {}).get("p_at_1")) for c in columns]
             + [_published(entry["average"].get("published"))])
 
@@ -144,7 +154,10 @@ def table3(runs: list[dict], ref: dict | None = None, diagnostics: bool = False)
     entries = [e for e in entries if _in_block(e, diagnostics)]
     if not columns or not entries:
         return ""
-    return report.table3_markdown(entries, columns, task_of, label=_source, texts=_table3_texts)
+    trained = training_data_of(runs)
+    text = report.table3_markdown(entries, columns, task_of, label=_source,
+                                  texts=lambda entry, cols: _table3_texts(entry, cols, trained))
+    return text + ("\n\n" + OVERLAP_NOTE if f" {OVERLAP_MARK} |" in text else "")
 
 
 def _table4_texts(entry: dict) -> list[str]:
