@@ -74,7 +74,8 @@ class EmbeddingCache:
     def put_matrices(self, model: str, entries: list[tuple[str, np.ndarray, bool]]) -> None:
         if self.connection is None or not entries:
             return
-        matrices = [(key, np.ascontiguousarray(matrix, dtype=np.float32), truncated) for key, matrix, truncated in entries]
+        matrices = [(key, np.ascontiguousarray(matrix, dtype=np.float32), truncated)
+                    for key, matrix, truncated in entries]
         self.connection.executemany(
             "INSERT OR REPLACE INTO token_matrices VALUES (?, ?, ?, ?, ?, ?)",
             [(model, key, int(truncated), m.shape[0], m.shape[1], m.tobytes()) for key, m, truncated in matrices])

@@ -4,8 +4,9 @@ Embeddings are deterministic hashed bags of words (lowercase \\w+) plus one feat
 (its bytes' hash), L2-normalised: shared words give cosine similarity, so retrieval results
 are meaningful. It accepts the OpenAI form (`input`: string or list), vLLM's chat form
 (`messages` with text and image_url parts) and, at `/embeddings/multimodal`, the Doubao (Volcengine
-Ark) multimodal form (`input`: a list of text and image_url parts; one embedding in `data`). It counts requests so tests can see cache hits and
-retries, and can be told to fail the next requests (`fail_next`).
+Ark) multimodal form (`input`: a list of text and image_url parts; one embedding in `data`). It
+counts requests so tests can see cache hits and retries, and can be told to fail the next requests
+(`fail_next`).
 
     python -m harness.fake_server --port 8000
 """

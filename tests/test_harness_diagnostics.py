@@ -5,7 +5,6 @@ the leaderboard shows them apart from the models."""
 from __future__ import annotations
 
 import json
-from types import SimpleNamespace
 
 import numpy as np
 import pytest
