@@ -1,4 +1,5 @@
-"""Embedding cache keyed by (model identity incl. revision and settings, input hash), in SQLite.
+"""Embedding cache keyed by (model identity incl. revision and settings, input hash), in SQLite:
+one vector per input, or for multi-vector models one token matrix per input.
 
 Each batch is committed as soon as it is embedded, so an interrupted run resumes where it
 stopped, and re-scoring or adding a pool embeds only inputs never seen before.
@@ -59,20 +60,43 @@ class EmbeddingCache:
         self.connection.execute(
             "CREATE TABLE IF NOT EXISTS embeddings (model TEXT, input TEXT, truncated INTEGER, "
             "dim INTEGER, vector BLOB, PRIMARY KEY (model, input))")
+        # multi-vector (late interaction) models: one [tokens, dim] matrix per input
+        self.connection.execute(
+            "CREATE TABLE IF NOT EXISTS token_matrices (model TEXT, input TEXT, truncated INTEGER, "
+            "rows INTEGER, dim INTEGER, matrix BLOB, PRIMARY KEY (model, input))")
         self.connection.commit()
+
+    def _select(self, query: str, model: str, keys: list[str]):
+        """The rows of ``query`` (ending in `input IN`) for ``keys``, in chunks: SQLite caps the
+        number of bound parameters."""
+        for start in range(0, len(keys), 500):
+            chunk = keys[start:start + 500]
+            yield from self.connection.execute(f"{query} ({','.join('?' * len(chunk))})", [model, *chunk])
 
     def get_many(self, model: str, keys: list[str]) -> dict[str, tuple[np.ndarray, bool]]:
         if self.connection is None or not keys:
             return {}
-        found = {}
-        for start in range(0, len(keys), 500):  # SQLite caps the number of bound parameters
-            chunk = keys[start:start + 500]
-            rows = self.connection.execute(
-                f"SELECT input, truncated, vector FROM embeddings WHERE model = ? AND input IN "
-                f"({','.join('?' * len(chunk))})", [model, *chunk])
-            for key, truncated, blob in rows:
-                found[key] = (np.frombuffer(blob, dtype=np.float32), bool(truncated))
-        return found
+        rows = self._select("SELECT input, truncated, vector FROM embeddings WHERE model = ? AND input IN", model, keys)
+        return {key: (np.frombuffer(blob, dtype=np.float32), bool(truncated)) for key, truncated, blob in rows}
+
+    def get_matrices(self, model: str, keys: list[str]) -> dict[str, tuple[np.ndarray, bool]]:
+        """{input key: (token matrix [rows, dim], truncated)} of the keys cached for ``model``."""
+        if self.connection is None or not keys:
+            return {}
+        rows = self._select("SELECT input, truncated, rows, dim, matrix FROM token_matrices WHERE model = ? "
+                            "AND input IN", model, keys)
+        return {key: (np.frombuffer(blob, dtype=np.float32).reshape(n, dim), bool(truncated))
+                for key, truncated, n, dim, blob in rows}
+
+    def put_matrices(self, model: str, entries: list[tuple[str, np.ndarray, bool]]) -> None:
+        if self.connection is None or not entries:
+            return
+        matrices = [(key, np.ascontiguousarray(matrix, dtype=np.float32), truncated)
+                    for key, matrix, truncated in entries]
+        self.connection.executemany(
+            "INSERT OR REPLACE INTO token_matrices VALUES (?, ?, ?, ?, ?, ?)",
+            [(model, key, int(truncated), m.shape[0], m.shape[1], m.tobytes()) for key, m, truncated in matrices])
+        self.connection.commit()
 
     def put_many(self, model: str, entries: list[tuple[str, np.ndarray, bool]]) -> None:
         if self.connection is None or not entries:

@@ -13,6 +13,7 @@ import time
 from pathlib import Path
 
 from harness.report import HEATMAP_METRICS
+from harness.training_overlap import declared_training_data
 from mmlongembed.errors import UserError, report_error
 from mmlongembed.report import counted
 
@@ -33,7 +34,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="comma list of models: a model profile's name (`mmle models`, e.g. gme-qwen2-vl-2b) | "
                              "bm25 | minilm | st:<path> | hf:<path-or-name> | "
                              "hfgen:<path-or-name> | vllm:<name> | "
-                             f"openai:<model>@<base_url>. Default {DEFAULT_MODELS!r}, where MiniLM scores only the "
+                             "openai:<model>@<base_url> | doubao:<model>@<base_url> (Doubao-Seed-1.6 API, key from ARK_API_KEY) | "
+                             "multivector:<path> (a local encoder's token vectors, MaxSim late interaction); "
+                             "diagnostic rows: random (seeded random encoder) | length (score = candidate length) | "
+                             "text-only:<model> (images removed) | shuffled-frames:<model> (frame order shuffled). "
+                             f"Default {DEFAULT_MODELS!r}, where MiniLM scores only the "
                              "pools it can take (text) and its image-pool skips do not fail the run (also when the pair is given "
                              "explicitly; MiniLM alone or with other models fails on image pools)")
     parser.add_argument("--model-path", action="append", default=[], metavar="NAME=DIR",
@@ -207,7 +212,8 @@ def _results(args, benchmarks, models, outcome, modalities: set[str], started: f
         "dataset": datasets[0] if len(datasets) == 1 else {"ref": " + ".join(d["ref"] for d in datasets),
                                                             "path": None, "revision": None},
         "datasets": datasets,
-        "models": [{"spec": m.spec, "identity": m.identity()} for m in models],
+        "models": [{"spec": m.spec, "identity": m.identity(), "training_data": declared_training_data(m)}
+                   for m in models],
         "settings": {"batch_size": args.batch_size, "max_length": args.max_length, "pooling": args.pooling,
                      "readout_tokens": args.readout_tokens, "readout_units": args.readout_units,
                      "readout_subset": args.readout_subset,

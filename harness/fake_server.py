@@ -2,9 +2,11 @@
 
 Embeddings are deterministic hashed bags of words (lowercase \\w+) plus one feature per image
 (its bytes' hash), L2-normalised: shared words give cosine similarity, so retrieval results
-are meaningful. It accepts the OpenAI form (`input`: string or list) and vLLM's chat form
-(`messages` with text and image_url parts). It counts requests so tests can see cache hits and
-retries, and can be told to fail the next requests (`fail_next`).
+are meaningful. It accepts the OpenAI form (`input`: string or list), vLLM's chat form
+(`messages` with text and image_url parts) and, at `/embeddings/multimodal`, the Doubao (Volcengine
+Ark) multimodal form (`input`: a list of text and image_url parts; one embedding in `data`). It
+counts requests so tests can see cache hits and retries, and can be told to fail the next requests
+(`fail_next`).
 
     python -m harness.fake_server --port 8000
 """
@@ -61,15 +63,20 @@ class _Handler(BaseHTTPRequestHandler):
         self._reply(404, {"error": {"message": "not found"}})
 
     def do_POST(self):
-        if not self.path.rstrip("/").endswith("/embeddings"):
+        multimodal = self.path.rstrip("/").endswith("/embeddings/multimodal")  # the Doubao (Ark) API
+        if not (multimodal or self.path.rstrip("/").endswith("/embeddings")):
             return self._reply(404, {"error": {"message": "not found"}})
+        if self.server.api_key is not None and self.headers.get("Authorization") != f"Bearer {self.server.api_key}":
+            return self._reply(401, {"error": {"message": "unauthorised"}})
         try:
             payload = json.loads(self.rfile.read(int(self.headers.get("Content-Length", 0))))
-            inputs = self._inputs(payload)
-        except (ValueError, KeyError, TypeError) as exc:
+            inputs = self._multimodal_input(payload) if multimodal else self._inputs(payload)
+        except (ValueError, KeyError, TypeError, AttributeError) as exc:
             return self._reply(400, {"error": {"message": f"bad request: {exc}"}})
         with self.server.lock:
             self.server.requests += 1
+            self.server.received.append({"path": self.path, "payload": payload,
+                                         "headers": {k.lower(): v for k, v in self.headers.items()}})
             failure = self.server.failures.pop(0) if self.server.failures else None
             if failure is None:
                 self.server.inputs += len(inputs)
@@ -77,10 +84,33 @@ class _Handler(BaseHTTPRequestHandler):
             status, retry_after = failure
             return self._reply(status, {"error": {"message": f"scripted failure {status}"}},
                                {"Retry-After": retry_after} if retry_after is not None else None)
+        if multimodal:  # one embedding for the whole input, as the Ark API answers
+            text, images = inputs[0]
+            return self._reply(200, {"object": "list", "model": payload.get("model", ""),
+                                     "data": {"object": "embedding", "embedding": embed_text_and_images(text, images)},
+                                     "usage": {"prompt_tokens": 0, "total_tokens": 0}})
         data = [{"object": "embedding", "index": i, "embedding": embed_text_and_images(t, ims)}
                 for i, (t, ims) in enumerate(inputs)]
         self._reply(200, {"object": "list", "data": data, "model": payload.get("model", ""),
                           "usage": {"prompt_tokens": 0, "total_tokens": 0}})
+
+    @staticmethod
+    def _multimodal_input(payload) -> list[tuple[str, list[bytes]]]:
+        """The Ark multimodal form: `input` a list of text and image_url (base64 data URL) parts."""
+        text, images = [], []
+        for part in payload["input"]:
+            if part["type"] == "text":
+                text.append(part["text"])
+            elif part["type"] == "image_url":
+                url = part["image_url"]["url"]
+                if not url.startswith("data:image/"):
+                    raise ValueError("image_url must be a base64 data URL")
+                images.append(base64.b64decode(url.split(",", 1)[1]))
+            else:
+                raise ValueError(f"unknown part type {part['type']!r}")
+        if not text and not images:
+            raise ValueError("empty input")
+        return [(" ".join(text), images)]
 
     @staticmethod
     def _inputs(payload) -> list[tuple[str, list[bytes]]]:
@@ -106,9 +136,12 @@ class FakeEmbeddingServer(ThreadingHTTPServer):
 
     daemon_threads = True
 
-    def __init__(self, host: str = "127.0.0.1", port: int = 0, model_name: str = "fake-embedder"):
+    def __init__(self, host: str = "127.0.0.1", port: int = 0, model_name: str = "fake-embedder",
+                 api_key: str | None = None):
         super().__init__((host, port), _Handler)
         self.model_name = model_name
+        self.api_key = api_key  # when set, requests without `Authorization: Bearer <key>` get 401
+        self.received: list[dict] = []  # path, payload and headers of each counted request
         self.requests = 0
         self.inputs = 0  # inputs embedded (failed requests not counted)
         self.failures: list[tuple[int, str | None]] = []  # (status, Retry-After) of the next requests

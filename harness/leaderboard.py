@@ -16,9 +16,14 @@ from importlib import resources
 from pathlib import Path
 
 from harness import report
+from harness.diagnostics import is_diagnostic
+from harness.training_overlap import OVERLAP_MARK, OVERLAP_NOTE, trained_on
 from mmlongembed.errors import UserError, report_error
 
 REFERENCES = {"paper": "paper_results.json"}
+DIAGNOSTICS_NOTE = ("What a model that reads nothing (random: chance), only length (length: the longest candidate "
+                    "first), not the images (text-only:) or not the frame order (shuffled-frames:) scores on each "
+                    "column; a model's lead over these rows is what it reads.")
 OURS = "ours"
 
 
@@ -121,9 +126,18 @@ def _published(value) -> str:
     return "n/q" if value is None else f"{value:.2f}"
 
 
-def _table3_texts(entry: dict, columns: list[str]) -> list[str]:
+def training_data_of(runs: list[dict]) -> dict[str, list[str]]:
+    """{model spec: its declared training data} as the runs recorded them (older runs: none)."""
+    return {m["spec"]: m.get("training_data") or [] for run in runs for m in run.get("models") or []
+            if isinstance(m, dict) and "spec" in m}
+
+
+def _table3_texts(entry: dict, columns: list[str], trained: dict[str, list[str]] | None = None) -> list[str]:
     if entry["source"] == OURS:
-        return report.table3_texts(entry, columns)
+        texts = report.table3_texts(entry, columns)
+        declared = (trained or {}).get(entry["model"], [])
+        return [f"{text} {OVERLAP_MARK}" if c in entry["cells"] and trained_on(c, declared) else text
+                for c, text in zip(columns, texts)] + texts[len(columns):]
     return ([_published(entry["cells"].get(c, {}).get("p_at_1")) for c in columns]
             + [_published(entry["average"].get("published"))])
 
@@ -132,11 +146,23 @@ def _source(entry: dict) -> str:
     return entry["source"]
 
 
-def table3(runs: list[dict], ref: dict | None = None) -> str:
+def _in_block(entry: dict, diagnostics: bool) -> bool:
+    """Diagnostic rows (random, length, text-only:, shuffled-frames:) go in their own block;
+    published rows go with the models."""
+    return (entry["source"] == OURS and is_diagnostic(entry["model"])) == diagnostics
+
+
+def table3(runs: list[dict], ref: dict | None = None, diagnostics: bool = False) -> str:
+    """The models' Table 3 (with `ref`, beside the published rows), or with `diagnostics` the
+    diagnostic rows alone, over the same columns."""
     entries, columns, task_of = table3_entries(runs, ref)
-    if not columns:
+    entries = [e for e in entries if _in_block(e, diagnostics)]
+    if not columns or not entries:
         return ""
-    return report.table3_markdown(entries, columns, task_of, label=_source, texts=_table3_texts)
+    trained = training_data_of(runs)
+    text = report.table3_markdown(entries, columns, task_of, label=_source,
+                                  texts=lambda entry, cols: _table3_texts(entry, cols, trained))
+    return text + ("\n\n" + OVERLAP_NOTE if f" {OVERLAP_MARK} |" in text else "")
 
 
 def _table4_texts(entry: dict) -> list[str]:
@@ -147,12 +173,13 @@ def _table4_texts(entry: dict) -> list[str]:
             + [f"{mean} ± {_published(entry['std'])}"])
 
 
-def table4(runs: list[dict], ref: dict | None = None) -> str:
+def table4(runs: list[dict], ref: dict | None = None, diagnostics: bool = False) -> str:
     merged = _merge(runs, lambda run: run.get("table4") or [], lambda e: (e["model"], e["needle_modality"]),
                     "model and needle modality")
     # Table 11 is Table 4 for every model (Table 4 prints 8 of its 10 rows, with the same figures)
     entries = ([{**entry, "source": OURS} for entry, _ in merged.values()]
                + [{**entry, "source": ref["label"]} for entry in (ref or {}).get("table11", [])])
+    entries = [e for e in entries if _in_block(e, diagnostics)]
     return report.table4_markdown(entries, label=_source, texts=_table4_texts) if entries else ""
 
 
@@ -213,6 +240,12 @@ def leaderboard(runs: list[dict], ref: dict | None = None) -> str:
     for title, body in sections:
         if body:
             parts += [f"## {title}", "", body, ""]
+    diagnostic_tables = [(title, body) for title, body in (("Table 3 columns", table3(runs, diagnostics=True)),
+                                                          ("Table 4 columns", table4(runs, diagnostics=True))) if body]
+    if diagnostic_tables:
+        parts += ["## Diagnostics (not models)", "", DIAGNOSTICS_NOTE, ""]
+        for title, body in diagnostic_tables:
+            parts += [f"### {title}", "", body, ""]
     return "\n".join(parts).rstrip() + "\n"
 
 

@@ -10,6 +10,9 @@
                               --pooling boundary|trailing|distributed)
 - `vllm:<name>`               vLLM's pooling runner (GPU, optional extra)
 - `openai:<model>@<base_url>` any OpenAI-compatible /v1/embeddings server (harness.openai_model)
+- `doubao:<model>@<base_url>` the Doubao-Seed-1.6 multimodal embedding API (harness.doubao_model)
+- `multivector:<path>`        a local encoder's token vectors scored by MaxSim (harness.multivector)
+- `random`, `length`, `text-only:<spec>`, `shuffled-frames:<spec>`: diagnostic rows (harness.diagnostics)
 
 Dense models embed through the cache in batches and score by cosine similarity. Inputs longer
 than the model's window are truncated in the middle (harness.truncation) and counted.
@@ -566,7 +569,11 @@ class ModelKind:
 # Every kind `--model` accepts, in the order the usage lists them -> the module that registers it.
 MODEL_KINDS: PluginRegistry[ModelKind] = PluginRegistry("model kind", {
     "bm25": "harness.models", "minilm": "harness.models", "st": "harness.models", "hf": "harness.models",
-    "hfgen": "harness.boundary", "vllm": "harness.models", "openai": "harness.openai_model"})
+    "hfgen": "harness.boundary", "vllm": "harness.models", "openai": "harness.openai_model",
+    "doubao": "harness.doubao_model", "multivector": "harness.multivector",
+    # diagnostic rows (harness.diagnostics)
+    "random": "harness.diagnostics", "length": "harness.diagnostics", "text-only": "harness.diagnostics",
+    "shuffled-frames": "harness.diagnostics"})
 
 
 def register_model_kind(name: str, usage: str, takes_argument: bool = True, uses_libraries: bool = True):

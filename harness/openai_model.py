@@ -36,18 +36,26 @@ class OpenAIModel(DenseModel):
         # A server does not tell its weights' revision; the cache trusts model name and URL.
         return {"model": self.spec, "max_length": self.window, "query_template": self.query_template}
 
-    def _post(self, payload: dict) -> list[list[float]]:
+    def _make_client(self) -> openai.OpenAI:
+        return openai.OpenAI(base_url=self.base_url, api_key=os.environ.get("OPENAI_API_KEY", "none"), timeout=600)
+
+    def _request(self, path: str, payload: dict) -> dict:
+        """POST ``payload`` to ``base_url + path``: the JSON answer, or a one-line ModelError."""
         if self._client is None:
             # The client retries 408, 409, 429, 5xx, timeouts and connection errors (twice, with
             # backoff). The payload goes as it is: the chat form is vLLM's, not the OpenAI API's.
-            self._client = openai.OpenAI(base_url=self.base_url, api_key=os.environ.get("OPENAI_API_KEY", "none"),
-                                         timeout=600)
+            self._client = self._make_client()
         try:
-            body = self._client.post("/embeddings", body=payload, cast_to=httpx.Response).json()
+            return self._client.post(path, body=payload, cast_to=httpx.Response).json()
         except openai.APIStatusError as exc:
             raise ModelError(f"server answered {exc.status_code}: {exc.response.text[:200]}") from None
         except openai.APIConnectionError as exc:  # timeouts too; the cause says which (refused, timed out)
             raise ModelError(f"cannot reach {self.base_url}: {exc.__cause__ or exc}") from None
+        except ValueError:  # not JSON
+            raise ModelError(f"{self.base_url}{path}: the answer is not JSON") from None
+
+    def _post(self, payload: dict) -> list[list[float]]:
+        body = self._request("/embeddings", payload)
         data = sorted(body.get("data", []), key=lambda d: d["index"])
         return [d["embedding"] for d in data]
 
@@ -100,19 +108,30 @@ class OpenAIModel(DenseModel):
             vectors.update(zip(text_only, got))
         for i, (item, _) in enumerate(fitted):
             if item.images:
-                vectors[i] = self._post({"model": self.model, "messages": [{"role": "user", "content": _content(item)}],
-                                         "encoding_format": "float"})[0]
+                vectors[i] = self._post({"model": self.model, "encoding_format": "float",
+                                         "messages": [{"role": "user", "content": interleaved_content(item)}]})[0]
         return np.array([vectors[i] for i in range(len(items))], dtype=np.float32), [f for _, f in fitted]
 
 
-def _content(item: Item) -> list[dict]:
+def image_mime(data: bytes) -> str:
+    """The media type of encoded image bytes, from their signature (JPEG where unknown)."""
+    if data.startswith(b"\x89PNG"):
+        return "image/png"
+    if data[:4] == b"RIFF" and data[8:12] == b"WEBP":
+        return "image/webp"
+    if data[:4] in (b"GIF8",):
+        return "image/gif"
+    return "image/jpeg"
+
+
+def interleaved_content(item: Item) -> list[dict]:
     """Interleaved chat content: text runs and images (data URIs) in placeholder order."""
     parts = []
     for i, run in enumerate(item.text.split(IMAGE_PLACEHOLDER)):
         if run:
             parts.append({"type": "text", "text": run})
         if i < len(item.images):
-            uri = "data:image/jpeg;base64," + base64.b64encode(item.images[i]).decode()
+            uri = f"data:{image_mime(item.images[i])};base64," + base64.b64encode(item.images[i]).decode()
             parts.append({"type": "image_url", "image_url": {"url": uri}})
     return parts
 

@@ -62,5 +62,6 @@ def test_a_malformed_model_spec_is_one_line_naming_every_kind(spec):
     with pytest.raises(UserError) as error:
         load_model(spec, RunSettings(progress=False))
     assert str(error.value) == (f"--model {spec!r}: expected bm25, minilm, st:<path>, hf:<path-or-name>, "
-                                "hfgen:<path-or-name>, vllm:<name> or openai:<model>@<base_url>, "
-                                "or a model profile's name (`mmle models` lists them)")
+                                "hfgen:<path-or-name>, vllm:<name>, openai:<model>@<base_url>, "
+                                "doubao:<model>@<base_url>, multivector:<path>, random, length, text-only:<model> "
+                                "or shuffled-frames:<model>, or a model profile's name (`mmle models` lists them)")

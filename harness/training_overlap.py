@@ -1,0 +1,55 @@
+"""Training overlap: which model x column cells of a leaderboard are not zero-shot, because the
+column's source is among the training data the model's authors declare (as mteb's zero-shot
+marker does). A model declares them in a `training_data` attribute (or its profile's): dataset
+names, or records with a `dataset` name; a model that declares none is taken as declaring none.
+`mmle score` records them per model in results.json; `mmle leaderboard` marks the cells.
+"""
+
+from __future__ import annotations
+
+import re
+
+from harness import report
+
+OVERLAP_MARK = "‡"
+OVERLAP_NOTE = (f"{OVERLAP_MARK}: the column's source is in the model's declared training data (not zero-shot; "
+                "as mteb's zero-shot marker).")
+# The names a training set may give a column's source, beyond the paper's column title and the
+# source's own name (harness.report.PAPER_DATASETS). Matched on letters and digits, case-folded,
+# as a prefix (HotpotQA also covers mteb's HotpotQAHardNegatives).
+SOURCE_ALIASES = {
+    "mmlongbench": ("MMLongBench-Doc", "MMLongBench"),
+    "activitynet": ("ActivityNet Captions", "ActivityNet"),
+    "needle": ("NeedleBench",),
+}
+VG_SOURCES = {"NeedleBench": ("needle", ("NeedleBench",)), "MM-NIAH*": ("needle", ("MM-NIAH",))}
+
+
+def _folded(name: str) -> str:
+    return re.sub(r"[^0-9a-z]", "", name.casefold())
+
+
+def declared_training_data(model) -> list[str]:
+    """The dataset names a model (or its profile) declares training on; none by default."""
+    declared = getattr(model, "training_data", None)
+    if declared is None:
+        declared = getattr(getattr(model, "profile", None), "training_data", None) or ()
+    return [str(getattr(entry, "dataset", entry)) for entry in declared]
+
+
+def column_source_names(column: str) -> tuple[str, ...]:
+    """The names a training set may give a Table 3 column's source (`HotpotQA Easy` -> HotpotQA)."""
+    if column in VG_SOURCES:
+        return VG_SOURCES[column][1]
+    title = re.sub(r" (Easy|Hard)$", "", column)
+    for pairs in report.PAPER_DATASETS.values():
+        for dataset, paper_title in pairs:
+            if title == paper_title:
+                return (paper_title, dataset, *SOURCE_ALIASES.get(dataset, ()))
+    return (title, *SOURCE_ALIASES.get(title, ()))
+
+
+def trained_on(column: str, training_data) -> bool:
+    """Whether a column's source is among the declared training data."""
+    names = [_folded(n) for n in column_source_names(column) if _folded(n)]
+    return any(_folded(declared).startswith(name) for declared in training_data for name in names)

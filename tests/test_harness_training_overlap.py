@@ -1,0 +1,58 @@
+"""Training overlap markers (harness.training_overlap): a leaderboard cell whose column's source is
+in the model's declared training data is marked; other cells and models that declare nothing are not."""
+
+from __future__ import annotations
+
+import json
+from types import SimpleNamespace
+
+import pytest
+
+from harness.cli import main as score_main
+from harness.fixtures import make_pool, write_benchmark
+from harness.leaderboard import main as leaderboard_main
+from harness.models import BM25Model
+from harness.training_overlap import OVERLAP_MARK, declared_training_data, trained_on
+
+
+@pytest.fixture(autouse=True)
+def _offline(monkeypatch):
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+
+
+def test_columns_match_declared_sources_by_name():
+    assert trained_on("HotpotQA Easy", ["MSMARCO", "HotpotQA"])
+    assert trained_on("HotpotQA Hard", ["HotpotQAHardNegatives"])  # mteb's task names count too
+    assert trained_on("MMLB Hard", ["MMLongBench-Doc"]) and trained_on("ActNet Easy", ["ActivityNet Captions"])
+    assert not trained_on("GovReport Easy", ["HotpotQA"]) and not trained_on("MMDocRAG Easy", ["MMLongBench-Doc"])
+    assert not trained_on("HotpotQA Easy", [])
+    assert trained_on("NeedleBench", ["NeedleBench"]) and not trained_on("MM-NIAH*", ["NeedleBench"])
+
+
+def test_declared_training_data_from_the_model_or_its_profile():
+    assert declared_training_data(SimpleNamespace(training_data=("HotpotQA",))) == ["HotpotQA"]
+    profile = SimpleNamespace(training_data=(SimpleNamespace(dataset="MSMARCO", stated_in="card"),))
+    assert declared_training_data(SimpleNamespace(profile=profile)) == ["MSMARCO"]
+    assert declared_training_data(BM25Model()) == []
+
+
+def test_leaderboard_marks_the_cells_of_sources_a_model_trained_on(tmp_path, monkeypatch, capsys):
+    pools = [make_pool("hotpotqa-easy-256", dataset="hotpotqa", task="multi_source_reasoning", words=60),
+             make_pool("govreport-easy-256", words=60)]
+    root = write_benchmark(tmp_path / "b", pools)
+    monkeypatch.setattr(BM25Model, "training_data", ("HotpotQA",), raising=False)
+    output = tmp_path / "out"
+    assert score_main(["--dataset", str(root), "--output", str(output), "--no-cache", "--quiet",
+                       "--bootstrap", "20", "--model", "bm25,random"]) == 0
+    models = {m["spec"]: m for m in json.loads((output / "results.json").read_text())["models"]}
+    assert models["bm25"]["training_data"] == ["HotpotQA"] and models["random"]["training_data"] == []
+    capsys.readouterr()
+    assert leaderboard_main([str(output)]) == 0
+    text = capsys.readouterr().out
+    header = next(line for line in text.splitlines() if line.startswith("| Model"))
+    columns = [c.strip() for c in header.split("|")[1:-1]]
+    row = next(line for line in text.splitlines() if line.startswith("| bm25 |"))
+    cells = dict(zip(columns, [c.strip() for c in row.split("|")[1:-1]]))
+    assert cells["HotpotQA Easy"].endswith(OVERLAP_MARK) and OVERLAP_MARK not in cells["GovReport Easy"]
+    assert OVERLAP_MARK not in next(line for line in text.splitlines() if line.startswith("| random |"))
+    assert "declared training data" in text
