@@ -1,0 +1,77 @@
+"""Output readable at any size (issue 24): no data file holds a row group that decodes past what
+Arrow can read back; row groups are sized by bytes, each with its own image dictionary; the
+validator reads a file a row group at a time; a card renders for a pool it could not read; and a
+build whose output could not be read back is refused before anything is rendered."""
+
+from __future__ import annotations
+
+import pyarrow.parquet as pq
+import pytest
+
+from mmlongembed import output
+from mmlongembed.layout import configs_from_card, read_config
+from mmlongembed.testing import write_fixture_build
+from tests.test_layout_storage import photo, pool_with_images
+
+BUDGET = 300_000  # bytes a row group may hold decoded: four candidates of three 160x160 noise photos
+
+
+@pytest.fixture()
+def small_row_groups(monkeypatch):
+    monkeypatch.setattr(output, "ROW_GROUP_BYTES", BUDGET)
+
+
+def _decoded_row_group_bytes(path) -> list[int]:
+    """What each row group of a file holds once read (images at every placement)."""
+    with pq.ParquetFile(path) as handle:
+        return [output.value_bytes(row) for k in range(handle.num_row_groups)
+                for row in [handle.read_row_group(k).to_pydict()]]
+
+
+def test_a_file_past_the_budget_is_written_in_row_groups_that_each_stay_under_it(tmp_path, small_row_groups):
+    import datasets
+
+    images = [photo(k, side=160) for k in range(5)]
+    placed = {256: images[:3], 512: [images[0], *images[3:]]}  # one photo shared: one shard
+    pools = [pool_with_images(length, placed[length], n_queries=4) for length in placed]
+    root = write_fixture_build(tmp_path / "build", pools)
+    specs = configs_from_card(root / "README.md")
+    corpus = {spec.path for spec in specs.values() if spec.name.endswith("-corpus")}
+    assert len(corpus) == 1
+    path = root / corpus.pop()
+    per_group = _decoded_row_group_bytes(path)
+    assert len(per_group) > 2
+    assert max(per_group) <= BUDGET
+    assert len(per_group) == 4
+    # each row group stores the three photos its rows place, once (not once per placement, nor
+    # the shard's five in every row group)
+    assert path.stat().st_size < 1.2 * 4 * 3 * max(map(len, images))
+    for name, spec in specs.items():
+        loaded = datasets.load_dataset(str(root), name, split="test")
+        rows = read_config(root, spec)
+        assert loaded.num_rows == len(next(iter(rows.values())))
+        if name.endswith("-corpus"):
+            assert loaded["_id"] == rows["_id"]
+            assert [[im.size for im in row] for row in loaded["images"]] == [[(160, 160)] * 3] * 8
+            assert [[im["bytes"] for im in row] for row in rows["images"]] == [placed[int(name.split("-")[2])]] * 8
+
+
+def test_the_reader_holds_an_image_placed_by_many_rows_once(tmp_path, small_row_groups):
+    images = [photo(k, side=160) for k in range(3)]
+    root = write_fixture_build(tmp_path / "build", [pool_with_images(256, images, n_queries=4)])
+    rows = read_config(root, configs_from_card(root / "README.md")["fixture-easy-256-corpus"])
+    placed = [im["bytes"] for row in rows["images"] for im in row]
+    assert len(placed) == 24 and len({id(b) for b in placed}) == 3
+
+
+def test_a_row_past_what_arrow_can_read_back_is_refused(monkeypatch):
+    monkeypatch.setattr(output, "READ_BACK_LIMIT", 1000)
+    with pytest.raises(output.UserError, match="more than a parquet file can be read back"):
+        output.row_group_slices([{"images": [b"x" * 600]}, {"images": [b"y" * 1200]}])
+
+
+def test_row_groups_follow_the_budget_and_keep_every_row_in_order():
+    rows = [{"text": "a" * n} for n in (10, 30, 50, 5, 5, 100)]
+    slices = output.row_group_slices(rows, budget=60)
+    assert [(s.start, s.stop) for s in slices] == [(0, 2), (2, 5), (5, 6)]
+    assert output.row_group_slices([], budget=60) == [slice(0, 0)]
