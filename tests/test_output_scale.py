@@ -75,3 +75,44 @@ def test_row_groups_follow_the_budget_and_keep_every_row_in_order():
     slices = output.row_group_slices(rows, budget=60)
     assert [(s.start, s.stop) for s in slices] == [(0, 2), (2, 5), (5, 6)]
     assert output.row_group_slices([], budget=60) == [slice(0, 0)]
+
+
+def _govreport_sources(tmp_path):
+    from builders._govreport_fixtures import write_govreport_jsonl
+    from builders.govreport import GovReportConfig
+
+    write_govreport_jsonl(tmp_path / "src" / "reports.jsonl", n_reports=16, paragraphs=(5, 30))
+    return GovReportConfig(sources=str(tmp_path / "src"), lengths=(2048, 4096), max_queries_per_pool=4)
+
+
+def test_a_pool_that_cannot_be_read_back_is_the_one_line_problem_and_the_card_still_renders(tmp_path, monkeypatch):
+    from mmlongembed import build, build_checks
+    from mmlongembed.builder import get_builder
+    from mmlongembed.errors import UserError
+
+    builder, config = get_builder("govreport"), _govreport_sources(tmp_path)
+    read_pool = build_checks.read_pool
+    broken = "govreport-hard-4k"
+
+    def unreadable(root, specs, row):
+        if row["pool"] == broken:
+            raise UserError(f"{broken}: not a readable parquet file (ArrowNotImplementedError: Nested data "
+                            "conversions not implemented for chunked array outputs)")
+        return read_pool(root, specs, row)
+
+    contexts, write_card = [], build.write_card
+    monkeypatch.setattr(build_checks, "read_pool", unreadable)
+    monkeypatch.setattr(build, "write_card", lambda b, context, d: contexts.append(context))
+    with pytest.raises(UserError, match="validation failed with 1 problems"):
+        build.run_build(builder, config, tmp_path / "out", progress=False)
+    assert not contexts  # a failed build renders no card: its problems are the last word
+    assert not (tmp_path / "out" / "govreport").exists()
+
+    # the card of a build whose audit lacks a pool (it could not be read) still renders
+    monkeypatch.setattr(build_checks, "read_pool", read_pool)
+    build.run_build(builder, config, tmp_path / "ok", progress=False)
+    (context,) = contexts
+    context["label_free_audit"] = {k: v for k, v in context["label_free_audit"].items() if k != broken}
+    write_card(builder, context, tmp_path)
+    text = (tmp_path / "README.md").read_text(encoding="utf-8")
+    assert f"| `{broken}` |" in text and "not audited: the pool could not be read back" in text
