@@ -23,7 +23,8 @@ from typing import Iterable
 
 from builders._mmlongbench_checks import check_page_pool, page_statistics, query_sources
 from mmlongembed.builder import Builder, BuildReport, CommonConfig, Problem, register
-from mmlongembed.capacity import LengthLimit, check_lengths, halving_limit
+from mmlongembed.capacity import (
+    WRITE_AND_READ_BYTES, LengthLimit, OutputEstimate, check_lengths, halving_limit, image_bytes)
 from mmlongembed.documents import Document, image_segment
 from mmlongembed.errors import FitError, UserError
 from mmlongembed.llm import LLMConfig
@@ -153,6 +154,17 @@ class MMLongBenchBuilder(Builder):
         if not sources.costs:
             return None
         return halving_limit(max(sum(costs) for costs in sources.costs.values()), "the longest document")
+
+    def output_estimate(self, sources: Sources, config: MMLongBenchConfig) -> OutputEstimate | None:
+        """Every page rendered is held until the pools are written (``Sources.pages``), and the
+        largest candidate is the head window of the longest document at the largest length."""
+        if not sources.costs:
+            return None
+        fmt, largest = config.image_format, max(config.lengths)
+        longest_window = max(min(sum(costs), largest) for costs in sources.costs.values())
+        held = sum(image_bytes(sum(costs), fmt) for costs in sources.costs.values()) + WRITE_AND_READ_BYTES
+        return OutputEstimate(image_bytes(longest_window, fmt), held,
+                              "shorter --lengths, a smaller --max-image-pixels or --dpi, or --image-format JPEG")
 
     # -- the summary step ------------------------------------------------------------------
     def run_steps(self, sources: Sources, config: MMLongBenchConfig, report: BuildReport) -> Planned:

@@ -36,6 +36,16 @@ MODEL_COLUMNS = {"corpus": CORPUS_COLUMNS, "queries": QUERY_COLUMNS, "qrels": QR
 # The `pools` config columns that every reader of a build relies on (the harness checks them).
 POOLS_CONFIG_COLUMNS = ("pool", "task", "dataset", "difficulty", "length", "modality", "query_modality")
 QUERY_KIND, CANDIDATE_KIND = "query", "candidate"
+# What one row group of a data file may hold decoded (each image counted at every placement, as
+# readers expand the dictionary): Arrow reads a row group's column chunk into one array, and a
+# nested column (the images) past 2 GiB cannot be read at all ("Nested data conversions not
+# implemented for chunked array outputs"), by `load_dataset` or anyone; readers also hold a row
+# group at a time, so this bounds their memory. Each row group has its own dictionary: an image is
+# stored once per row group that places it.
+ROW_GROUP_BYTES = 256 << 20
+# Arrow's limit for one array of binary values, less a margin: a single row beyond it cannot be
+# read back at all (``capacity`` refuses such a build before rendering).
+READ_BACK_LIMIT = (2 << 30) - (64 << 20)
 
 
 def config_name(pool: str, part: str) -> str:

@@ -28,8 +28,8 @@ from mmlongembed.documents import VISUAL_KINDS
 from mmlongembed.errors import UserError
 from mmlongembed.manifest import file_sha256
 from mmlongembed.layout import (
-    AUDIT_COLUMNS, CANDIDATE_KIND, MODEL_COLUMNS, PARTS, POOL_COLUMN, QUERY_KIND, SPLIT, ConfigSpec, OpaqueIds,
-    config_name)
+    AUDIT_COLUMNS, CANDIDATE_KIND, MODEL_COLUMNS, PARTS, POOL_COLUMN, QUERY_KIND, READ_BACK_LIMIT, ROW_GROUP_BYTES,
+    SPLIT, ConfigSpec, OpaqueIds, config_name)
 from mmlongembed.outdir import check_replaceable, make_temporary_dir, temporary_path
 from mmlongembed.pools import Pool
 from mmlongembed.rng import derive_rng
@@ -38,15 +38,6 @@ from mmlongembed.rng import derive_rng
 # pools beyond this many image bytes go to further shards of the same length.
 SHARD_IMAGE_BYTES = 768 << 20
 DICTIONARY_PAGE_LIMIT = 1 << 30
-# What one row group may hold decoded (each image counted at every placement, as readers expand the
-# dictionary): Arrow reads a row group's column chunk into one array, and a nested column (the
-# images) past 2 GiB cannot be read at all ("Nested data conversions not implemented for chunked
-# array outputs"), by `load_dataset` or anyone; a reader also holds a row group at a time, so this
-# bounds its memory. Each row group has its own dictionary: an image is stored once per row group
-# that places it.
-ROW_GROUP_BYTES = 256 << 20
-# Arrow's limit for one array of binary values: a single row beyond it cannot be read back at all.
-READ_BACK_LIMIT = (2 << 30) - (64 << 20)
 PARQUET_OPTIONS = dict(compression="zstd", store_schema=False, dictionary_pagesize_limit=DICTIONARY_PAGE_LIMIT,
                        use_dictionary=[POOL_COLUMN, "text", "images.list.element.bytes", "kind", "role", "group",
                                        "source_id", "variant"])

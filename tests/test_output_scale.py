@@ -116,3 +116,39 @@ def test_a_pool_that_cannot_be_read_back_is_the_one_line_problem_and_the_card_st
     write_card(builder, context, tmp_path)
     text = (tmp_path / "README.md").read_text(encoding="utf-8")
     assert f"| `{broken}` |" in text and "not audited: the pool could not be read back" in text
+
+
+def test_an_output_that_could_not_be_read_back_is_refused_in_one_line_before_any_page_is_rendered(
+        tmp_path, monkeypatch, capsys):
+    pytest.importorskip("pypdfium2")
+    from builders._mmlongbench_fixtures import write_paged_sources
+    from mmlongembed import capacity
+    from mmlongembed.cli import main
+    from mmlongembed.media.pdf import PageRenderer
+
+    write_paged_sources(tmp_path / "src", n_documents=6, pages=(14, 22))
+    rendered = []
+    monkeypatch.setattr(PageRenderer, "page", lambda self, pdf, index: rendered.append(index))
+    # a read-back limit below the estimate of the longest window (about 1000 tokens of PNG pages,
+    # 200 KB): what a real build with pages too large to read back meets at 2 GiB
+    monkeypatch.setattr(capacity, "READ_BACK_LIMIT", 150_000)
+    args = ["build", "mmlongbench", "--sources", str(tmp_path / "src"), "--output", str(tmp_path / "out"),
+            "--llm", "none", "--no-progress", "--dpi", "36", "--max-image-pixels", str(160 * 230),
+            "--image-format", "PNG", "--lengths", "512", "1024"]
+    assert main(args) == 2
+    error = capsys.readouterr().err.strip().splitlines()
+    assert len(error) == 1 and "--lengths up to 1024: one candidate would hold about" in error[0]
+    assert "more than a parquet file can be read back with" in error[0] and "--max-image-pixels" in error[0]
+    assert not rendered and not (tmp_path / "out").exists()
+
+
+def test_a_peak_beyond_the_memory_available_is_refused_in_one_line_naming_what_to_change(tmp_path, monkeypatch):
+    from mmlongembed import capacity
+    from mmlongembed.errors import UserError
+
+    estimate = capacity.OutputEstimate(largest_row_bytes=10 << 20, held_bytes=30 << 30, shrink="shorter --lengths")
+    monkeypatch.setattr(capacity, "available_memory", lambda: 24 << 30)
+    with pytest.raises(UserError, match=r"^--lengths up to 32768: the build would hold about 32\.2 GB in memory, "
+                                        r"more than the 25\.8 GB available here; choose shorter --lengths$"):
+        capacity.check_output(estimate, [8192, 32768])
+    capacity.check_output(capacity.OutputEstimate(10 << 20, 20 << 30, "x"), [8192])  # fits: nothing said
