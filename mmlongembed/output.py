@@ -22,7 +22,7 @@ import shutil
 import statistics
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Sequence
+from typing import Iterator, Sequence
 
 from mmlongembed.documents import VISUAL_KINDS
 from mmlongembed.errors import UserError
@@ -213,43 +213,45 @@ def _features(part: str, rows: list[dict]):
     return datasets.Features(features)
 
 
-def arrow_row_groups(rows: Sequence[dict], features) -> list:
+def arrow_row_groups(rows: Sequence[dict], features) -> Iterator:
     """``rows`` as arrow tables of ``features``, one per row group (``row_group_slices``), each
-    with its own image dictionary (only the images its rows place: a parquet writer writes a
-    dictionary whole into every row group it is given for)."""
+    made when the writer asks for it (memory bounded by a row group) and with its own image
+    dictionary (only the images its rows place: a parquet writer writes a dictionary whole into
+    every row group it is given for)."""
     import pyarrow as pa
 
     schema = features.arrow_schema
-    tables = []
     for part in row_group_slices(rows):
         group = rows[part]
-        tables.append(pa.table({
+        yield pa.table({
             name: images_array(group, {}, []) if name == "images" else
-            pa.array([row.get(name) for row in group], type=schema.field(name).type) for name in features}))
-    return tables
+            pa.array([row.get(name) for row in group], type=schema.field(name).type) for name in features})
 
 
 def shard_table(part: str, rows_in_pool_order: list[tuple[str, list[dict]]]):
-    """Arrow tables (one per row group) of the given part for several pools, rows of each pool
-    together, and their features."""
+    """Arrow tables (one per row group, made as they are written) of the given part for several
+    pools, rows of each pool together, and their features."""
     rows = [{**row, POOL_COLUMN: pool} for pool, part_rows in rows_in_pool_order for row in part_rows]
     features = _features(part, rows)
     return arrow_row_groups(rows, features), features
 
 
 def write_parquet(tables, features, directory: Path, stem: str) -> Path:
-    """Write ``tables`` (an arrow table, or a list of them: one row group each) as
+    """Write ``tables`` (an arrow table, or an iterable of them: one row group each) as
     ``<stem>-<content hash>.parquet`` with the datasets features in its metadata (so
     load_dataset decodes images); returns the path."""
     import pyarrow.parquet as pq
 
-    tables = [tables] if hasattr(tables, "num_rows") else list(tables)
+    tables = iter([tables] if hasattr(tables, "num_rows") else tables)
+    table = next(tables)
     directory.mkdir(parents=True, exist_ok=True)
     scratch = directory / f".{stem}.writing"
     metadata = {"huggingface": json.dumps({"info": {"features": features.to_dict()}})}
-    with pq.ParquetWriter(str(scratch), tables[0].schema, **PARQUET_OPTIONS) as writer:
-        for table in tables:
+    with pq.ParquetWriter(str(scratch), table.schema, **PARQUET_OPTIONS) as writer:
+        while table is not None:
             writer.write_table(table, row_group_size=max(1, table.num_rows))
+            del table  # let it go before the next row group is made
+            table = next(tables, None)
         writer.add_key_value_metadata(metadata)
     digest = file_sha256(scratch)
     final = directory / f"{stem}-{digest[:12]}.parquet"
@@ -342,7 +344,6 @@ def write_tables(pools: Sequence[Pool], root: Path, *, seed: int, builder: str, 
                         distinct.update(dict.fromkeys(row["images"]))
                 tables, features = shard_table(part, ordered)
                 path = record(write_parquet(tables, features, root / "data" / dataset / part, shard))
-                del tables
                 columns = MODEL_COLUMNS.get(part) or tuple(c for c in features if c != POOL_COLUMN)
                 for pool in chunk:
                     pool_specs.setdefault(pool.name, []).append(
