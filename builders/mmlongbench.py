@@ -37,7 +37,7 @@ from mmlongembed.rng import seeded_order
 from mmlongembed.pools import EASY_NEGATIVE, HARD_NEGATIVE, POSITIVE, Candidate, LengthBand, Pool, Query, pool_name
 from mmlongembed.readers.mmlongbench import (
     DOC_HUB, DOC_HUB_SAMPLES, FORM_JSONL, FORM_NAMES, OpenPdfs, PagedDocument, Sources, hub_doc_root, measure_pages,
-    read_paged_sources, render_pages, source_roots)
+    load_placed_pages, read_paged_sources, render_pages, source_roots)
 from mmlongembed.tokens import default_counter
 
 INSTRUCTION = "Given this summary, retrieve the original corresponding long document."  # paper Table 6
@@ -156,13 +156,15 @@ class MMLongBenchBuilder(Builder):
         return halving_limit(max(sum(costs) for costs in sources.costs.values()), "the longest document")
 
     def output_estimate(self, sources: Sources, config: MMLongBenchConfig) -> OutputEstimate | None:
-        """Every page rendered is held until the pools are written (``Sources.pages``), and the
+        """The pages the pools place are held until they are written (at least each document's
+        window at the largest length; rendered pages wait in the page store on disk), and the
         largest candidate is the head window of the longest document at the largest length."""
         if not sources.costs:
             return None
         fmt, largest = config.image_format, max(config.lengths)
-        longest_window = max(min(sum(costs), largest) for costs in sources.costs.values())
-        held = sum(image_bytes(sum(costs), fmt) for costs in sources.costs.values()) + WRITE_AND_READ_BYTES
+        windows = [min(sum(costs), largest) for costs in sources.costs.values()]
+        held = image_bytes(sum(windows), fmt) + WRITE_AND_READ_BYTES
+        longest_window = max(windows)
         return OutputEstimate(image_bytes(longest_window, fmt), held,
                               "shorter --lengths, a smaller --max-image-pixels or --dpi, or --image-format JPEG")
 
@@ -184,7 +186,24 @@ class MMLongBenchBuilder(Builder):
             eligible = [d for d in order if d in windows]
             queries = self._queries(eligible[: context.cap], windows, band, sources, context)
             plans.append(BandPlan(band, eligible, windows, queries))
+        held = load_placed_pages(sources, self._placed_pages(plans))
+        report.notes.append(f"page store: {held / 1e6:.1f} MB of pages held for the pools' windows and variants")
         return Planned(sources, plans)
+
+    @staticmethod
+    def _placed_pages(plans: list[BandPlan]) -> dict[str, set[int]]:
+        """doc id -> every page a pool may place: each eligible document's window (the easy pool's
+        positives and negatives), and the hard variants' pages of the documents with a query."""
+        placed: dict[str, set[int]] = {}
+        for plan in plans:
+            for doc_id in plan.eligible:
+                n, page_plans = plan.windows[doc_id]
+                pages = placed.setdefault(doc_id, set())
+                pages.update(range(n))
+                if doc_id in plan.queries:
+                    for page_plan in page_plans:
+                        pages.update(apply_plan(n, page_plan))
+        return placed
 
     def _queries(self, doc_ids, windows, band, sources: Sources, context: PoolContext) -> dict[str, tuple[str, str]]:
         """doc id -> (query text, where it came from) for this band's window of each document."""

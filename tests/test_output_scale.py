@@ -152,3 +152,28 @@ def test_a_peak_beyond_the_memory_available_is_refused_in_one_line_naming_what_t
                                         r"more than the 25\.8 GB available here; choose shorter --lengths$"):
         capacity.check_output(estimate, [8192, 32768])
     capacity.check_output(capacity.OutputEstimate(10 << 20, 20 << 30, "x"), [8192])  # fits: nothing said
+
+
+def test_rendered_pages_wait_on_disk_and_only_the_pages_pools_place_are_held(tmp_path):
+    pytest.importorskip("pypdfium2")
+    from builders._mmlongbench_fixtures import write_paged_sources
+    from builders.mmlongbench import MMLongBenchBuilder, MMLongBenchConfig
+    from mmlongembed.builder import BuildReport
+
+    write_paged_sources(tmp_path / "src", n_documents=8, pages=(14, 22))
+    builder = MMLongBenchBuilder()
+    config = MMLongBenchConfig(sources=str(tmp_path / "src"), lengths=(512, 1024), max_queries_per_pool=4,
+                               dpi=36.0, max_image_pixels=160 * 230)
+    report = BuildReport(progress=False)
+    sources = builder.load_sources(config, report)
+    store = sources.store.root
+    pages = [page for document in sources.pages.values() for page in document]
+    assert not any(page.loaded for page in pages)  # rendering kept none in memory
+    assert len({page.sha256 for page in pages}) == len(list(store.glob("*.img")))
+    planned = builder.run_steps(sources, config, report)
+    held = [page for page in pages if page.loaded]
+    assert 0 < len(held) < len(pages)  # the pages beyond every window and variant are never read back
+    assert not store.exists()  # the store is gone once the placed pages are read
+    pools = builder.build_pools(planned, config, report)
+    placed = {id(s.image) for pool in pools for c in pool.candidates for s in c.document.segments}
+    assert placed <= {id(page.data) for page in held}  # a page placed many times is one bytes object
