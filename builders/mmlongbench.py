@@ -81,7 +81,9 @@ class MMLongBenchBuilder(Builder):
     pages of the same document."""
 
     name = "mmlongbench"
-    version = "1.1.0"  # 1.1.0: MMLongBench's release layout (mmlb_data/ + mmlb_image/), the Hub's samples parquet
+    # 1.1.0: MMLongBench's release layout (mmlb_data/ + mmlb_image/), the Hub's samples parquet; 1.2.0: a hard
+    # variant whose replacement page equals a page of the positive is skipped (real PDFs repeat pages)
+    version = "1.2.0"
     task = "logical_summarization"
     title = "MMLongEmbed Logical Summarization: MMLongBench (document images)"
     # its rows in the README's builder tables (`make readme` writes them): what it makes, from what
@@ -270,6 +272,12 @@ class MMLongBenchBuilder(Builder):
                     for page_plan, pages in variants]
             if any(m.render()[1] == positive.render()[1] for m in made):
                 raise Skip(f"hard_{band.name}_variant_equals_positive")
+            # a real PDF repeats pages (blank, divider, logo pages): a replacement page equal to one
+            # the positive shows would let the variant keep what it was to lose
+            shown = set(positive.render()[1])
+            stored = sources.pages[doc_id]
+            if any(stored[k].data in shown for page_plan in plans for k in range(*page_plan.donor)):
+                raise Skip(f"hard_{band.name}_replacement_page_equals_a_positive_page")
             group = f"q:{doc_id}"
             if not guard.admit(group, positive, made):
                 raise Skip(f"hard_{band.name}_page_shared_with_another_query")

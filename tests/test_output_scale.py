@@ -177,3 +177,30 @@ def test_rendered_pages_wait_on_disk_and_only_the_pages_pools_place_are_held(tmp
     pools = builder.build_pools(planned, config, report)
     placed = {id(s.image) for pool in pools for c in pool.candidates for s in c.document.segments}
     assert placed <= {id(page.data) for page in held}  # a page placed many times is one bytes object
+
+
+def test_a_replacement_page_equal_to_a_positive_page_skips_the_hard_query(tmp_path):
+    """Real PDFs repeat pages (blank or divider pages): a hard variant whose replacement pages
+    equal a page the positive shows would keep what it was to lose (MMLongBench-Doc at its real
+    size failed its own `replaced_slots` check on three such variants)."""
+    pytest.importorskip("pypdfium2")
+    from builders._mmlongbench_fixtures import write_paged_sources
+    from builders.mmlongbench import MMLongBenchBuilder, MMLongBenchConfig
+    from mmlongembed.builder import BuildReport
+
+    write_paged_sources(tmp_path / "src", n_documents=8, pages=(14, 22))
+    builder = MMLongBenchBuilder()
+    config = MMLongBenchConfig(sources=str(tmp_path / "src"), lengths=(512,), max_queries_per_pool=4,
+                               dpi=36.0, max_image_pixels=160 * 230)
+    report = BuildReport(progress=False)
+    planned = builder.run_steps(builder.load_sources(config, report), config, report)
+    (plan,) = planned.bands
+    doc_id = next(d for d in plan.eligible if d in plan.queries)
+    n, page_plans = plan.windows[doc_id]
+    pages = planned.sources.pages[doc_id]
+    donor = page_plans[0].donor
+    pages[donor[0]]._data = pages[n - 1].data  # a repeated page: a donor page shows the window's last page
+    pools = builder.build_pools(planned, config, report)
+    hard = next(p for p in pools if p.difficulty == "hard")
+    assert f"q:{doc_id}" not in {q.id for q in hard.queries} and hard.queries
+    assert report.skipped["hard_512_replacement_page_equals_a_positive_page"] == 1
