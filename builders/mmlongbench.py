@@ -23,7 +23,8 @@ from typing import Iterable
 
 from builders._mmlongbench_checks import check_page_pool, page_statistics, query_sources
 from mmlongembed.builder import Builder, BuildReport, CommonConfig, Problem, register
-from mmlongembed.capacity import LengthLimit, check_lengths, halving_limit
+from mmlongembed.capacity import (
+    WRITE_AND_READ_BYTES, LengthLimit, OutputEstimate, check_lengths, halving_limit, image_bytes)
 from mmlongembed.documents import Document, image_segment
 from mmlongembed.errors import FitError, UserError
 from mmlongembed.llm import LLMConfig
@@ -36,7 +37,7 @@ from mmlongembed.rng import seeded_order
 from mmlongembed.pools import EASY_NEGATIVE, HARD_NEGATIVE, POSITIVE, Candidate, LengthBand, Pool, Query, pool_name
 from mmlongembed.readers.mmlongbench import (
     DOC_HUB, DOC_HUB_SAMPLES, FORM_JSONL, FORM_NAMES, OpenPdfs, PagedDocument, Sources, hub_doc_root, measure_pages,
-    read_paged_sources, render_pages, source_roots)
+    load_placed_pages, read_paged_sources, render_pages, source_roots)
 from mmlongembed.tokens import default_counter
 
 INSTRUCTION = "Given this summary, retrieve the original corresponding long document."  # paper Table 6
@@ -80,7 +81,9 @@ class MMLongBenchBuilder(Builder):
     pages of the same document."""
 
     name = "mmlongbench"
-    version = "1.1.0"  # 1.1.0: MMLongBench's release layout (mmlb_data/ + mmlb_image/), the Hub's samples parquet
+    # 1.1.0: MMLongBench's release layout (mmlb_data/ + mmlb_image/), the Hub's samples parquet; 1.2.0: a hard
+    # variant whose replacement page equals a page of the positive is skipped (real PDFs repeat pages)
+    version = "1.2.0"
     task = "logical_summarization"
     title = "MMLongEmbed Logical Summarization: MMLongBench (document images)"
     # its rows in the README's builder tables (`make readme` writes them): what it makes, from what
@@ -154,6 +157,19 @@ class MMLongBenchBuilder(Builder):
             return None
         return halving_limit(max(sum(costs) for costs in sources.costs.values()), "the longest document")
 
+    def output_estimate(self, sources: Sources, config: MMLongBenchConfig) -> OutputEstimate | None:
+        """The pages the pools place are held until they are written (at least each document's
+        window at the largest length; rendered pages wait in the page store on disk), and the
+        largest candidate is the head window of the longest document at the largest length."""
+        if not sources.costs:
+            return None
+        fmt, largest = config.image_format, max(config.lengths)
+        windows = [min(sum(costs), largest) for costs in sources.costs.values()]
+        held = image_bytes(sum(windows), fmt) + WRITE_AND_READ_BYTES
+        longest_window = max(windows)
+        return OutputEstimate(image_bytes(longest_window, fmt), held,
+                              "shorter --lengths, a smaller --max-image-pixels or --dpi, or --image-format JPEG")
+
     # -- the summary step ------------------------------------------------------------------
     def run_steps(self, sources: Sources, config: MMLongBenchConfig, report: BuildReport) -> Planned:
         """The document-summary step: each length's windows, then a summary for every query
@@ -172,7 +188,24 @@ class MMLongBenchBuilder(Builder):
             eligible = [d for d in order if d in windows]
             queries = self._queries(eligible[: context.cap], windows, band, sources, context)
             plans.append(BandPlan(band, eligible, windows, queries))
+        held = load_placed_pages(sources, self._placed_pages(plans))
+        report.notes.append(f"page store: {held / 1e6:.1f} MB of pages held for the pools' windows and variants")
         return Planned(sources, plans)
+
+    @staticmethod
+    def _placed_pages(plans: list[BandPlan]) -> dict[str, set[int]]:
+        """doc id -> every page a pool may place: each eligible document's window (the easy pool's
+        positives and negatives), and the hard variants' pages of the documents with a query."""
+        placed: dict[str, set[int]] = {}
+        for plan in plans:
+            for doc_id in plan.eligible:
+                n, page_plans = plan.windows[doc_id]
+                pages = placed.setdefault(doc_id, set())
+                pages.update(range(n))
+                if doc_id in plan.queries:
+                    for page_plan in page_plans:
+                        pages.update(apply_plan(n, page_plan))
+        return placed
 
     def _queries(self, doc_ids, windows, band, sources: Sources, context: PoolContext) -> dict[str, tuple[str, str]]:
         """doc id -> (query text, where it came from) for this band's window of each document."""
@@ -239,6 +272,12 @@ class MMLongBenchBuilder(Builder):
                     for page_plan, pages in variants]
             if any(m.render()[1] == positive.render()[1] for m in made):
                 raise Skip(f"hard_{band.name}_variant_equals_positive")
+            # a real PDF repeats pages (blank, divider, logo pages): a replacement page equal to one
+            # the positive shows would let the variant keep what it was to lose
+            shown = set(positive.render()[1])
+            stored = sources.pages[doc_id]
+            if any(stored[k].data in shown for page_plan in plans for k in range(*page_plan.donor)):
+                raise Skip(f"hard_{band.name}_replacement_page_equals_a_positive_page")
             group = f"q:{doc_id}"
             if not guard.admit(group, positive, made):
                 raise Skip(f"hard_{band.name}_page_shared_with_another_query")

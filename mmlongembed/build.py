@@ -194,6 +194,7 @@ def _write_benchmark(builder: Builder, config, pools: list[Pool], report: BuildR
         "modalities": sorted({p.modality for p in pools} | {p.query_modality for p in pools}),
         **builder.card_context(config, pools, report),
     }
-    write_card(builder, context, tmp_dir)
+    if not validation.problems:  # else nothing is kept, and the problems are what the user needs to read
+        write_card(builder, context, tmp_dir)
     finish(summary_table(stats, report, validation, pools), written, validation, tmp_dir, final_dir, quiet,
            synthetic)

@@ -189,6 +189,13 @@ class Builder:
         bound it (``capacity.check_lengths`` refuses a build that cannot fit); None: not known."""
         return None
 
+    def output_estimate(self, sources: Any, config):
+        """What the build would write and hold (a ``mmlongembed.capacity.OutputEstimate``: its
+        largest candidate's bytes, its peak memory), estimated from the loaded sources before
+        anything is rendered; None: not known. ``capacity.check_lengths`` refuses a build whose
+        output could not be read back or held."""
+        return None
+
     def validate_pool(self, pool_row: dict, corpus: dict, queries: dict, qrels: dict) -> Iterable[Problem]:
         """Builder-specific invariants, checked on the data as written (column dicts)."""
         return ()

@@ -7,6 +7,12 @@ may be grown from, where they are grown) and, where sources do not bound them (a
 photos drawn again and again), what a build would hold in memory (``Builder.memory_needed``).
 Both are upper bounds: a length within them may still leave pools empty (counted skips), a
 length beyond them cannot give any pool a query, or would be killed by the kernel.
+
+A builder whose candidates hold images also estimates its output before anything is rendered
+(``Builder.output_estimate``): the bytes of its largest candidate, which must fit one value that
+a parquet file can be read back with (``layout.READ_BACK_LIMIT``), and the bytes it holds at its
+peak. A build that could not be read back, or not held, is refused in one line naming the options
+that shrink it.
 """
 
 from __future__ import annotations
@@ -14,6 +20,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from mmlongembed.errors import UserError
+from mmlongembed.layout import READ_BACK_LIMIT, ROW_GROUP_BYTES
 
 
 @dataclass(frozen=True)
@@ -50,6 +57,46 @@ def available_memory() -> int | None:
     return None
 
 
+@dataclass(frozen=True)
+class OutputEstimate:
+    """What a build would write and hold, estimated before rendering (under-estimates: only a build
+    that surely cannot be read back or held is refused)."""
+
+    largest_row_bytes: int  # the largest candidate's images and text, decoded
+    held_bytes: int  # what the build holds in memory at its peak
+    shrink: str  # the options that make both smaller, e.g. "shorter --lengths or a smaller --max-image-pixels"
+
+
+# Bytes per stored pixel of rendered document pages, on the low side of what pages cost (text pages
+# at JPEG quality 90 take about 0.15-0.25; photos more): an estimate that refuses only what surely fails.
+BYTES_PER_PIXEL = {"JPEG": 0.08, "PNG": 0.2}
+PIXELS_PER_IMAGE_TOKEN = 32 * 32  # an image costs ceil(H/32) * ceil(W/32) tokens
+# What a build holds besides its sources: the writer's row group (as arrow arrays, and compressed
+# in the parquet writer), and the validator's row group as it reads it back.
+WRITE_AND_READ_BYTES = 3 * ROW_GROUP_BYTES
+
+
+def image_bytes(tokens: int, image_format: str) -> int:
+    """About the encoded bytes of images that cost ``tokens`` tokens, stored as ``image_format``."""
+    return int(tokens * PIXELS_PER_IMAGE_TOKEN * BYTES_PER_PIXEL.get(image_format, BYTES_PER_PIXEL["JPEG"]))
+
+
+def check_output(estimate: OutputEstimate | None, lengths) -> None:
+    """One line, before rendering, for a build whose largest candidate could not be read back from
+    a parquet file or whose peak would not fit in the memory available."""
+    if estimate is None:
+        return
+    where = f"--lengths up to {max(lengths)}" if lengths else "this build"
+    if estimate.largest_row_bytes > READ_BACK_LIMIT:
+        raise UserError(f"{where}: one candidate would hold about {estimate.largest_row_bytes / 2**30:.1f} GiB of "
+                        f"images, more than a parquet file can be read back with ({READ_BACK_LIMIT / 2**30:.1f} GiB "
+                        f"per value); choose {estimate.shrink}")
+    available = available_memory()
+    if available and estimate.held_bytes > available:
+        raise UserError(f"{where}: the build would hold about {estimate.held_bytes / 1e9:.1f} GB in memory, more "
+                        f"than the {available / 1e9:.1f} GB available here; choose {estimate.shrink}")
+
+
 def check_lengths(builder, sources, config) -> None:
     """One line, before any pool is built, for lengths beyond what ``sources`` can fill or what
     memory can hold; nothing for builders without ``--lengths``."""
@@ -66,6 +113,7 @@ def check_lengths(builder, sources, config) -> None:
         raise UserError(f"--lengths up to {lengths[-1]}: the build would hold about {needed / 1e9:.1f} GB of documents "
                         f"in memory, more than the {available / 1e9:.1f} GB available here; choose shorter --lengths "
                         f"or fewer pools")
+    check_output(builder.output_estimate(sources, config), lengths)
 
 
 def planned_memory(lengths, documents_per_length: int, bytes_per_token: float) -> int:

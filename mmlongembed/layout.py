@@ -36,6 +36,16 @@ MODEL_COLUMNS = {"corpus": CORPUS_COLUMNS, "queries": QUERY_COLUMNS, "qrels": QR
 # The `pools` config columns that every reader of a build relies on (the harness checks them).
 POOLS_CONFIG_COLUMNS = ("pool", "task", "dataset", "difficulty", "length", "modality", "query_modality")
 QUERY_KIND, CANDIDATE_KIND = "query", "candidate"
+# What one row group of a data file may hold decoded (each image counted at every placement, as
+# readers expand the dictionary): Arrow reads a row group's column chunk into one array, and a
+# nested column (the images) past 2 GiB cannot be read at all ("Nested data conversions not
+# implemented for chunked array outputs"), by `load_dataset` or anyone; readers also hold a row
+# group at a time, so this bounds their memory. Each row group has its own dictionary: an image is
+# stored once per row group that places it.
+ROW_GROUP_BYTES = 256 << 20
+# Arrow's limit for one array of binary values, less a margin: a single row beyond it cannot be
+# read back at all (``capacity`` refuses such a build before rendering).
+READ_BACK_LIMIT = (2 << 30) - (64 << 20)
 
 
 def config_name(pool: str, part: str) -> str:
@@ -121,20 +131,40 @@ def configs_from_card(card_path: Path) -> dict[str, ConfigSpec]:
 def read_config(root: Path, spec: ConfigSpec) -> dict[str, list]:
     """The rows of one config as columns (what `load_dataset(root, spec.name)` returns, images
     undecoded). A missing, empty or corrupt file is a one-line UserError naming it."""
-    import pyarrow.compute as pc
-    import pyarrow.parquet as pq
-
     path = Path(root) / spec.path
     if not path.is_file():
         raise UserError(f"{spec.path}: missing (config {spec.name})")
     try:
-        table = pq.read_table(
-            path, columns=list(spec.columns) if spec.columns else None,
-            filters=pc.field(POOL_COLUMN) == spec.pool if spec.pool is not None else None)
-        return table.to_pydict()  # where damaged bytes in a page surface (UnicodeDecodeError...)
+        return _read_rows(path, spec)
     except Exception as error:  # noqa: BLE001  (pyarrow raises several types for broken files)
         first = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
         raise UserError(f"{spec.path}: not a readable parquet file ({type(error).__name__}: {first[:200]})") from None
+
+
+def _read_rows(path: Path, spec: ConfigSpec) -> dict[str, list]:
+    """``read_config``'s rows, read a row group at a time (memory bounded by a row group, and no
+    column chunk is decoded whole past what Arrow can hold); an image placed by several rows is
+    one bytes object in what is returned, as it is one value in the file's dictionary."""
+    import pyarrow.compute as pc
+    import pyarrow.parquet as pq
+
+    interned: dict[bytes, bytes] = {}
+    with pq.ParquetFile(path) as handle:
+        names = list(spec.columns) if spec.columns else [n for n in handle.schema_arrow.names]
+        read = names + ([POOL_COLUMN] if spec.pool is not None and POOL_COLUMN not in names else [])
+        out: dict[str, list] = {name: [] for name in names}
+        for k in range(handle.num_row_groups):
+            table = handle.read_row_group(k, columns=read)
+            if spec.pool is not None:
+                table = table.filter(pc.field(POOL_COLUMN) == spec.pool)
+            # to_pydict is where damaged bytes in a page surface (UnicodeDecodeError...)
+            for name, values in table.select(names).to_pydict().items():
+                if name == "images":
+                    values = [[{**image, "bytes": interned.setdefault(image["bytes"], image["bytes"])}
+                               if image and image.get("bytes") else image for image in row] if row else row
+                              for row in values]
+                out[name] += values
+    return out
 
 
 @dataclass

@@ -22,14 +22,14 @@ import shutil
 import statistics
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Sequence
+from typing import Iterator, Sequence
 
 from mmlongembed.documents import VISUAL_KINDS
 from mmlongembed.errors import UserError
 from mmlongembed.manifest import file_sha256
 from mmlongembed.layout import (
-    AUDIT_COLUMNS, CANDIDATE_KIND, MODEL_COLUMNS, PARTS, POOL_COLUMN, QUERY_KIND, SPLIT, ConfigSpec, OpaqueIds,
-    config_name)
+    AUDIT_COLUMNS, CANDIDATE_KIND, MODEL_COLUMNS, PARTS, POOL_COLUMN, QUERY_KIND, READ_BACK_LIMIT, ROW_GROUP_BYTES,
+    SPLIT, ConfigSpec, OpaqueIds, config_name)
 from mmlongembed.outdir import check_replaceable, make_temporary_dir, temporary_path
 from mmlongembed.pools import Pool
 from mmlongembed.rng import derive_rng
@@ -162,6 +162,38 @@ def images_array(rows: list[dict], dictionary: dict[bytes, int], store: list[byt
     return pa.ListArray.from_arrays(pa.array(offsets, pa.int32()), struct)
 
 
+def value_bytes(value) -> int:
+    """About the bytes ``value`` (a cell: text, bytes, a list of them, a number) takes decoded."""
+    if isinstance(value, bytes):
+        return len(value)
+    if isinstance(value, str):
+        return len(value) if value.isascii() else len(value.encode("utf-8"))
+    if isinstance(value, (list, tuple)):
+        return sum(value_bytes(v) for v in value)
+    if isinstance(value, dict):
+        return sum(value_bytes(v) for v in value.values())
+    return 8
+
+
+def row_group_slices(rows: Sequence[dict], budget: int | None = None) -> list[slice]:
+    """Consecutive runs of ``rows`` whose decoded bytes stay within ``budget`` (default
+    ``ROW_GROUP_BYTES``): the row groups of a file (at least one, for no rows). A row that
+    alone is past what Arrow can read back is a UserError (``capacity`` refuses such builds first)."""
+    budget = budget or ROW_GROUP_BYTES
+    slices, start, size = [], 0, 0
+    for k, row in enumerate(rows):
+        n = value_bytes(row)
+        if n > READ_BACK_LIMIT:
+            raise UserError(f"one row holds {n / 2**30:.2f} GiB, more than a parquet file can be read back with "
+                            f"(2 GiB per value); choose shorter --lengths or smaller images")
+        if k > start and size + n > budget:
+            slices.append(slice(start, k))
+            start, size = k, 0
+        size += n
+    slices.append(slice(start, len(rows)))
+    return slices
+
+
 def _features(part: str, rows: list[dict]):
     import datasets
 
@@ -181,35 +213,45 @@ def _features(part: str, rows: list[dict]):
     return datasets.Features(features)
 
 
-def shard_table(part: str, rows_in_pool_order: list[tuple[str, list[dict]]]):
-    """One arrow table of the given part for several pools, rows of each pool together."""
+def arrow_row_groups(rows: Sequence[dict], features) -> Iterator:
+    """``rows`` as arrow tables of ``features``, one per row group (``row_group_slices``), each
+    made when the writer asks for it (memory bounded by a row group) and with its own image
+    dictionary (only the images its rows place: a parquet writer writes a dictionary whole into
+    every row group it is given for)."""
     import pyarrow as pa
 
+    schema = features.arrow_schema
+    for part in row_group_slices(rows):
+        group = rows[part]
+        yield pa.table({
+            name: images_array(group, {}, []) if name == "images" else
+            pa.array([row.get(name) for row in group], type=schema.field(name).type) for name in features})
+
+
+def shard_table(part: str, rows_in_pool_order: list[tuple[str, list[dict]]]):
+    """Arrow tables (one per row group, made as they are written) of the given part for several
+    pools, rows of each pool together, and their features."""
     rows = [{**row, POOL_COLUMN: pool} for pool, part_rows in rows_in_pool_order for row in part_rows]
     features = _features(part, rows)
-    schema = features.arrow_schema
-    columns = {}
-    dictionary: dict[bytes, int] = {}
-    store: list[bytes] = []
-    for name in features:
-        if name == "images":
-            columns[name] = images_array(rows, dictionary, store)
-        else:
-            columns[name] = pa.array([row.get(name) for row in rows], type=schema.field(name).type)
-    table = pa.table(columns)
-    return table, features
+    return arrow_row_groups(rows, features), features
 
 
-def write_parquet(table, features, directory: Path, stem: str) -> Path:
-    """Write ``table`` as ``<stem>-<content hash>.parquet`` with the datasets features in its
-    metadata (so load_dataset decodes images); returns the path."""
+def write_parquet(tables, features, directory: Path, stem: str) -> Path:
+    """Write ``tables`` (an arrow table, or an iterable of them: one row group each) as
+    ``<stem>-<content hash>.parquet`` with the datasets features in its metadata (so
+    load_dataset decodes images); returns the path."""
     import pyarrow.parquet as pq
 
+    tables = iter([tables] if hasattr(tables, "num_rows") else tables)
+    table = next(tables)
     directory.mkdir(parents=True, exist_ok=True)
     scratch = directory / f".{stem}.writing"
     metadata = {"huggingface": json.dumps({"info": {"features": features.to_dict()}})}
     with pq.ParquetWriter(str(scratch), table.schema, **PARQUET_OPTIONS) as writer:
-        writer.write_table(table, row_group_size=max(1, table.num_rows))
+        while table is not None:
+            writer.write_table(table, row_group_size=max(1, table.num_rows))
+            del table  # let it go before the next row group is made
+            table = next(tables, None)
         writer.add_key_value_metadata(metadata)
     digest = file_sha256(scratch)
     final = directory / f"{stem}-{digest[:12]}.parquet"
@@ -300,8 +342,8 @@ def write_tables(pools: Sequence[Pool], root: Path, *, seed: int, builder: str, 
                         stats.image_refs += len(row["images"])
                         stats.image_bytes_referenced += sum(len(b) for b in row["images"])
                         distinct.update(dict.fromkeys(row["images"]))
-                table, features = shard_table(part, ordered)
-                path = record(write_parquet(table, features, root / "data" / dataset / part, shard))
+                tables, features = shard_table(part, ordered)
+                path = record(write_parquet(tables, features, root / "data" / dataset / part, shard))
                 columns = MODEL_COLUMNS.get(part) or tuple(c for c in features if c != POOL_COLUMN)
                 for pool in chunk:
                     pool_specs.setdefault(pool.name, []).append(

@@ -31,7 +31,7 @@ from mmlongembed.card import render_card
 from mmlongembed.croissant import write_croissant
 from mmlongembed.disclosure import DATASHEET_MARKER, hub_metadata, render_datasheet
 from mmlongembed.errors import UserError
-from mmlongembed.layout import ConfigSpec
+from mmlongembed.layout import ROW_GROUP_BYTES, ConfigSpec
 from mmlongembed.manifest import public_config, toolkit_identity
 from mmlongembed.outdir import (
     BuildLock, check_output_root, check_replaceable, remove_stale_temporaries, sigterm_as_interrupt, write_error)
@@ -202,7 +202,8 @@ def card_context(builder: Builder, manifest: dict, configs: list[ConfigSpec], n_
     ``card_context``)."""
     context = {"title": builder.title, "builder": builder.name, "builder_version": builder.version,
                "licence": builder.licence, "languages": builder.languages, "configs": configs, "n_rows": n_rows,
-               "manifest": manifest, "config": manifest["config"], "storage": manifest["storage"]}
+               "manifest": manifest, "config": manifest["config"], "storage": manifest["storage"],
+               "row_group_bytes": ROW_GROUP_BYTES}
     if report is not None:
         context.update({"skipped": dict(sorted(report.skipped.items())), "llm_steps": report.llm_steps})
     return context

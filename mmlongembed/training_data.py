@@ -15,7 +15,7 @@ from typing import Any
 from mmlongembed.errors import UserError
 from mmlongembed.layout import ConfigSpec
 from mmlongembed.manifest import file_sha256
-from mmlongembed.output import StorageStats, Written, images_array, write_parquet
+from mmlongembed.output import StorageStats, Written, arrow_row_groups, write_parquet
 
 TRAIN_SPLIT = "train"
 IMAGES = "images"
@@ -37,19 +37,6 @@ class TrainingData:
     tokenizer: dict | None = None  # the tokenizer that made any token ids (default: the Qwen3 yardstick)
 
 
-def _arrow_table(table: TrainingTable):
-    import pyarrow as pa
-
-    schema = table.features.arrow_schema
-    columns = {}
-    for name in table.features:
-        if name == IMAGES:
-            columns[name] = images_array(table.rows, {}, [])
-        else:
-            columns[name] = pa.array([row.get(name) for row in table.rows], type=schema.field(name).type)
-    return pa.table(columns)
-
-
 def write_training_tables(data: TrainingData, root: Path) -> Written:
     """One parquet file per table under ``data/<name>/``; returns the card's config specs, the
     storage figures and the sha256 of every data file."""
@@ -57,7 +44,7 @@ def write_training_tables(data: TrainingData, root: Path) -> Written:
     specs, files, stats = [], {}, StorageStats()
     distinct: dict[bytes, None] = {}
     for table in data.tables:
-        path = write_parquet(_arrow_table(table), table.features, root / "data" / table.name, TRAIN_SPLIT)
+        path = write_parquet(arrow_row_groups(table.rows, table.features), table.features, root / "data" / table.name, TRAIN_SPLIT)
         relative = path.relative_to(root).as_posix()
         size = path.stat().st_size
         files[relative] = {"sha256": file_sha256(path), "bytes": size}

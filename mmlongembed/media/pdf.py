@@ -364,6 +364,12 @@ class PageRenderer:
 
         return self._cached(key, make)
 
+    def forget(self) -> None:
+        """Let go of what was rendered (a caller that keeps it elsewhere, as the page store does);
+        the counts stay."""
+        with self._lock:
+            self._cache.clear()
+
     def stats(self) -> dict:
         per_second = self.rendered_pages / self.seconds if self.seconds > 0 else None
         return {"renders": self.renders, "pages": self.rendered_pages, "seconds": round(self.seconds, 3),

@@ -16,8 +16,8 @@ from typing import Iterable
 
 from mmlongembed.builder import BuildReport
 from mmlongembed.errors import UserError
-from mmlongembed.media.pdf import (
-    PageRenderer, PdfFile, RenderSettings, StoredImage, image_file_size, page_image_size)
+from mmlongembed.media.page_store import PageStore, StoredPage
+from mmlongembed.media.pdf import PageRenderer, PdfFile, RenderSettings, image_file_size, page_image_size
 from mmlongembed.sources import HubSource, hub_file, iter_jsonl, read_json, require_dir
 from mmlongembed.tokens import fit_image_size, image_tokens
 
@@ -81,10 +81,12 @@ class Sources:
     files: list[Path] = field(default_factory=list)
     roots: list[Path] = field(default_factory=list)
     # filled by decode_pages: doc id -> each page's token cost at its stored size, its stored
-    # image, and (for documents whose summary the summary step writes) its text layer
+    # image (in the page store: its bytes are read when a pool places it), and (for documents
+    # whose summary the summary step writes) its text layer
     costs: dict[str, list[int]] = field(default_factory=dict)
-    pages: dict[str, tuple[StoredImage, ...]] = field(default_factory=dict)
+    pages: dict[str, tuple[StoredPage, ...]] = field(default_factory=dict)
     texts: dict[str, tuple[str, ...]] = field(default_factory=dict)
+    store: PageStore | None = None
 
 
 # -- reading ---------------------------------------------------------------------------------
@@ -292,15 +294,32 @@ def measure_pages(sources: Sources, settings: RenderSettings, pdfs: OpenPdfs, re
 
 
 def render_pages(sources: Sources, settings: RenderSettings, pdfs: OpenPdfs, report: BuildReport) -> dict:
-    """``sources.pages``: every page rendered (a PDF page) or re-encoded (a page image) once
-    (two documents with the same page share its stored image); ``sources.texts``: the text layer
-    of every page of the documents whose summary the summary step writes. Returns the renderer's
-    figures (pages, seconds, pages per second)."""
+    """``sources.pages``: every page rendered (a PDF page) or re-encoded (a page image) once per
+    document, into the page store (``sources.store``: on disk, so that memory holds one document's
+    pages at a time; two equal pages are one file); ``sources.texts``: the text layer of every page
+    of the documents whose summary the summary step writes. Returns the renderer's figures (pages,
+    seconds, pages per second)."""
     renderer = PageRenderer(settings)
+    sources.store = sources.store or PageStore()
     for document in report.bar(sources.documents, "rendering pages", "document"):
         sources.pages[document.id] = tuple(
-            renderer.image_file(p.path) if p.index is None else renderer.page(pdfs[p.path], p.index)
+            sources.store.put(renderer.image_file(p.path) if p.index is None else renderer.page(pdfs[p.path], p.index))
             for p in document.pages)
+        renderer.forget()  # the store holds them now
         if not document.summary:  # MMLongBench-Doc: PDF pages, so each page has its index
             sources.texts[document.id] = tuple(pdfs[p.path].text(p.index) for p in document.pages)
     return renderer.stats()
+
+
+def load_placed_pages(sources: Sources, placed: dict[str, set[int]]) -> int:
+    """Read from the page store the pages that pools may place (doc id -> page indices), so that
+    assembling the pools reads no file, then remove the store: a page left unread is never
+    held. Returns the bytes now held."""
+    held = 0
+    for doc_id, indices in placed.items():
+        for k in sorted(indices):
+            held += len(sources.pages[doc_id][k].data)
+    if sources.store is not None:
+        sources.store.close()
+        sources.store = None
+    return held

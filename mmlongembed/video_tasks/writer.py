@@ -20,19 +20,11 @@ import yaml
 from mmlongembed.card import size_category
 from mmlongembed.manifest import file_sha256
 from mmlongembed.outdir import remove_stale_temporaries
-from mmlongembed.output import commit_output_dir, write_json, write_parquet
+from mmlongembed.output import arrow_row_groups, commit_output_dir, write_json, write_parquet
 from mmlongembed.pipeline import output_site, temporary_output
 from mmlongembed.video_tasks.tasks import TaskOutput
 
 LOADER = Path(__file__).with_name("mteb_tasks.py")
-
-
-def _table(rows: list[dict], features):
-    import pyarrow as pa
-
-    schema = features.arrow_schema
-    return pa.table({name: pa.array([row.get(name) for row in rows], type=schema.field(name).type)
-                     for name in features})
 
 
 def write_task_data(root: Path, tasks: Sequence[TaskOutput], progress=None) -> tuple[list[dict], dict[str, dict]]:
@@ -43,7 +35,7 @@ def write_task_data(root: Path, tasks: Sequence[TaskOutput], progress=None) -> t
     for task, config, splits in (progress(items) if progress else items):
         data_files = []
         for split, rows in splits.items():
-            path = write_parquet(_table(rows, task.features[config]), task.features[config],
+            path = write_parquet(arrow_row_groups(rows, task.features[config]), task.features[config],
                                  root / "data" / config, split)
             relative = path.relative_to(root).as_posix()
             files[relative] = {"sha256": file_sha256(path), "bytes": path.stat().st_size}
