@@ -75,7 +75,10 @@ def clean_toolkit(monkeypatch):
     import mmlongembed.pipeline as pipeline_module
     from mmlongembed.manifest import toolkit_identity
 
-    identity = {**toolkit_identity(), "git_commit": "1" * 40, "git_dirty": False}
+    identity = {**toolkit_identity(), "git_dirty": False}
+    if identity["git_commit"] == "unknown":  # not a git checkout: any fixed commit will do
+        identity["git_commit"] = "1" * 40
+    # a real commit where there is one: croissant.json's datePublished is that commit's date
     monkeypatch.setattr(pipeline_module, "toolkit_identity", lambda: dict(identity))
     monkeypatch.setattr(composite, "toolkit_identity", lambda: dict(identity))
     return identity
