@@ -154,6 +154,20 @@ def directory_fingerprint(path: Path) -> str:
     return digest.hexdigest()[:16]
 
 
+def timed_model_call(stats: PoolScores, call, items: list):
+    """``call(items)``, its time added to ``stats.embed_seconds``; a failure of the model itself
+    (not of the pool or the user's options) is one ``ModelError`` line, which skips the pool."""
+    start = time.perf_counter()
+    try:
+        result = call(items)
+    except (PoolError, ModelError, UserError):
+        raise
+    except Exception as exc:  # noqa: BLE001  (a model failure skips the pool, one line)
+        raise ModelError(f"{type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}") from None
+    stats.embed_seconds += time.perf_counter() - start
+    return result
+
+
 class DenseModel(Model):
     """Embeds queries and candidates (through the cache, in batches) and scores by cosine."""
 
@@ -198,14 +212,7 @@ class DenseModel(Model):
                 missing = [i for i, k in enumerate(keys) if k not in hits]
                 fresh: dict[int, tuple[np.ndarray, bool]] = {}
                 if missing:
-                    start = time.perf_counter()
-                    try:
-                        embedded, flags = self.embed([batch[i] for i in missing])
-                    except (PoolError, ModelError, UserError):
-                        raise
-                    except Exception as exc:  # noqa: BLE001  (a model failure skips the pool, one line)
-                        raise ModelError(f"{type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}")
-                    stats.embed_seconds += time.perf_counter() - start
+                    embedded, flags = timed_model_call(stats, self.embed, [batch[i] for i in missing])
                     embedded = np.asarray(embedded, dtype=np.float32)
                     norms = np.linalg.norm(embedded, axis=1, keepdims=True)
                     embedded = embedded / np.maximum(norms, 1e-12)

@@ -12,15 +12,14 @@ the same tie-aware metrics as any model's. `multivector:<path>` runs a local tra
 
 from __future__ import annotations
 
-import time
 from pathlib import Path
 
 import numpy as np
 
 from harness.cache import EmbeddingCache, input_key, model_key
-from harness.data import Item, PoolError
+from harness.data import Item
 from harness.models import (DenseModel, Model, ModelError, PoolScores, RunSettings, directory_fingerprint,
-                            register_model_kind)
+                            register_model_kind, timed_model_call)
 from harness.truncation import truncate_middle
 from mmlongembed.documents import IMAGE_PLACEHOLDER
 from mmlongembed.errors import UserError
@@ -59,14 +58,7 @@ class MultiVectorModel(DenseModel):
         found = cache.get_matrices(key_of_model, keys)
         missing = [i for i, key in enumerate(keys) if key not in found]
         if missing:
-            start = time.perf_counter()
-            try:
-                matrices, flags = self.embed_tokens([batch[i] for i in missing])
-            except (PoolError, ModelError, UserError):
-                raise
-            except Exception as exc:  # noqa: BLE001  (a model failure skips the pool, one line)
-                raise ModelError(f"{type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}")
-            stats.embed_seconds += time.perf_counter() - start
+            matrices, flags = timed_model_call(stats, self.embed_tokens, [batch[i] for i in missing])
             fresh = []
             for i, matrix, truncated in zip(missing, matrices, flags):
                 matrix = np.asarray(matrix, dtype=np.float32).reshape(len(matrix), -1)
