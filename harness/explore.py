@@ -17,7 +17,6 @@ import functools
 import hashlib
 import io
 import json
-import re
 import shutil
 import sys
 import time

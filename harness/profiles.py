@@ -10,7 +10,7 @@ it was not; results of an unverified profile carry that reason.
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass
 
 from mmlongembed.errors import UserError
 

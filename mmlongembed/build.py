@@ -7,7 +7,7 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-from mmlongembed.build_checks import Validation, check_files, validate_tables
+from mmlongembed.build_checks import Validation, validate_tables
 from mmlongembed.builder import Builder, BuildReport
 from mmlongembed.capacity import check_lengths
 from mmlongembed.errors import UserError

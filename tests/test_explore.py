@@ -4,13 +4,11 @@ from disk in a headless Chromium and read as a person would (tests/_browser.py).
 from __future__ import annotations
 
 import json
-import re
 from pathlib import Path
 
 import pyarrow.parquet as pq
 import pytest
 
-from harness.explore import build_site
 from harness.explore_marks import sentence_spans, text_edits
 from mmlongembed.cli import main as mmle
 from tests._browser import Browser, require_chromium
