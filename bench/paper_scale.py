@@ -10,7 +10,8 @@ published, over generated clips of each annotated duration:
     mmdocrag     4,000 questions with their quote images (MMDocRAG's JSONL)
     activitynet  4,917 videos of val_1.json, one generated clip per video at its annotated duration
     youkudc      3,000 videos in the release layout (an assumed size: the YoukuDC test split's count is
-                 not recorded here), captions translated by the loopback fake LLM
+                 not recorded here) of 2-3 minutes (the fixture's events stretched 8x), captions
+                 translated by the loopback fake LLM
 
 Each builder is first built at 1/8 of that size (the reference), then at the size asked for, each
 build in its own process (peak RSS = the largest of it and its workers; CPU = its own and its
@@ -48,6 +49,7 @@ UNIT = {"hotpotqa": "questions", "govreport": "reports", "mmlongbench": "documen
 PAPER_LENGTHS = (8192, 16384, 32768)
 CLIP_SIZE = (64, 48)  # width, height of the generated clips
 PAPER_FRAME_TOKENS = 240  # a 640x360 frame, the video builders' default frame budget
+YOUKU_STRETCH = 8.0  # the fixture's 15-22 s clips made 2-3 minutes long, so the 16K and 32K bands can fill
 
 MEASURED = textwrap.dedent("""
     import json, resource, sys, time
@@ -115,7 +117,8 @@ def write_sources(name: str, root: Path, n: int) -> str:
         return f"sources={str(root)!r}, {frames}"
     from builders._temporal_fixtures import write_temporal_sources
 
-    translations = write_temporal_sources(root / "youkudc", n_videos=n, language="zh", layout="youku")
+    translations = write_temporal_sources(root / "youkudc", n_videos=n, language="zh", layout="youku",
+                                          stretch=YOUKU_STRETCH, fps=1, audio=False)
     (root / "translations.json").write_text(json.dumps(translations, ensure_ascii=False), encoding="utf-8")
     return (f"sources={str(root / 'youkudc')!r}, {frames}, llm='openai', llm_model='fake-model', "
             f"llm_cache={str(root / 'llm-cache')!r}, llm_backoff=0.01, llm_base_url=SERVER.url")
