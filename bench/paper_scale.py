@@ -229,7 +229,8 @@ def main() -> None:
     parser.add_argument("--builders", nargs="+", choices=tuple(PAPER_SIZE), default=list(PAPER_SIZE),
                         help="which builders to run (default: all six)")
     parser.add_argument("--reference", type=int, default=8,
-                        help="the reference build is this many times smaller (default 8; 1 skips it)")
+                        help="the reference build is this many times smaller (default 8; 1 skips it; so does a "
+                             "size of 4 units or fewer)")
     parser.add_argument("--timeout", type=float, default=5400, help="time limit per step in seconds (default 5400)")
     parser.add_argument("--work", type=Path, default=None, help="where to write sources and builds (default: a "
                         "temporary directory, removed at the end)")
@@ -237,8 +238,8 @@ def main() -> None:
     with tempfile.TemporaryDirectory(prefix="mmle-scale-", dir=args.work) as tmp:
         for name in args.builders:
             n = max(4, round(PAPER_SIZE[name] * args.scale))
-            reference = run_one(name, max(4, n // args.reference), Path(tmp), args.timeout) \
-                if args.reference > 1 else None
+            reference_n = max(4, n // args.reference)  # at n itself it would find the build up to date
+            reference = run_one(name, reference_n, Path(tmp), args.timeout) if reference_n < n else None
             if reference:
                 print(line(name, reference) + "  (reference)", flush=True)
             full = run_one(name, n, Path(tmp), args.timeout)
