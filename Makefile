@@ -16,7 +16,7 @@ TABLE3_ARGS ?=
 # e.g. make push DATASET=govreport PUSH_ARGS="--repo org/mmlongembed --version 1.0.0"
 PUSH_ARGS ?=
 
-.PHONY: venv build-dataset validate test browser bench score table3 push readme clean
+.PHONY: venv build-dataset validate test browser bench bench-scale score table3 push readme clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -52,6 +52,12 @@ bench: $(STAMP)
 	$(BIN)/python bench/harness_throughput.py
 	$(BIN)/python bench/hotpotqa_build.py
 	$(BIN)/python bench/release_build.py
+
+# Every builder at the paper's size (hours on 2 cores; docs/SCALE.md). A short run:
+# make bench-scale SCALE_ARGS="--scale 0.1 --builders govreport hotpotqa"
+SCALE_ARGS ?=
+bench-scale: $(STAMP)
+	$(BIN)/python bench/paper_scale.py $(SCALE_ARGS)
 
 score: $(STAMP)
 	$(BIN)/mmle score --dataset $(OUT)/$(DATASET) $(SCORE_ARGS)

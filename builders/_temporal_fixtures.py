@@ -15,11 +15,11 @@ TEMPORAL_FIXTURE_NOTE = ("SYNTHETIC annotations written by mmlongembed.testing f
                          "generated videos. Never publish a build made from them.")
 
 
-def _fixture_events(rng: random.Random, n_events: int, duration: float, with_overview: bool):
+def _fixture_events(rng: random.Random, n_events: int, duration: float, with_overview: bool, stretch: float = 1.0):
     spans, t = [], 0.0
     for _ in range(n_events):
-        length = rng.choice((1.6, 2.0, 2.4, 3.0))
-        start = max(0.0, t + rng.choice((-0.3, 0.0, 0.0, 0.2)))
+        length = stretch * rng.choice((1.6, 2.0, 2.4, 3.0))
+        start = max(0.0, t + stretch * rng.choice((-0.3, 0.0, 0.0, 0.2)))
         spans.append([round(start, 2), round(min(duration, start + length), 2)])
         t = start + length
     if with_overview:  # ActivityNet often opens with an event spanning the whole video
@@ -38,12 +38,16 @@ def _made_up_chinese(rng: random.Random) -> str:
 
 def write_temporal_sources(root: Path, n_videos: int = 12, language: str = "en", layout: str = "activitynet",
                            seed: int = 5, annotations_dir: str = "annotations", videos_dir: str = "videos",
-                           id_prefix: str = "v_fixture") -> dict[str, str]:
+                           id_prefix: str = "v_fixture", stretch: float = 1.0, fps: int = 4,
+                           audio: bool = True) -> dict[str, str]:
     """Generated videos with dense-caption annotations, marked SYNTHETIC: ActivityNet Captions
     JSON (``layout="activitynet"``: ``<annotations_dir>/val_1.json`` + ``<videos_dir>/``) or the
     YoukuDC release layout (``"youku"``: ``meta_files`` CSV + ``data_files/<Category>/test/``).
     ``language="zh"`` writes made-up Chinese captions; returns {Chinese caption: made-up English
-    translation} for a loopback translator. Video ids are ``<id_prefix>NNN``."""
+    translation} for a loopback translator. Video ids are ``<id_prefix>NNN``. ``stretch`` multiplies
+    every event's length (and so the video's), ``fps`` is the clips' frame rate (the paper-scale
+    bench writes minute-long videos at 1 FPS); ``audio=False`` leaves out every audio track
+    (encoding minutes of it is most of the writing time)."""
     import csv
 
     rng = random.Random(seed)
@@ -55,8 +59,8 @@ def write_temporal_sources(root: Path, n_videos: int = 12, language: str = "en",
     for v in range(n_videos):
         video_id = f"{id_prefix}{v:03d}"
         n_events = rng.randint(5, 8)
-        duration = round(n_events * 2.6 + 1.0, 2)
-        spans = _fixture_events(rng, n_events, duration, with_overview=v % 4 == 0)
+        duration = round((n_events * 2.6 + 1.0) * stretch, 2)
+        spans = _fixture_events(rng, n_events, duration, with_overview=v % 4 == 0, stretch=stretch)
         words = [made_up_word(rng) for _ in range(30)]
         sentences = []
         for _ in spans:
@@ -71,7 +75,7 @@ def write_temporal_sources(root: Path, n_videos: int = 12, language: str = "en",
         category = ("Agriculture", "Children")[v % 2]
         folder = root / (videos_dir if layout == "activitynet" else Path("data_files") / category / "test")
         write_test_video(folder / f"{video_id.removeprefix('v_') if v % 3 == 0 else video_id}.mp4",
-                         duration, seed=seed * 1000 + v, audio=v % 5 != 4)
+                         duration, seed=seed * 1000 + v, fps=fps, audio=audio and v % 5 != 4)
     if layout == "activitynet":
         (root / annotations_dir).mkdir(exist_ok=True)
         (root / annotations_dir / "val_1.json").write_text(json.dumps(annotations, ensure_ascii=False),

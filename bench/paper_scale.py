@@ -1,0 +1,253 @@
+"""Every builder at the paper's size: wall time, CPU, peak memory, output bytes, load and validate time.
+
+Sources are the builders' own fixture generators (`builders/_<name>_fixtures.py`) run at the size
+of the real release, except ActivityNet, whose real `val_1.json` (../shared/scale) is used as
+published, over generated clips of each annotated duration:
+
+    hotpotqa     7,405 questions (the dev set), WikiText-style padding articles
+    govreport    19,000 reports (GovReport: 19,466)
+    mmlongbench  135 PDFs of 30-64 pages (47 on average, as MMLongBench-Doc)
+    mmdocrag     4,000 questions with their quote images (MMDocRAG's JSONL)
+    activitynet  4,917 videos of val_1.json, one generated clip per video at its annotated duration
+    youkudc      3,000 videos in the release layout (an assumed size: the YoukuDC test split's count is
+                 not recorded here) of 2-3 minutes (the fixture's events stretched 8x), captions
+                 translated by the loopback fake LLM
+
+Each builder is first built at 1/8 of that size (the reference), then at the size asked for, each
+build in its own process (peak RSS = the largest of it and its workers; CPU = its own and its
+workers'). The growth line compares the time ratio with the source ratio: with the paper's query
+caps the pools stop growing, so time must grow no faster than the sources (exponent <= 1; on a
+shared machine read the ratios, not the seconds). Every output is then read back through
+`datasets.load_dataset` (every config) and `mmle validate`, each timed in its own process.
+
+Video clips are 64x48 noise at 1 FPS (4 tokens a frame, not the 240 of a 640x360 frame), so the
+video builders get the paper's lengths scaled by 4/240: the same frames per run, the same pools,
+much smaller image bytes. Goal: every output readable, peak RSS <= 3 GB per builder.
+
+    python bench/paper_scale.py --scale 0.1 --builders govreport hotpotqa    # a short run
+    make bench-scale                                                          # everything, full size
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import os
+import subprocess
+import sys
+import tempfile
+import textwrap
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+SCALE_DATA = Path(os.environ.get("MMLE_SHARED_SCALE", REPO.parent / "shared" / "scale"))
+PAPER_SIZE = {"hotpotqa": 7405, "govreport": 19000, "mmlongbench": 135, "mmdocrag": 4000, "activitynet": 4917,
+              "youkudc": 3000}
+UNIT = {"hotpotqa": "questions", "govreport": "reports", "mmlongbench": "documents", "mmdocrag": "questions",
+        "activitynet": "videos", "youkudc": "videos"}
+PAPER_LENGTHS = (8192, 16384, 32768)
+CLIP_SIZE = (64, 48)  # width, height of the generated clips
+PAPER_FRAME_TOKENS = 240  # a 640x360 frame, the video builders' default frame budget
+YOUKU_STRETCH = 8.0  # the fixture's 15-22 s clips made 2-3 minutes long, so the 16K and 32K bands can fill
+
+MEASURED = textwrap.dedent("""
+    import json, resource, sys, time
+    sys.path.insert(0, {repo!r})
+    start = time.perf_counter()
+    exec({code!r})
+    wall = time.perf_counter() - start
+    usage = [resource.getrusage(w) for w in (resource.RUSAGE_SELF, resource.RUSAGE_CHILDREN)]
+    print("MEASURED=" + json.dumps({{"wall_s": wall, "cpu_s": sum(u.ru_utime + u.ru_stime for u in usage),
+                                    "peak_mb": max(u.ru_maxrss for u in usage) / 1024}}))
+""")
+
+
+def measure(code: str, timeout: float) -> dict:
+    """Run ``code`` in a fresh interpreter: its wall and CPU time and peak RSS, or why it failed."""
+    try:
+        proc = subprocess.run([sys.executable, "-c", MEASURED.format(repo=str(REPO), code=textwrap.dedent(code))],
+                              capture_output=True, text=True, cwd=REPO, timeout=timeout,
+                              env={**os.environ, "PYTHONPATH": str(REPO)})
+    except subprocess.TimeoutExpired:
+        return {"error": f"over the time limit ({timeout:.0f} s)"}
+    line = next((x for x in proc.stdout.splitlines() if x.startswith("MEASURED=")), None)
+    if proc.returncode or line is None:
+        tail = (proc.stderr.strip().splitlines() or ["(no output)"])[-1]
+        return {"error": f"exit {proc.returncode}: {tail[:300]}"}
+    return {**json.loads(line.split("=", 1)[1]), "stdout": proc.stdout}
+
+
+# -- sources: the fixture generators at scale ------------------------------------------------------
+
+def video_lengths() -> tuple[int, ...]:
+    """The paper's lengths in tokens of the generated clips' frames (same frames per run)."""
+    from mmlongembed.tokens import image_tokens
+
+    per_frame = image_tokens(CLIP_SIZE[1], CLIP_SIZE[0])
+    return tuple(math.ceil(n * per_frame / PAPER_FRAME_TOKENS) for n in PAPER_LENGTHS)
+
+
+def write_sources(name: str, root: Path, n: int) -> str:
+    """Write ``n`` units of ``name``'s sources under ``root``; the config (Python source) to build them."""
+    if name == "hotpotqa":
+        from builders._hotpotqa_fixtures import write_hotpotqa_sources
+
+        write_hotpotqa_sources(root, n_instances=n, n_articles=max(50, n // 4))
+        return f"sources={str(root)!r}"
+    if name == "govreport":
+        from builders._govreport_fixtures import write_govreport_jsonl
+
+        write_govreport_jsonl(root / "govreport" / "reports.jsonl", n_reports=n)
+        return f"sources={str(root)!r}"
+    if name == "mmlongbench":
+        from builders._mmlongbench_fixtures import write_paged_sources
+
+        write_paged_sources(root, n_documents=n, pages=(30, 64), sidecar=0)
+        return f"sources={str(root)!r}"
+    if name == "mmdocrag":
+        from builders._mmdocrag_fixtures import write_mmdocrag_jsonl
+
+        write_mmdocrag_jsonl(root, n_documents=max(1, n // 4), records_per_document=4)
+        return f"sources={str(root)!r}"
+    lengths = video_lengths()
+    frames = f"frame_store={str(root / 'frame-store')!r}, lengths={lengths!r}"
+    if name == "activitynet":
+        write_activitynet(root, n)
+        return f"sources={str(root)!r}, {frames}"
+    from builders._temporal_fixtures import write_temporal_sources
+
+    translations = write_temporal_sources(root / "youkudc", n_videos=n, language="zh", layout="youku",
+                                          stretch=YOUKU_STRETCH, fps=1, audio=False)
+    (root / "translations.json").write_text(json.dumps(translations, ensure_ascii=False), encoding="utf-8")
+    return (f"sources={str(root / 'youkudc')!r}, {frames}, llm='openai', llm_model='fake-model', "
+            f"llm_cache={str(root / 'llm-cache')!r}, llm_backoff=0.01, llm_base_url=SERVER.url")
+
+
+def write_activitynet(root: Path, n: int) -> None:
+    """The real val_1.json's first ``n`` videos (in id order) with a generated clip of each annotated
+    duration (1 FPS, no audio)."""
+    from mmlongembed.testing import mark_synthetic, write_test_video
+
+    path = SCALE_DATA / "activitynet_captions" / "val_1.json"
+    if not path.is_file():
+        sys.exit(f"the real ActivityNet annotations are not at {path}; set MMLE_SHARED_SCALE")
+    annotations = json.loads(path.read_text(encoding="utf-8"))
+    chosen = {video: annotations[video] for video in sorted(annotations)[:n]}
+    (root / "activitynet_captions").mkdir(parents=True)
+    (root / "activitynet_captions" / "val_1.json").write_text(json.dumps(chosen), encoding="utf-8")
+    for k, (video, entry) in enumerate(chosen.items()):
+        write_test_video(root / "videos" / f"{video}.mp4", entry["duration"], seed=k, fps=1, size=CLIP_SIZE,
+                         audio=False)
+    mark_synthetic(root, "SYNTHETIC clips (noise) under the real ActivityNet Captions val_1 annotations: a "
+                         "paper-scale benchmark run (bench/paper_scale.py). Never publish a build made from them.")
+
+
+# -- one builder: sources, build, read back --------------------------------------------------------
+
+BUILD = """
+    from mmlongembed.build import run_build
+    from mmlongembed.builder import get_builder
+    if {name!r} == "youkudc":
+        import json
+        from mmlongembed.llm.fake_captions import start_caption_server
+        SERVER = start_caption_server(json.loads(open({translations!r}, encoding="utf-8").read()))
+    builder = get_builder({name!r})
+    out = run_build(builder, builder.config_class({config}), {out!r}, progress=False)
+    print("OUT=" + str(out))
+"""
+
+LOAD = """
+    import datasets
+    from mmlongembed.layout import configs_from_card
+    rows = 0
+    for spec in configs_from_card(__import__("pathlib").Path({out!r}) / "README.md").values():
+        rows += len(datasets.load_dataset({out!r}, spec.name, split="test", cache_dir={cache!r}))
+    print("ROWS", rows)
+"""
+
+VALIDATE = """
+    from mmlongembed.validate import validate_build
+    result = validate_build(__import__("pathlib").Path({out!r}))
+    if result.problems:
+        raise SystemExit(f"{{len(result.problems)}} problems, first: {{result.problems[0]}}")
+"""
+
+
+def run_one(name: str, n: int, work: Path, timeout: float) -> dict:
+    """Generate, build, load and validate ``name`` at ``n`` units; the measured figures."""
+    root = work / f"{name}-{n}"
+    generated = measure(f"""
+        import json
+        from bench.paper_scale import write_sources
+        print("CONFIG=" + json.dumps(write_sources({name!r}, __import__("pathlib").Path({str(root / 'src')!r}), {n})))
+    """, timeout)
+    if "error" in generated:
+        return {"n": n, "error": f"sources: {generated['error']}"}
+    config = json.loads(next(x for x in generated["stdout"].splitlines() if x.startswith("CONFIG="))[7:])
+    build = measure(BUILD.format(name=name, config=config, out=str(root / "out"),
+                                 translations=str(root / "src" / "translations.json")), timeout)
+    result = {"n": n, "generate_s": generated["wall_s"], **{k: v for k, v in build.items() if k != "stdout"}}
+    if "error" in build:
+        return result
+    out = next(x for x in build["stdout"].splitlines() if x.startswith("OUT="))[4:]
+    result["bytes"] = sum(p.stat().st_size for p in Path(out).rglob("*") if p.is_file())
+    result["queries"] = sum(p["queries"] for p in json.loads((Path(out) / "manifest.json").read_text())["pools"])
+    loaded = measure(LOAD.format(out=out, cache=str(root / "hf-cache")), timeout)
+    checked = measure(VALIDATE.format(out=out), timeout)
+    result["load"] = loaded.get("error") or f"{loaded['wall_s']:.1f} s, {loaded['peak_mb']:.0f} MB"
+    result["validate"] = checked.get("error") or f"{checked['wall_s']:.1f} s, {checked['peak_mb']:.0f} MB"
+    return result
+
+
+def line(name: str, r: dict) -> str:
+    head = f"{name:12s} {r['n']:6d} {UNIT[name]:9s}"
+    if "wall_s" not in r:
+        return f"{head} FAILED {r['error']}"
+    return (f"{head} gen {r['generate_s']:7.1f} s | build {r['wall_s']:7.1f} s wall {r['cpu_s']:7.1f} s CPU "
+            f"{r['peak_mb']:6.0f} MB peak | {r['queries']:5d} queries {r['bytes'] / 2**20:8.1f} MiB | "
+            f"load_dataset {r['load']} | validate {r['validate']}")
+
+
+def growth(name: str, reference: dict, full: dict) -> str:
+    if "wall_s" not in reference or "wall_s" not in full or full["n"] == reference["n"]:
+        return f"{name:12s} growth: not measured"
+    size, time = full["n"] / reference["n"], full["wall_s"] / reference["wall_s"]
+    exponent = math.log(time) / math.log(size)
+    verdict = "ok" if exponent <= 1.15 else "FASTER THAN LINEAR"
+    memory = "ok" if full["peak_mb"] <= 3072 else "OVER 3 GB"
+    return (f"{name:12s} growth: sources x{size:.1f}, build time x{time:.2f} (exponent {exponent:.2f}, target <= 1, "
+            f"{verdict}); projection from the reference {reference['wall_s'] * size:.0f} s, measured "
+            f"{full['wall_s']:.0f} s; peak RSS {full['peak_mb']:.0f} MB ({memory})")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0],
+                                     formatter_class=argparse.RawDescriptionHelpFormatter,
+                                     epilog="\n".join(__doc__.splitlines()[2:]))
+    parser.add_argument("--scale", type=float, default=1.0, help="share of the paper's size to build (default 1.0)")
+    parser.add_argument("--builders", nargs="+", choices=tuple(PAPER_SIZE), default=list(PAPER_SIZE),
+                        help="which builders to run (default: all six)")
+    parser.add_argument("--reference", type=int, default=8,
+                        help="the reference build is this many times smaller (default 8; 1 skips it; so does a "
+                             "size of 4 units or fewer)")
+    parser.add_argument("--timeout", type=float, default=5400, help="time limit per step in seconds (default 5400)")
+    parser.add_argument("--work", type=Path, default=None, help="where to write sources and builds (default: a "
+                        "temporary directory, removed at the end)")
+    args = parser.parse_args()
+    with tempfile.TemporaryDirectory(prefix="mmle-scale-", dir=args.work) as tmp:
+        for name in args.builders:
+            n = max(4, round(PAPER_SIZE[name] * args.scale))
+            reference_n = max(4, n // args.reference)  # at n itself it would find the build up to date
+            reference = run_one(name, reference_n, Path(tmp), args.timeout) if reference_n < n else None
+            if reference:
+                print(line(name, reference) + "  (reference)", flush=True)
+            full = run_one(name, n, Path(tmp), args.timeout)
+            print(line(name, full), flush=True)
+            if reference:
+                print(growth(name, reference, full), flush=True)
+
+
+if __name__ == "__main__":
+    sys.path.insert(0, str(REPO))
+    main()
