@@ -167,7 +167,8 @@ class HotpotQABuilder(Builder):
         return "hub"
 
     def input_paths(self, config: HotpotQAConfig) -> dict[str, list[str]]:
-        return {**super().input_paths(config), **({"--padding": [config.padding]} if config.padding else {})}
+        padding = config.padding if config.padding and config.padding != NO_PADDING else None
+        return {**super().input_paths(config), **({"--padding": [padding]} if padding else {})}
 
     def load_sources(self, config: HotpotQAConfig, report: BuildReport) -> Sources:
         if config.sources:

@@ -583,6 +583,12 @@ MODEL_KINDS: PluginRegistry[ModelKind] = PluginRegistry("model kind", {
     "shuffled-frames": "harness.diagnostics"})
 
 
+# The loader of model profiles (`mmle score --model gme-qwen2-vl-2b`), found by name: its module
+# subclasses DenseModel, so this module never imports it.
+PROFILE_LOADER: PluginRegistry[Callable[[str, RunSettings], "Model"]] = PluginRegistry(
+    "profile loader", {"profile": "harness.profile_model"})
+
+
 def register_model_kind(name: str, usage: str, takes_argument: bool = True, uses_libraries: bool = True):
     """Decorator: ``make(argument, settings)`` is the factory of the `--model` kind ``name``."""
     def add(make):
@@ -597,12 +603,10 @@ def load_model(spec: str, settings: RunSettings) -> Model:
     spec = spec.strip()
     from harness.profiles import PROFILES
 
-    if spec.lower() in PROFILES:  # a paper model by its name (harness.profiles)
-        from harness.profile_model import load_profile_model
-
+    if spec.lower() in PROFILES:  # a paper model by its name (harness.profiles, run by harness.profile_model)
         if not settings.progress:
             _hide_library_progress_bars()
-        return load_profile_model(spec, settings)
+        return PROFILE_LOADER.get("profile")(spec, settings)
     name, colon, argument = spec.partition(":")
     kind = MODEL_KINDS.get(name)
     model = None

@@ -19,7 +19,8 @@ from pathlib import Path
 import numpy as np
 
 from harness.data import Item
-from harness.models import DenseModel, ModelError, RunSettings, directory_fingerprint, image_token_cost
+from harness.models import (PROFILE_LOADER, DenseModel, ModelError, RunSettings, directory_fingerprint,
+                            image_token_cost)
 from harness.profiles import ImageLimits, ModelProfile, get_profile
 from harness.truncation import truncate_middle
 from mmlongembed.documents import IMAGE_PLACEHOLDER
@@ -263,6 +264,7 @@ def _length_summary(own: list[int], yardstick: list[int], window: int) -> dict:
             "over_window": int((own_array > window).sum())}
 
 
+@PROFILE_LOADER.register("profile")
 def load_profile_model(name: str, settings: RunSettings) -> ProfileModel:
     profile = get_profile(name)
     path = (settings.model_paths or {}).get(profile.name)

@@ -471,14 +471,19 @@ def confusion_data(rows, n_resamples: int = 1000, seed: int = 0) -> list[dict]:
     for (task, dataset, difficulty, length, model), pools in sorted(
             cells.items(), key=lambda kv: (_task_order(kv[0][0]), *kv[0][1:4])):
         labels = sorted({label for r in pools for label in r["breakdown"]["top1"]})
+        queries = sum(int(r["n_queries"]) for r in pools)
+        # where every query's positive tied, the tie rule made the shares: no interval, as in Table 3
+        tie = tie_note(sum(int(r.get("tied_positives") or 0) for r in pools),
+                       sum(int(r.get("all_tied") or 0) for r in pools), queries)
         shares = {}
         for label in labels:
             values = np.concatenate([np.asarray(r["breakdown"]["top1"].get(label) or [0.0] * r["n_queries"],
                                                 dtype=np.float64) for r in pools])
-            ci = list(bootstrap_ci(values, n_resamples, seed)) if len(values) >= MIN_QUERIES_FOR_INTERVAL else None
-            shares[label] = {"share": float(values.mean()), "ci95": ci}
+            interval = len(values) >= MIN_QUERIES_FOR_INTERVAL and not tie
+            shares[label] = {"share": float(values.mean()),
+                             "ci95": list(bootstrap_ci(values, n_resamples, seed)) if interval else None}
         out.append({"model": model, "task": task, "dataset": dataset, "difficulty": difficulty, "length": length,
-                    "pools": len(pools), "queries": sum(int(r["n_queries"]) for r in pools), "top1": shares})
+                    "pools": len(pools), "queries": queries, "tie": tie, "top1": shares})
     return out
 
 
@@ -508,7 +513,8 @@ def confusion_markdown(records: list[dict], label: Callable[[dict], str] | None 
                  "| " + " | ".join(lead + labels) + " |", "|" + "---|" * (len(lead) - 1) + "---:|" * (len(labels) + 1)]
         for r in mine:
             first = [r["difficulty"], _length_name(r["length"]), r["model"]] + ([label(r)] if label else [])
-            lines.append("| " + " | ".join(first + [str(r["queries"])] + [_share_text(r["top1"].get(lab))
+            queries = f"{r['queries']} ({r['tie']})" if r.get("tie") else str(r["queries"])
+            lines.append("| " + " | ".join(first + [queries] + [_share_text(r["top1"].get(lab))
                                                                             for lab in labels]) + " |")
         parts.append("\n".join(lines))
     return "\n\n".join(parts)

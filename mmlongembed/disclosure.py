@@ -36,14 +36,25 @@ def _shipped(path: Path) -> dict:
     return {k: v for k, v in json.loads(path.read_text(encoding="utf-8")).items() if not k.startswith("_")}
 
 
-def source_licences(names, kinds: dict[str, str] | None = None) -> list[dict]:
+def source_licences(names, kinds: dict[str, str] | None = None, unused=frozenset()) -> list[dict]:
     """The upstream parts of each source in ``names`` with their licences, one row each:
     ``source``, ``name``, ``licence``, ``spdx``, ``hub``, ``url``; given ``kinds`` (source ->
-    ``hub`` or ``local``, as the manifest records how it was read), only the parts read that way."""
+    ``hub`` or ``local``, as the manifest records how it was read), only the parts read that way;
+    none of the (source, part) pairs in ``unused`` (``unused_parts``: HotpotQA's padding under
+    ``--padding none``)."""
     table = _shipped(LICENCES_FILE)
     kinds = kinds or {}
     return [{"source": name, **part} for name in names for part in table.get(name, ())
-            if part.get("read") is None or kinds.get(name) in (None, part["read"])]
+            if (part.get("read") is None or kinds.get(name) in (None, part["read"]))
+            and (name, part.get("part_of")) not in unused]
+
+
+def unused_parts(manifest: dict) -> set[tuple[str, str]]:
+    """(source, part) pairs a build recorded as not read: a part of a source's identity named
+    ``none ...`` (HotpotQA's ``padding`` under ``--padding none``)."""
+    return {(name, key) for name, identity in recorded_sources(manifest).items() if isinstance(identity, dict)
+            for key, value in identity.items()
+            if isinstance(value, dict) and str(value.get("name", "")).startswith("none")}
 
 
 def recorded_sources(manifest: dict) -> dict:
@@ -88,7 +99,7 @@ def hub_metadata(manifest: dict, languages, fallback_licence: str) -> dict:
     """The card's YAML fields this module answers: licence, source datasets, annotation and
     language creators, multilinguality, task ids."""
     names = source_names(manifest)
-    licences = source_licences(names, read_kinds(manifest))
+    licences = source_licences(names, read_kinds(manifest), unused_parts(manifest))
     llm = bool(llm_written_steps(manifest))
     synthetic = bool(manifest.get("synthetic"))
     annotations = {"machine-generated"}  # every qrel is set by construction, not by a person
@@ -131,7 +142,7 @@ def datasheet_context(manifest: dict, title: str) -> dict:
     pools = manifest.get("pools") or []
     tables = manifest.get("tables") or {}
     return {
-        "title": title, "sources": names, "licences": source_licences(names, read_kinds(manifest)), "overlaps": known_overlaps(names),
+        "title": title, "sources": names, "licences": source_licences(names, read_kinds(manifest), unused_parts(manifest)), "overlaps": known_overlaps(names),
         "preprocessing": preprocessing_steps(manifest), "llm_steps": llm_written_steps(manifest),
         "synthetic": manifest.get("synthetic") or [], "absent": manifest.get("absent") or {},
         "n_pools": len(pools), "n_queries": sum(p.get("queries", 0) for p in pools),

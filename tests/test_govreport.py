@@ -274,7 +274,9 @@ def test_cli_errors_are_one_line_with_exit_code_2(tmp_path):
         (("build", "nosuch"), "invalid choice"),
         (("build", "govreport", "--sources", str(tmp_path / "missing"), "--output", str(tmp_path / "new")),
          "does not exist"),
-        (("build", "govreport", "--sources", str(tmp_path / "missing")), "already exists"),
+        # inputs before outputs: a mistyped source over an existing build is named as such
+        (("build", "govreport", "--sources", str(tmp_path / "missing")), "does not exist"),
+        (("build", "govreport", "--sources", str(tmp_path)), "already exists"),
     ):
         result = _run_cli(*args, cwd=tmp_path)
         assert result.returncode == 2

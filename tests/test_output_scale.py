@@ -103,7 +103,7 @@ def test_a_pool_that_cannot_be_read_back_is_the_one_line_problem_and_the_card_st
     contexts, write_card = [], build.write_card
     monkeypatch.setattr(build_checks, "read_pool", unreadable)
     monkeypatch.setattr(build, "write_card", lambda b, context, d: contexts.append(context))
-    with pytest.raises(UserError, match="validation failed with 1 problems"):
+    with pytest.raises(UserError, match="validation failed with 1 problem;"):
         build.run_build(builder, config, tmp_path / "out", progress=False)
     assert not contexts  # a failed build renders no card: its problems are the last word
     assert not (tmp_path / "out" / "govreport").exists()
@@ -113,8 +113,9 @@ def test_a_pool_that_cannot_be_read_back_is_the_one_line_problem_and_the_card_st
     build.run_build(builder, config, tmp_path / "ok", progress=False)
     (context,) = contexts
     context["label_free_audit"] = {k: v for k, v in context["label_free_audit"].items() if k != broken}
-    write_card(builder, context, tmp_path)
-    text = (tmp_path / "README.md").read_text(encoding="utf-8")
+    built = tmp_path / "ok" / "govreport"  # the card's folder holds the data croissant.json describes
+    write_card(builder, context, built)
+    text = (built / "README.md").read_text(encoding="utf-8")
     assert f"| `{broken}` |" in text and "not audited: the pool could not be read back" in text
 
 
