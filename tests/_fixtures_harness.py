@@ -4,6 +4,7 @@ damaged configs, the standard and needle-grid benchmarks, a tiny Qwen2-VL.
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pyarrow as pa
@@ -53,6 +54,18 @@ def blank_images(table: pa.Table) -> pa.Table:
     images = [[{"bytes": None, "path": "/nonexistent/missing.png"} for _ in row] for row in images]
     index = table.column_names.index("images")
     return table.set_column(index, "images", pa.array(images, type=table.schema.field("images").type))
+
+
+def run_score(tmp_path: Path, dataset, *extra, name: str = "out", bootstrap: int = 200):
+    """`mmle score` on ``dataset`` into ``tmp_path/name`` (its own cache, quiet): (exit code, the
+    results.json report or None, the output folder)."""
+    from harness.cli import main
+
+    output = tmp_path / name
+    code = main(["--dataset", str(dataset), "--output", str(output), "--cache-dir", str(tmp_path / "cache"),
+                 "--quiet", "--bootstrap", str(bootstrap), *extra])
+    report = json.loads((output / "results.json").read_text()) if (output / "results.json").exists() else None
+    return code, report, output
 
 
 def standard_benchmark(root: Path) -> Path:

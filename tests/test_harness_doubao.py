@@ -10,7 +10,6 @@ import json
 
 import pytest
 
-from harness.cli import main
 from harness.data import Item
 from harness.doubao_model import DoubaoModel, instruction_for
 from harness.fake_server import FakeEmbeddingServer
@@ -18,7 +17,7 @@ from harness.fixtures import png
 from harness.models import RunSettings, load_model
 from mmlongembed.documents import IMAGE_PLACEHOLDER
 from mmlongembed.errors import UserError
-from tests._fixtures_harness import standard_benchmark
+from tests._fixtures_harness import run_score, standard_benchmark
 
 SECRET = "ark-test-0123456789-secret"
 
@@ -36,11 +35,7 @@ def bench(tmp_path_factory):
 
 
 def score(tmp_path, dataset, *extra, name="out"):
-    output = tmp_path / name
-    code = main(["--dataset", str(dataset), "--output", str(output), "--cache-dir", str(tmp_path / "cache"),
-                 "--quiet", "--bootstrap", "50", *extra])
-    path = output / "results.json"
-    return code, (json.loads(path.read_text()) if path.exists() else None), output
+    return run_score(tmp_path, dataset, *extra, name=name, bootstrap=50)
 
 
 def test_text_and_interleaved_pools_score_through_the_ark_shapes(tmp_path, bench, capsys):

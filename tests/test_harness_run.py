@@ -1,6 +1,5 @@
 """The harness end to end on fixture benchmarks: CLI, reports, skips, cache and resume, OpenAI server."""
 
-import json
 import os
 import re
 import subprocess
@@ -11,7 +10,7 @@ import pytest
 
 
 from harness.fixtures import make_pool, write_benchmark
-from tests._fixtures_harness import blank_images, drop_column, rewrite_table, standard_benchmark
+from tests._fixtures_harness import blank_images, drop_column, rewrite_table, run_score, standard_benchmark
 from harness.cli import main
 from harness.fake_server import FakeEmbeddingServer
 
@@ -29,12 +28,7 @@ def bench(tmp_path_factory):
     return standard_benchmark(tmp_path_factory.mktemp("bench") / "fixture")
 
 
-def score(tmp_path, dataset, *extra, name="out"):
-    output = tmp_path / name
-    code = main(["--dataset", str(dataset), "--output", str(output), "--cache-dir", str(tmp_path / "cache"),
-                 "--quiet", "--bootstrap", "200", *extra])
-    report = json.loads((output / "results.json").read_text()) if (output / "results.json").exists() else None
-    return code, report, output
+score = run_score
 
 
 def by_pool(report, model):
