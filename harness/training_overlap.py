@@ -2,7 +2,9 @@
 column's source is among the training data the model's authors declare (as mteb's zero-shot
 marker does). A model declares them in a `training_data` attribute (or its profile's): dataset
 names, or records with a `dataset` name; a model that declares none is taken as declaring none.
-`mmle score` records them per model in results.json; `mmle leaderboard` marks the cells.
+A profiled model also declares every source whose entry in the toolkit's known overlaps
+(`mmlongembed/overlaps.json`, the same table the dataset card and croissant.json disclose) names
+that profile. `mmle score` records them per model in results.json; `mmle leaderboard` marks the cells.
 """
 
 from __future__ import annotations
@@ -10,6 +12,7 @@ from __future__ import annotations
 import re
 
 from harness import report
+from mmlongembed.disclosure import overlaps_declared_by
 
 OVERLAP_MARK = "‡"
 OVERLAP_NOTE = (f"{OVERLAP_MARK}: the column's source is in the model's declared training data (not zero-shot; "
@@ -30,11 +33,16 @@ def _folded(name: str) -> str:
 
 
 def declared_training_data(model) -> list[str]:
-    """The dataset names a model (or its profile) declares training on; none by default."""
+    """The dataset names a model (or its profile) declares training on, then the sources whose
+    known overlaps name its profile; none by default."""
+    profile = getattr(model, "profile", None)
     declared = getattr(model, "training_data", None)
     if declared is None:
-        declared = getattr(getattr(model, "profile", None), "training_data", None) or ()
-    return [str(getattr(entry, "dataset", entry)) for entry in declared]
+        declared = getattr(profile, "training_data", None) or ()
+    names = [str(getattr(entry, "dataset", entry)) for entry in declared]
+    profile_name = getattr(profile, "name", None)
+    extra = overlaps_declared_by(profile_name) if isinstance(profile_name, str) else []
+    return names + [source for source in extra if _folded(source) not in {_folded(n) for n in names}]
 
 
 def column_source_names(column: str) -> tuple[str, ...]:

@@ -8,7 +8,8 @@ The facts that no build can measure are shipped as data, keyed by source name (t
 reads the source, the pools table's ``dataset``): ``source_licences.json`` and ``overlaps.json``.
 The dataset card (``mmlongembed.pipeline.write_card``) and croissant.json
 (``mmlongembed.croissant``) read them through this module, and so does anything else that needs
-them (the harness's training-overlap markers read ``overlaps.json``).
+them (the harness's training-overlap markers read ``overlaps.json``'s per-model entries,
+``overlaps_declared_by``).
 """
 
 from __future__ import annotations
@@ -73,6 +74,13 @@ def known_overlaps(names) -> list[dict]:
     """The known overlaps of the sources in ``names``, one row each (``source`` added)."""
     table = _shipped(OVERLAPS_FILE)
     return [{"source": name, **entry} for name in names for entry in table.get(name, ())]
+
+
+def overlaps_declared_by(model: str) -> list[str]:
+    """The sources whose known training overlaps name the model profile ``model`` (an entry's
+    ``models``): the harness marks that model's cells of those sources as not zero-shot."""
+    return [name for name, entries in _shipped(OVERLAPS_FILE).items()
+            if any(e.get("kind") == "training" and model in e.get("models", ()) for e in entries)]
 
 
 def source_names(manifest: dict) -> list[str]:

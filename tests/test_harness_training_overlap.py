@@ -56,3 +56,44 @@ def test_leaderboard_marks_the_cells_of_sources_a_model_trained_on(tmp_path, mon
     assert cells["HotpotQA Easy"].endswith(OVERLAP_MARK) and OVERLAP_MARK not in cells["GovReport Easy"]
     assert OVERLAP_MARK not in next(line for line in text.splitlines() if line.startswith("| random |"))
     assert "declared training data" in text
+
+
+def _profiled(name: str, training_data=None):
+    """A model run through a profile, as harness.profile_model's ProfileModel holds it."""
+    from harness.profiles import get_profile
+
+    profile = get_profile(name)
+    if training_data is not None:
+        profile = SimpleNamespace(name=profile.name, training_data=training_data)
+    return SimpleNamespace(profile=profile)
+
+
+def test_known_overlaps_naming_a_profile_count_as_its_training_data():
+    # RzenEmbed's known overlap (mmlongembed/overlaps.json) marks HotpotQA even where the profile's own
+    # list were silent; a profile no overlap names gains nothing
+    assert "hotpotqa" in declared_training_data(_profiled("rzen-v2-7b", training_data=()))
+    assert trained_on("HotpotQA Hard", declared_training_data(_profiled("rzen-v2-7b", training_data=())))
+    assert declared_training_data(_profiled("qwen3-vl-2b", training_data=())) == []
+    # a source the profile names already is not listed twice under another spelling
+    gme = declared_training_data(_profiled("gme-qwen2-vl-2b"))
+    assert [n.casefold() for n in gme].count("hotpotqa") == 1
+    assert "evialign-evidence" in declared_training_data(_profiled("vlm2vec-qwen2vl-2b"))
+
+
+def test_every_training_overlap_a_profile_declares_is_disclosed_in_overlaps_json():
+    """The card and croissant.json disclose what the leaderboard marks: a Table 3 column a profile's own
+    training list covers has a known training overlap naming that profile, and every profile an
+    overlap names exists."""
+    from harness.profiles import PROFILES
+    from harness.report import PAPER_DATASETS
+    from mmlongembed.disclosure import known_overlaps
+
+    columns = [(dataset, f"{title} Easy") for pairs in PAPER_DATASETS.values() for dataset, title in pairs]
+    named = {(o["source"], model) for o in known_overlaps([d for d, _ in columns] + ["evialign-evidence", "needle"])
+             if o["kind"] == "training" for model in o.get("models", ())}
+    assert {model for _, model in named} <= set(PROFILES)
+    for profile in PROFILES.values():
+        own = [t.dataset for t in profile.training_data]
+        for dataset, column in columns:
+            if trained_on(column, own):
+                assert (dataset, profile.name) in named, f"{profile.name} declares {dataset}: not in overlaps.json"
