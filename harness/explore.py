@@ -17,6 +17,7 @@ import functools
 import hashlib
 import io
 import json
+import os
 import shutil
 import sys
 import time
@@ -25,7 +26,7 @@ from importlib import resources
 from pathlib import Path
 
 from harness.explore_marks import image_edits, piece_edits, pieces
-from mmlongembed.errors import UserError
+from mmlongembed.errors import UserError, report_error
 
 ASSETS = ("index.html", "app.js", "style.css")
 IMAGE_PLACEHOLDER = "<|image|>"
@@ -48,7 +49,15 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--thumbnail", type=int, default=320,
                         help="longest side of the stored image thumbnails in pixels (default 320): bounds the "
                              "site's image bytes")
+    parser.add_argument("--jobs", type=int, default=default_jobs(),
+                        help=f"worker processes that read and mark the pools (default {default_jobs()}: this "
+                             "machine's CPUs, at most 8); 1 works in this process. The site is the same for any "
+                             "number")
     parser.add_argument("--quiet", action="store_true", help="no progress bar; only the summary line")
+
+
+def default_jobs() -> int:
+    return max(1, min(8, len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1))
 
 
 def run(args: argparse.Namespace) -> int:
@@ -59,11 +68,12 @@ def run(args: argparse.Namespace) -> int:
         output = Path(args.output) if args.output else Path("explore") / root.resolve().name
         if args.thumbnail < 32:
             raise UserError("--thumbnail must be at least 32 pixels")
+        if args.jobs < 1:
+            raise UserError("--jobs must be at least 1")
         summary = build_site(root, [Path(r) for r in args.results], output, thumbnail=args.thumbnail,
-                             progress=not args.quiet)
+                             progress=not args.quiet, jobs=args.jobs)
     except UserError as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return UserError.exit_code
+        return report_error(exc)
     print(summary.line(output))
     if args.serve:
         serve(output, args.port)
@@ -98,7 +108,16 @@ class ImageStore:
         self.folder, self.longest_side = folder, longest_side
         folder.mkdir(parents=True, exist_ok=True)
         self.known: dict[str, list] = {}  # key -> [file name, width, height] of the thumbnail
-        self.bytes = 0
+        self.sizes: dict[str, int] = {}  # key -> the thumbnail's bytes
+
+    @property
+    def bytes(self) -> int:
+        return sum(self.sizes.values())
+
+    def merge(self, known: dict[str, list], sizes: dict[str, int]) -> None:
+        """Thumbnails another process wrote into the same folder (the same content, the same name)."""
+        self.known.update(known)
+        self.sizes.update(sizes)
 
     def add(self, data: bytes) -> str:
         key = hashlib.sha256(data).hexdigest()[:20]
@@ -116,8 +135,11 @@ class ImageStore:
         name = f"{key}.jpg"
         buffer = io.BytesIO()
         image.save(buffer, format="JPEG", quality=82)
-        (self.folder / name).write_bytes(buffer.getvalue())
-        self.bytes += buffer.tell()
+        # worker processes may write the same image at once: each writes its own file, then renames
+        partial = self.folder / f"{name}.{os.getpid()}.partial"
+        partial.write_bytes(buffer.getvalue())
+        os.replace(partial, self.folder / name)
+        self.sizes[key] = buffer.tell()
         return [name, image.width, image.height]
 
 
@@ -319,30 +341,49 @@ def _write_js(path: Path, variable: str, key: str | None, value) -> int:
     return path.stat().st_size
 
 
-def build_site(root: Path, results: list[Path], output: Path, thumbnail: int = 320, progress: bool = True) -> SiteSummary:
+def build_site(root: Path, results: list[Path], output: Path, thumbnail: int = 320, progress: bool = True,
+               jobs: int = 1) -> SiteSummary:
+    """Write the site into a fresh folder beside ``output``, then put it in ``output``'s place (an
+    earlier site there is replaced; nothing half-written is left if the build fails)."""
     from mmlongembed.layout import configs_from_card, pool_rows
 
-    from harness.explore_results import attach_results, load_runs
+    from harness.explore_results import load_runs
 
     started = time.perf_counter()
     specs = configs_from_card(root / "README.md")
     rows = pool_rows(root, specs)
     runs = load_runs(results, {r["pool"] for r in rows})
-    _fresh_folder(output)
+    _check_output(output)
+    partial = output.parent / f".{output.name}.partial-{os.getpid()}"
+    shutil.rmtree(partial, ignore_errors=True)
+    try:
+        summary = _write_site(root, specs, rows, runs, partial, thumbnail, progress, jobs)
+        shutil.rmtree(output, ignore_errors=True)
+        partial.rename(output)
+    finally:
+        shutil.rmtree(partial, ignore_errors=True)
+    summary.seconds = time.perf_counter() - started
+    return summary
+
+
+def _write_site(root: Path, specs: dict, rows: list[dict], runs, folder: Path, thumbnail: int, progress: bool,
+                jobs: int) -> SiteSummary:
+    from harness.explore_results import attach_results
+
+    folder.mkdir(parents=True)
     for asset in ASSETS:
-        (output / asset).write_bytes(resources.files("harness").joinpath("explore_site", asset).read_bytes())
-    (output / "data").mkdir()
-    images = ImageStore(output / "img", thumbnail)
+        (folder / asset).write_bytes(resources.files("harness").joinpath("explore_site", asset).read_bytes())
+    (folder / "data").mkdir()
+    images = ImageStore(folder / "img", thumbnail)
     summary = SiteSummary(models=runs.models)
     listing = []
     ordered = sorted(enumerate(rows), key=lambda kv: specs.get(f"{kv[1]['pool']}-corpus").path
                      if specs.get(f"{kv[1]['pool']}-corpus") else "")
     bar = _bar(len(rows), progress)
-    for k, row in ordered:
-        payload = pool_payload(root, specs, row, images)
+    for (k, row), payload in zip(ordered, _pool_payloads(root, specs, [r for _, r in ordered], images, jobs)):
         overview = attach_results(payload, runs)
         file = f"data/pool-{k:03d}.js"
-        _write_js(output / file, "MMLE_POOLS", row["pool"], payload)
+        _write_js(folder / file, "MMLE_POOLS", row["pool"], payload)
         listing.append((k, {**{c: row.get(c) for c in ("pool", "task", "dataset", "difficulty", "length", "depth",
                                                           "modality", "query_modality", "n_queries", "n_candidates")},
                             "file": file, "models": overview}))
@@ -352,21 +393,50 @@ def build_site(root: Path, results: list[Path], output: Path, thumbnail: int = 3
         bar.update(1)
     bar.close()
     _parquet.cache_clear()
-    release = {**_release_facts(root, rows), "figures": _copy_figures(root, output),
+    release = {**_release_facts(root, rows), "figures": _copy_figures(root, folder),
                "pools": [entry for _, entry in sorted(listing)], "models": runs.models,
                "confusion": runs.confusion, "runs": runs.sources}
     summary.images, summary.image_bytes = len(images.known), images.bytes
     summary.release_bytes = _release_bytes(root)
-    release["images"] = images.known
+    release["images"] = dict(sorted(images.known.items()))
     release["size"] = {"site_bytes": 0, "image_bytes": images.bytes, "images": len(images.known),
                        "release_bytes": summary.release_bytes}
-    _write_js(output / "data" / "release.js", "MMLE_RELEASE", None, release)
+    _write_js(folder / "data" / "release.js", "MMLE_RELEASE", None, release)
     # the stated size includes this file: written once to measure, then again with the figure
-    release["size"]["site_bytes"] = _folder_bytes(output)
-    _write_js(output / "data" / "release.js", "MMLE_RELEASE", None, release)
-    summary.site_bytes = _folder_bytes(output)
-    summary.seconds = time.perf_counter() - started
+    release["size"]["site_bytes"] = _folder_bytes(folder)
+    _write_js(folder / "data" / "release.js", "MMLE_RELEASE", None, release)
+    summary.site_bytes = _folder_bytes(folder)
     return summary
+
+
+def _pool_payloads(root: Path, specs: dict, rows: list[dict], images: ImageStore, jobs: int):
+    """Each pool's payload, in ``rows``' order. With ``jobs`` > 1 the pools are spread over worker
+    processes in runs of neighbours (pools that share a data file stay together, each file read
+    once per run); each worker writes its thumbnails into the same folder and reports them back."""
+    if jobs <= 1 or len(rows) < 2:
+        for row in rows:
+            yield pool_payload(root, specs, row, images)
+        return
+    import multiprocessing
+    from concurrent.futures import ProcessPoolExecutor
+
+    tasks = [(root, specs, row, images.folder, images.longest_side) for row in rows]
+    with ProcessPoolExecutor(jobs, mp_context=multiprocessing.get_context("spawn")) as executor:
+        for payload, known, sizes in executor.map(_worker_payload, tasks, chunksize=max(1, len(tasks) // (4 * jobs))):
+            images.merge(known, sizes)
+            yield payload
+
+
+_WORKER_IMAGES: dict[Path, ImageStore] = {}  # a worker process's thumbnails, for the site it works on
+
+
+def _worker_payload(task) -> tuple[dict, dict, dict]:
+    root, specs, row, folder, thumbnail = task
+    images = _WORKER_IMAGES.setdefault(folder, ImageStore(folder, thumbnail))
+    before = set(images.known)
+    payload = pool_payload(root, specs, row, images)
+    new = [key for key in images.known if key not in before]
+    return payload, {k: images.known[k] for k in new}, {k: images.sizes[k] for k in new}
 
 
 def _bar(total: int, enabled: bool):
@@ -379,14 +449,11 @@ def _folder_bytes(folder: Path) -> int:
     return sum(p.stat().st_size for p in folder.rglob("*") if p.is_file())
 
 
-def _fresh_folder(output: Path) -> None:
-    """An empty output folder; an existing one is replaced only when it holds an earlier site."""
-    if output.exists():
-        if not (output / "index.html").is_file() or not (output / "data" / "release.js").is_file():
-            if any(output.iterdir()):
-                raise UserError(f"{output}: exists and is not an earlier `mmle explore` site; give another --output")
-        shutil.rmtree(output)
-    output.mkdir(parents=True)
+def _check_output(output: Path) -> None:
+    """``output`` may be replaced: it is absent, empty, or an earlier site."""
+    if output.exists() and not ((output / "index.html").is_file() and (output / "data" / "release.js").is_file()):
+        if not output.is_dir() or any(output.iterdir()):
+            raise UserError(f"{output}: exists and is not an earlier `mmle explore` site; give another --output")
 
 
 def serve(folder: Path, port: int) -> None:

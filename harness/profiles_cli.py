@@ -45,13 +45,12 @@ def facts(profile) -> str:
 
 
 def run(args: argparse.Namespace) -> int:
-    from mmlongembed.errors import UserError
+    from mmlongembed.errors import UserError, report_error
 
     try:
         profiles = [get_profile(n) for n in args.names] if args.names else list(PROFILES.values())
     except UserError as exc:
-        print(f"error: {exc}")
-        return UserError.exit_code
+        return report_error(exc)
     if args.json:
         print(json.dumps([p.as_dict() for p in profiles], indent=1))
         return 0

@@ -13,7 +13,7 @@ import sys
 from pathlib import Path
 
 from harness.profiles import get_profile
-from mmlongembed.errors import UserError
+from mmlongembed.errors import UserError, report_error
 
 
 def _arguments(argv):
@@ -50,8 +50,7 @@ def run(argv: list[str] | None = None) -> int:
     try:
         profiles = [get_profile(name) for name in args.models.replace(",", " ").split()]
     except UserError as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return UserError.exit_code
+        return report_error(exc)
     paths = list(args.model_path) + (_tiny_paths(profiles, output / "tiny-models") if args.tiny else [])
     runs, worst = [], 0
     for profile in profiles:

@@ -75,6 +75,37 @@ def test_explore_refuses_what_is_not_a_build_in_one_line(site, capsys, tmp_path)
     assert "not an earlier `mmle explore` site" in err[2] and (tmp_path / "mine" / "keep.txt").is_file()
 
 
+def _files(folder: Path) -> dict[str, bytes]:
+    return {str(p.relative_to(folder)): p.read_bytes() for p in sorted(folder.rglob("*")) if p.is_file()}
+
+
+def test_site_is_the_same_whatever_the_number_of_workers(site, tmp_path):
+    """Pools spread over two worker processes (each writing thumbnails into the same folder) give the
+    site one process writes, byte for byte."""
+    one, two = tmp_path / "one", tmp_path / "two"
+    for output, jobs in ((one, "1"), (two, "2")):
+        assert mmle(["explore", str(site["bench"]), "--results", str(site["results"]), "--output", str(output),
+                     "--quiet", "--jobs", jobs]) == 0
+    assert _files(one) == _files(two) and any(name.startswith("img/") for name in _files(one))
+
+
+def test_a_failed_site_build_leaves_the_earlier_site_whole(site, tmp_path, monkeypatch):
+    import harness.explore as explore
+
+    output = tmp_path / "site"
+    assert mmle(["explore", str(site["bench"]), "--output", str(output), "--quiet", "--jobs", "1"]) == 0
+    before = _files(output)
+
+    def broken(*args, **kwargs):
+        raise OSError("disk full")
+
+    monkeypatch.setattr(explore, "pool_payload", broken)
+    with pytest.raises(OSError):
+        explore.build_site(site["bench"], [], output, progress=False)
+    assert _files(output) == before
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["site"]  # no partial folder left beside it
+
+
 @pytest.fixture(scope="module")
 def page(site):
     browser = Browser(require_chromium())
