@@ -55,6 +55,10 @@ class SideForm:
     # RzenEmbed: the instruction opens the text, after the item's leading images (its code writes
     # images, then instruction + text, into the user turn)
     instruction_after_leading_images: bool = False
+    # multi-vector, as colpali_engine's models run in mteb (ColPaliEngineWrapper.encode): the item's text
+    # (image placeholders removed) is one input in ``template``; each image is an input of its own in
+    # this template (``{content}``: the image markup); the token matrices are concatenated, text first
+    image_template: str = ""
 
     def _instruction(self, instruction: str) -> str:
         instruction = (instruction or "").strip() or self.default_instruction
@@ -232,6 +236,17 @@ _QWEN3_UNVERIFIED = ("mteb runs it through sentence-transformers' multimodal loa
                      "modules.json and chat template, which cannot be had offline; the Qwen3-VL architecture itself "
                      "runs on a tiny model (tests/test_profiles.py)")
 
+# ---- ColQwen2.5 (colpali_engine, multi-vector), as mteb's ColQwen2_5Wrapper runs it (colpali_models.py,
+# ColPaliEngineWrapper): text, on either side (its get_text_embeddings serves queries and text documents),
+# is "Query: " + text + 10 x <|endoftext|> (colpali's query augmentation token), no chat template; each
+# image is an input of its own in colpali's visual prompt; a text-and-image item is the text's tokens then
+# the image's. Every token's 128-d projection (custom_text_proj), L2-normalised; MaxSim.
+_COLQWEN_FORM = SideForm("Query: {content}" + "<|endoftext|>" * 10,
+                         "none (prefix 'Query: ', 10 <|endoftext|> augmentation tokens)", pooling="multi_vector",
+                         image_template="<|im_start|>user\n{content}Describe the image.<|im_end|><|endoftext|>")
+_COLPALI = "illuin-tech/colpali"
+_COLPALI_RELEASE = "v0.3.18 (PyPI colpali-engine 0.3.18)"
+
 _EMBED_RL_UNVERIFIED = ("neither mteb nor any code reachable here runs Embed-RL; its prompt form is GME's (an "
                         "assumption, not a stated fact) until its model card or inference code is read")
 
@@ -314,13 +329,24 @@ def _profiles() -> list[ModelProfile]:
         training_data=_trained(("MSMARCO", "NQ", "STS12", "SICK-R", "CodeSearchNet"), _mteb("jina_models.py")))
     colqwen = ModelProfile(
         "colqwen2.5", "", "vidore/colqwen2.5-v0.2", "6f6fcdfd1a114dfe365f529701b33d66b9349014", "qwen2_5_vl",
-        128000, 128, "bfloat16", "3B",
-        SideForm("Query: {content}", "none (prefix 'Query: ')", pooling="multi_vector"),
-        SideForm("{content}", "none", pooling="multi_vector"), _qwen2_limits(4, 768), "images", "mrope",
-        _facts(_mteb("colqwen_models.py"), _card("vidore/colqwen2.5-v0.2", "6f6fcdfd1a114dfe365f529701b33d66b9349014")),
-        group="Other", runnable=False,
-        unverified_reason="multi-vector MaxSim scoring is issue 26 point 4 (not yet in the scoring path)",
-        training_data=_trained(("vidore/colpali_train_set",), _mteb("colqwen_models.py")))
+        128000, 128, "bfloat16", "3B", _COLQWEN_FORM, _COLQWEN_FORM, _qwen2_limits(4, 768), "images", "mrope",
+        {**_facts(_mteb("colpali_models.py"),
+                  _card("vidore/colqwen2.5-v0.2", "6f6fcdfd1a114dfe365f529701b33d66b9349014")),
+         "revision": _mteb("colqwen_models.py"), "dim_window_dtype": _mteb("colqwen_models.py"),
+         "prompt_tokens": Source(_COLPALI, "colpali_engine/models/qwen2_5/colqwen2_5/processing_colqwen2_5.py",
+                                 _COLPALI_RELEASE),
+         "pooling": Source(_COLPALI, "colpali_engine/models/qwen2_5/colqwen2_5/modeling_colqwen2_5.py",
+                           _COLPALI_RELEASE)},
+        group="Other",
+        verified=Verification("mteb's ColQwen2_5Wrapper (colqwen_models.py, colpali_engine 0.3.18's ColQwen2_5) "
+                              "on a tiny ColQwen2.5", 6.0e-8),
+        training_data=_trained(("vidore/colpali_train_set",), _mteb("colqwen_models.py")),
+        notes=("the Hub repo is a LoRA adapter on vidore/colqwen2.5-base: merge it into the base "
+               "(peft's merge_and_unload) and give the merged directory with --model-path colqwen2.5=DIR",
+               "mteb embeds a document's text like a query's ('Query: ' prefix and augmentation tokens) and "
+               "each image in colpali's visual prompt; frames are images, one input each, concatenated in order "
+               "(MaxSim itself ignores their order)",
+               "window: mteb's max_tokens (128000); each input (the text, each image) is its own sequence"))
     doubao = ModelProfile(
         "doubao-seed-1.6", "Doubao-Seed-1.6", "doubao-embedding-vision-251215", "1", "api", 131072, 2048, "api", "",
         SideForm("Target_modality:Text.\n Instruction:{instruction}\n Query:{content}", "API instruction field"),
