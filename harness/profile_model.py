@@ -277,6 +277,10 @@ def _length_summary(own: list[int], yardstick: list[int], over_window: int) -> d
 def load_profile_model(name: str, settings: RunSettings) -> ProfileModel:
     profile = get_profile(name)
     path = (settings.model_paths or {}).get(profile.name)
+    if profile.family == "api":  # the Doubao API's profile runs its adapter at mteb's endpoint
+        from harness.doubao_model import ARK_BASE_URL, DoubaoModel
+
+        return DoubaoModel(profile.repo, ARK_BASE_URL, settings)
     if profile.query is not None and profile.query.pooling == "multi_vector":
         from harness.profile_multivector import MultiVectorProfileModel
 

@@ -153,6 +153,15 @@ def test_32_pixel_limits_instead_of_28_fail_the_gate(tiny, reference):
     assert _matrix_diff(ours, reference(_reference_items(items))) > 1e-3
 
 
+def test_one_dimensional_positions_fail_the_gate_with_every_shape_right(tiny, reference):
+    """ColQwen2.5 runs the whole Qwen2.5-VL forward (its 3-D rope index over an image's rows and columns);
+    the language model run on input embeddings (1-D positions, GME's way) keeps every shape and is
+    caught on the image inputs by value."""
+    items = _items(False)[1:2]
+    ours = [_unit(m) for m in _model(tiny, _wrong(positions="sequential")).embed_tokens(items)[0]]
+    assert 1e-4 < _matrix_diff(ours, reference(_reference_items(items))) < float("inf")
+
+
 def test_images_inside_the_text_input_instead_of_inputs_of_their_own_fail_the_gate(tiny, reference):
     """A text-and-image document read as one sequence (the image in the text's input) is not what mteb
     runs (the text's tokens, then the image's in colpali's visual prompt)."""
