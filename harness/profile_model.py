@@ -109,7 +109,7 @@ class ProfileModel(DenseModel):
         if not profile.runnable:
             raise UserError(f"--model {profile.name}: {profile.unverified_reason}")
         import torch
-        from transformers import AutoModel, AutoTokenizer
+        from transformers import AutoTokenizer
 
         self.profile, self.spec, self.torch = profile, profile.name, torch
         source = path or profile.repo
@@ -120,7 +120,7 @@ class ProfileModel(DenseModel):
         try:
             self.tokenizer = AutoTokenizer.from_pretrained(source, **kwargs)
             dtype = torch.float32 if settings.device == "cpu" else getattr(torch, profile.dtype)
-            self.model = AutoModel.from_pretrained(source, dtype=dtype, **kwargs).to(settings.device).eval()
+            self.model = self.load_weights(source, dtype, kwargs).to(settings.device).eval()
             self.image_processor = image_processor_for(source, profile.images)
         except OSError as exc:
             raise UserError(f"--model {profile.name}: cannot load {source!r}: {str(exc).splitlines()[0]}") from None
@@ -129,6 +129,12 @@ class ProfileModel(DenseModel):
         self.image_token_id = self.tokenizer.convert_tokens_to_ids("<|image_pad|>")
         self.modalities = frozenset({"text", "image"})
         self.pad_id = self.tokenizer.pad_token_id if self.tokenizer.pad_token_id is not None else 0
+
+    def load_weights(self, source: str, dtype, kwargs: dict):
+        """The model (the backbone whose last hidden states the profile pools)."""
+        from transformers import AutoModel
+
+        return AutoModel.from_pretrained(source, dtype=dtype, **kwargs)
 
     def identity(self) -> dict:
         return {"model": self.spec, "profile": self.profile.name, "repo": self.profile.repo,

@@ -4,13 +4,12 @@ every token of each goes through the model's 128-d projection (``custom_text_pro
 L2-normalised, and the item is the concatenation of its inputs' token matrices, text first. Scoring is
 MaxSim (harness.multivector), with token matrices in the cache.
 
-Weights come from a local directory holding a merged checkpoint (the backbone and ``custom_text_proj``
-in its safetensors); the Hub repo of ColQwen2.5 is a LoRA adapter, which is refused with how to merge it.
+Weights come from a local directory holding a merged checkpoint (the backbone and ``custom_text_proj``,
+under colpali's keys); the Hub repo of ColQwen2.5 is a LoRA adapter, which is refused with how to merge it.
 """
 
 from __future__ import annotations
 
-import re
 from pathlib import Path
 
 import numpy as np
@@ -22,28 +21,25 @@ from harness.truncation import truncate_middle
 from mmlongembed.documents import IMAGE_PLACEHOLDER
 from mmlongembed.errors import UserError
 
-PROJECTION = re.compile(r"(^|\.)custom_text_proj\.(weight|bias)$")
+# colpali_engine's ColQwen2_5._checkpoint_conversion_mapping: the key prefixes of the Hub's ColQwen checkpoints
+COLPALI_KEYS = {r"^base_model\.model\.custom_text_proj": "custom_text_proj",
+                r"^model\.layers": "language_model.layers", r"^model\.embed_tokens": "language_model.embed_tokens",
+                r"^model\.norm": "language_model.norm"}
 
 
-def load_projection(directory: Path, torch):
-    """colpali's ``custom_text_proj`` (hidden -> 128) from the checkpoint's safetensors files, under any
-    prefix a ColQwen checkpoint uses (``custom_text_proj.``, ``base_model.model.custom_text_proj.``)."""
-    from safetensors import safe_open
+def colqwen_class():
+    """colpali_engine's ColQwen2_5 layout without colpali_engine: the Qwen2.5-VL backbone (Qwen2_5_VLModel)
+    and ``custom_text_proj`` (hidden -> 128), under the same keys and architecture name."""
+    import torch
+    import transformers
 
-    tensors = {}
-    for file in sorted(directory.glob("*.safetensors")):
-        with safe_open(str(file), "pt") as weights:
-            for key in weights.keys():
-                match = PROJECTION.search(key)
-                if match:
-                    tensors[match.group(2)] = weights.get_tensor(key)
-    if "weight" not in tensors:
-        raise UserError(f"{directory}: no custom_text_proj weights in its safetensors (a ColQwen2.5 checkpoint "
-                        "with its projection is needed)")
-    out_features, in_features = tensors["weight"].shape
-    layer = torch.nn.Linear(in_features, out_features, bias="bias" in tensors)
-    layer.load_state_dict(tensors)
-    return layer
+    class ColQwen2_5(transformers.Qwen2_5_VLModel):  # noqa: N801 (the name colpali's checkpoints carry)
+        def __init__(self, config):
+            super().__init__(config)
+            self.custom_text_proj = torch.nn.Linear(config.text_config.hidden_size, 128)
+            self.post_init()
+
+    return ColQwen2_5
 
 
 class MultiVectorProfileModel(ProfileModel, MultiVectorModel):
@@ -57,8 +53,17 @@ class MultiVectorProfileModel(ProfileModel, MultiVectorModel):
             raise UserError(f"--model-path {profile.name}={path}: a LoRA adapter; merge it into its base model "
                             "first (peft's merge_and_unload) and give the merged directory")
         super().__init__(profile, settings, path)
-        dtype = next(self.model.parameters()).dtype
-        self.projection = load_projection(Path(path), self.torch).to(device=settings.device, dtype=dtype).eval()
+        self.projection = self.model.custom_text_proj
+
+    def load_weights(self, source: str, dtype, kwargs: dict):
+        model_class = colqwen_class()
+        mapping = {**getattr(model_class, "_checkpoint_conversion_mapping", {}), **COLPALI_KEYS}
+        model, info = model_class.from_pretrained(source, dtype=dtype, key_mapping=mapping, output_loading_info=True,
+                                                  **kwargs)
+        if any("custom_text_proj" in key for key in info["missing_keys"]):
+            raise UserError(f"--model-path {self.profile.name}={source}: no custom_text_proj weights (a ColQwen2.5 "
+                            "checkpoint with its projection is needed)")
+        return model
 
     def identity(self) -> dict:
         return {**super().identity(), "image_template": self.profile.document.image_template,

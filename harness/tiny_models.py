@@ -56,21 +56,6 @@ def _config(family: str, tokenizer):
     raise ValueError(f"no tiny model for family {family!r}; known: {', '.join(FAMILIES)}")
 
 
-def colqwen_class():
-    """colpali_engine's ColQwen2_5 layout without colpali_engine: the Qwen2.5-VL backbone (Qwen2_5_VLModel)
-    and ``custom_text_proj`` (hidden -> 128), saved under the same keys and architecture name."""
-    import torch
-    import transformers
-
-    class ColQwen2_5(transformers.Qwen2_5_VLModel):  # noqa: N801 (the name colpali's checkpoints carry)
-        def __init__(self, config):
-            super().__init__(config)
-            self.custom_text_proj = torch.nn.Linear(config.text_config.hidden_size, 128)
-            self.post_init()
-
-    return ColQwen2_5
-
-
 def tiny_family(profile) -> str:
     """The tiny model a profile runs on: its architecture's, ColQwen2.5's for a multi-vector Qwen2.5-VL."""
     multi_vector = profile.query is not None and profile.query.pooling == "multi_vector"
@@ -84,12 +69,15 @@ def make_tiny(directory: Path, family: str = "qwen2_vl", model_class=None, token
     import transformers
     from transformers.models.qwen2_vl.image_processing_pil_qwen2_vl import Qwen2VLImageProcessorPil
 
+    from harness.profile_multivector import colqwen_class
+
     tokenizer = tokenizer or qwen3_tokenizer()
     config = _config("qwen2_5_vl" if family == "colqwen2_5" else family, tokenizer)
-    model_class = model_class or {"qwen2_vl": transformers.Qwen2VLForConditionalGeneration,
-                                  "qwen2_5_vl": transformers.Qwen2_5_VLForConditionalGeneration,
-                                  "qwen3_vl": transformers.Qwen3VLForConditionalGeneration,
-                                  "colqwen2_5": colqwen_class()}[family]
+    if model_class is None:
+        model_class = colqwen_class() if family == "colqwen2_5" else {
+            "qwen2_vl": transformers.Qwen2VLForConditionalGeneration,
+            "qwen2_5_vl": transformers.Qwen2_5_VLForConditionalGeneration,
+            "qwen3_vl": transformers.Qwen3VLForConditionalGeneration}[family]
     torch.manual_seed(0)
     model_class(config).eval().save_pretrained(directory)
     tokenizer.save_pretrained(directory)

@@ -214,3 +214,8 @@ def test_colqwen_needs_a_local_merged_checkpoint(tmp_path, tiny):
     (tmp_path / "adapter" / "adapter_config.json").write_text(json.dumps({"base_model_name_or_path": "x"}))
     with pytest.raises(UserError, match="a LoRA adapter; merge it"):
         MultiVectorProfileModel(get_profile(NAME), RunSettings(progress=False), str(tmp_path / "adapter"))
+    from harness.tiny_models import make_tiny
+
+    plain = make_tiny(tmp_path / "plain", "qwen2_5_vl")  # a Qwen2.5-VL without colpali's projection
+    with pytest.raises(UserError, match="no custom_text_proj weights"):
+        MultiVectorProfileModel(get_profile(NAME), RunSettings(progress=False), str(plain))
