@@ -30,6 +30,7 @@ from mmlongembed.documents import IMAGE_PLACEHOLDER
 from mmlongembed.errors import UserError
 
 KEY_VARIABLES = ("ARK_API_KEY", "VOLCES_AUTH_TOKEN")
+ARK_BASE_URL = "https://ark.cn-beijing.volces.com/api/v3"  # mteb's endpoint; `--model doubao-seed-1.6` uses it
 MULTIMODAL_PATH = "/embeddings/multimodal"
 QUERY_INSTRUCTION = "Target_modality:Text.\n Instruction:{instruction}\n Query:"
 DOCUMENT_INSTRUCTIONS = {  # (has text, has images) -> mteb's candidate instruction

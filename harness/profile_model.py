@@ -109,7 +109,7 @@ class ProfileModel(DenseModel):
         if not profile.runnable:
             raise UserError(f"--model {profile.name}: {profile.unverified_reason}")
         import torch
-        from transformers import AutoModel, AutoTokenizer
+        from transformers import AutoTokenizer
 
         self.profile, self.spec, self.torch = profile, profile.name, torch
         source = path or profile.repo
@@ -120,7 +120,7 @@ class ProfileModel(DenseModel):
         try:
             self.tokenizer = AutoTokenizer.from_pretrained(source, **kwargs)
             dtype = torch.float32 if settings.device == "cpu" else getattr(torch, profile.dtype)
-            self.model = AutoModel.from_pretrained(source, dtype=dtype, **kwargs).to(settings.device).eval()
+            self.model = self.load_weights(source, dtype, kwargs).to(settings.device).eval()
             self.image_processor = image_processor_for(source, profile.images)
         except OSError as exc:
             raise UserError(f"--model {profile.name}: cannot load {source!r}: {str(exc).splitlines()[0]}") from None
@@ -129,6 +129,12 @@ class ProfileModel(DenseModel):
         self.image_token_id = self.tokenizer.convert_tokens_to_ids("<|image_pad|>")
         self.modalities = frozenset({"text", "image"})
         self.pad_id = self.tokenizer.pad_token_id if self.tokenizer.pad_token_id is not None else 0
+
+    def load_weights(self, source: str, dtype, kwargs: dict):
+        """The model (the backbone whose last hidden states the profile pools)."""
+        from transformers import AutoModel
+
+        return AutoModel.from_pretrained(source, dtype=dtype, **kwargs)
 
     def identity(self) -> dict:
         return {"model": self.spec, "profile": self.profile.name, "repo": self.profile.repo,
@@ -197,9 +203,9 @@ class ProfileModel(DenseModel):
                           mm_token_type_ids=(input_ids == self.image_token_id).long())
         return model(**inputs).last_hidden_state
 
-    def embed(self, items):
+    def _forward(self, encoded: list[Encoded]):
+        """The last hidden states [n, width, hidden] (the model's dtype) of encoded inputs, right-padded."""
         torch = self.torch
-        encoded = [self.encode_item(item) for item in items]
         width = max(len(e.ids) for e in encoded)
         device = self.settings.device
         input_ids = torch.tensor([e.ids + [self.pad_id] * (width - len(e.ids)) for e in encoded], device=device)
@@ -210,7 +216,12 @@ class ProfileModel(DenseModel):
             vision = self.image_processor(images=images, return_tensors="pt")
             pixel_values, grid = vision["pixel_values"].to(device), vision["image_grid_thw"].to(device)
         with torch.no_grad():
-            hidden = self._hidden(input_ids, attention, pixel_values, grid).float()
+            return self._hidden(input_ids, attention, pixel_values, grid)
+
+    def embed(self, items):
+        torch = self.torch
+        encoded = [self.encode_item(item) for item in items]
+        hidden = self._forward(encoded).float()
         vectors = []
         for row, (item, e) in enumerate(zip(items, encoded)):
             pooling = self.profile.side(item.is_query).pooling
@@ -229,11 +240,15 @@ class ProfileModel(DenseModel):
         sides = {}
         for side, batches, yardstick in (("queries", pool.iter_queries(64), pool.query_tokens),
                                          ("candidates", pool.iter_candidates(64), pool.candidate_tokens)):
-            own = [self.encode_item(self.format_query(i) if side == "queries" else self.format_candidate(i),
-                                    with_images=False).own_tokens
-                   for batch in batches for i in batch]
-            sides[side] = _length_summary(own, yardstick, self.window)
+            counts = [self.own_count(self.format_query(i) if side == "queries" else self.format_candidate(i))
+                      for batch in batches for i in batch]
+            sides[side] = _length_summary([n for n, _ in counts], yardstick, sum(t for _, t in counts))
         return {"window": self.window, "image_cell_px": self.profile.images.factor, **sides}
+
+    def own_count(self, item: Item) -> tuple[int, bool]:
+        """The item's length in the model's own tokens (template included), and whether it lost its middle."""
+        encoded = self.encode_item(item, with_images=False)
+        return encoded.own_tokens, encoded.truncated
 
     def format_candidate(self, item: Item) -> Item:
         """Candidates are handed the pool's task instruction: the profile's document form decides
@@ -255,17 +270,25 @@ class ProfileModel(DenseModel):
         return Item(id=item.id, text=item.text, images=item.images, instruction=item.instruction, is_query=True)
 
 
-def _length_summary(own: list[int], yardstick: list[int], window: int) -> dict:
+def _length_summary(own: list[int], yardstick: list[int], over_window: int) -> dict:
     own_array, yard = np.asarray(own, dtype=np.int64), np.asarray(yardstick, dtype=np.int64)
     return {"n": len(own), "own_mean": round(float(own_array.mean()), 1) if own else None,
             "own_max": int(own_array.max()) if own else None,
             "yardstick_mean": round(float(yard.mean()), 1) if len(yard) else None,
             "ratio": round(float(own_array.mean() / yard.mean()), 3) if own and len(yard) and yard.mean() else None,
-            "over_window": int((own_array > window).sum())}
+            "over_window": int(over_window)}
 
 
 @PROFILE_LOADER.register("profile")
 def load_profile_model(name: str, settings: RunSettings) -> ProfileModel:
     profile = get_profile(name)
     path = (settings.model_paths or {}).get(profile.name)
+    if profile.family == "api":  # the Doubao API's profile runs its adapter at mteb's endpoint
+        from harness.doubao_model import ARK_BASE_URL, DoubaoModel
+
+        return DoubaoModel(profile.repo, ARK_BASE_URL, settings)
+    if profile.query is not None and profile.query.pooling == "multi_vector":
+        from harness.profile_multivector import MultiVectorProfileModel
+
+        return MultiVectorProfileModel(profile, settings, path)
     return ProfileModel(profile, settings, path)

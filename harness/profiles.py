@@ -55,6 +55,10 @@ class SideForm:
     # RzenEmbed: the instruction opens the text, after the item's leading images (its code writes
     # images, then instruction + text, into the user turn)
     instruction_after_leading_images: bool = False
+    # multi-vector, as colpali_engine's models run in mteb (ColPaliEngineWrapper.encode): the item's text
+    # (image placeholders removed) is one input in ``template``; each image is an input of its own in
+    # this template (``{content}``: the image markup); the token matrices are concatenated, text first
+    image_template: str = ""
 
     def _instruction(self, instruction: str) -> str:
         instruction = (instruction or "").strip() or self.default_instruction
@@ -142,7 +146,7 @@ class ModelProfile:
     sources: dict[str, Source]  # fact group -> where it is stated
     image_markup: str = QWEN_VISION
     group: str = "Open-Source / Local Models"
-    runnable: bool = True  # False: facts only (the API's adapter and multi-vector scoring come later)
+    runnable: bool = True  # False: facts only; `--model NAME` is refused with unverified_reason
     verified: Verification | None = None
     unverified_reason: str = ""
     training_data: tuple[TrainingData, ...] = ()
@@ -232,6 +236,28 @@ _QWEN3_UNVERIFIED = ("mteb runs it through sentence-transformers' multimodal loa
                      "modules.json and chat template, which cannot be had offline; the Qwen3-VL architecture itself "
                      "runs on a tiny model (tests/test_profiles.py)")
 
+# ---- ColQwen2.5 (colpali_engine, multi-vector), as mteb's ColQwen2_5Wrapper runs it (colpali_models.py,
+# ColPaliEngineWrapper): text, on either side (its get_text_embeddings serves queries and text documents),
+# is "Query: " + text + 10 x <|endoftext|> (colpali's query augmentation token), no chat template; each
+# image is an input of its own in colpali's visual prompt; a text-and-image item is the text's tokens then
+# the image's. Every token's 128-d projection (custom_text_proj), L2-normalised; MaxSim.
+_COLQWEN_FORM = SideForm("Query: {content}" + "<|endoftext|>" * 10,
+                         "none (prefix 'Query: ', 10 <|endoftext|> augmentation tokens)", pooling="multi_vector",
+                         image_template="<|im_start|>user\n{content}Describe the image.<|im_end|><|endoftext|>")
+_COLPALI = "illuin-tech/colpali"
+_COLPALI_RELEASE = "v0.3.18 (PyPI colpali-engine 0.3.18)"
+
+# ---- jina-embeddings-v4: custom modelling code (trust_remote_code) in the Hub repo, not reachable here.
+_JINA_UNVERIFIED = (
+    "not runnable: its modelling code (modeling_jina_embeddings_v4.py, its own qwen2_5_vl.py and "
+    "custom_lora_module.py: the retrieval LoRA as a multi-task adapter layer, task_label threaded through every "
+    "layer) is only in the Hub repo jinaai/jina-embeddings-v4, not reachable here; mteb's jina_models.py "
+    "loads it with trust_remote_code; no public GitHub copy from Jina was found (QuaduxIT/jina-embeddings-v4 "
+    "and Mazyod/jina-embeddings-v4-vllm-plugin hold none); onlylrs/SmartEmbed (a third-party training "
+    "project) holds copies written for transformers 4.x (installed: 5.24), not run")
+_JINA_CODE = Source("onlylrs/SmartEmbed", "jina/models/modeling_jina_embeddings_v4.py",
+                    "567ec80313c3df293b77deb2350f4d685599d4f7")
+
 _EMBED_RL_UNVERIFIED = ("neither mteb nor any code reachable here runs Embed-RL; its prompt form is GME's (an "
                         "assumption, not a stated fact) until its model card or inference code is read")
 
@@ -308,30 +334,49 @@ def _profiles() -> list[ModelProfile]:
         SideForm("Query: {content}", "none (retrieval adapter, prefix 'Query: ')", pooling="mean"),
         SideForm("Passage: {content}", "none (retrieval adapter, prefix 'Passage: ')", pooling="mean"),
         _qwen2_limits(4, 1280), "images", "mrope",
-        _facts(_mteb("jina_models.py"), _card("jinaai/jina-embeddings-v4", "4a58ca57710c49f51896e4bc820e202fbf64904b")),
-        group="Other", runnable=False,
-        unverified_reason="its retrieval LoRA adapter and custom modelling code are not run here yet",
-        training_data=_trained(("MSMARCO", "NQ", "STS12", "SICK-R", "CodeSearchNet"), _mteb("jina_models.py")))
+        _facts(_mteb("jina_models.py"), _card("jinaai/jina-embeddings-v4", "4a58ca57710c49f51896e4bc820e202fbf64904b"),
+               modelling_code_read=_JINA_CODE),
+        group="Other", runnable=False, unverified_reason=_JINA_UNVERIFIED,
+        training_data=_trained(("MSMARCO", "NQ", "STS12", "SICK-R", "CodeSearchNet"), _mteb("jina_models.py")),
+        notes=("read in a third-party copy of the modelling file (" + str(_JINA_CODE) + "), not run: an image input is "
+               "'<|im_start|>user\\n<|vision_start|><|image_pad|><|vision_end|>Describe the image.<|im_end|>\\n' "
+               "and its single vector the mean over the image span only (vision start to end), a text's the mean "
+               "over all its tokens; this profile's forms follow mteb's text prefixes and are not yet those",))
     colqwen = ModelProfile(
         "colqwen2.5", "", "vidore/colqwen2.5-v0.2", "6f6fcdfd1a114dfe365f529701b33d66b9349014", "qwen2_5_vl",
-        128000, 128, "bfloat16", "3B",
-        SideForm("Query: {content}", "none (prefix 'Query: ')", pooling="multi_vector"),
-        SideForm("{content}", "none", pooling="multi_vector"), _qwen2_limits(4, 768), "images", "mrope",
-        _facts(_mteb("colqwen_models.py"), _card("vidore/colqwen2.5-v0.2", "6f6fcdfd1a114dfe365f529701b33d66b9349014")),
-        group="Other", runnable=False,
-        unverified_reason="multi-vector MaxSim scoring is issue 26 point 4 (not yet in the scoring path)",
-        training_data=_trained(("vidore/colpali_train_set",), _mteb("colqwen_models.py")))
+        128000, 128, "bfloat16", "3B", _COLQWEN_FORM, _COLQWEN_FORM, _qwen2_limits(4, 768), "images", "mrope",
+        {**_facts(_mteb("colpali_models.py"),
+                  _card("vidore/colqwen2.5-v0.2", "6f6fcdfd1a114dfe365f529701b33d66b9349014")),
+         "revision": _mteb("colqwen_models.py"), "dim_window_dtype": _mteb("colqwen_models.py"),
+         "prompt_tokens": Source(_COLPALI, "colpali_engine/models/qwen2_5/colqwen2_5/processing_colqwen2_5.py",
+                                 _COLPALI_RELEASE),
+         "pooling": Source(_COLPALI, "colpali_engine/models/qwen2_5/colqwen2_5/modeling_colqwen2_5.py",
+                           _COLPALI_RELEASE)},
+        group="Other",
+        verified=Verification("mteb's ColQwen2_5Wrapper (colqwen_models.py, colpali_engine 0.3.18's ColQwen2_5) "
+                              "on a tiny ColQwen2.5", 6.0e-8),
+        training_data=_trained(("vidore/colpali_train_set",), _mteb("colqwen_models.py")),
+        notes=("the Hub repo is a LoRA adapter on vidore/colqwen2.5-base: merge it into the base "
+               "(peft's merge_and_unload) and give the merged directory with --model-path colqwen2.5=DIR",
+               "mteb embeds a document's text like a query's ('Query: ' prefix and augmentation tokens) and "
+               "each image in colpali's visual prompt; frames are images, one input each, concatenated in order "
+               "(MaxSim itself ignores their order)",
+               "window: mteb's max_tokens (128000); each input (the text, each image) is its own sequence"))
     doubao = ModelProfile(
         "doubao-seed-1.6", "Doubao-Seed-1.6", "doubao-embedding-vision-251215", "1", "api", 131072, 2048, "api", "",
         SideForm("Target_modality:Text.\n Instruction:{instruction}\n Query:{content}", "API instruction field"),
         SideForm("Instruction: Compress the text into one word.\n Query:{content}", "API instruction field"),
         None, "images", "api", {"api": _mteb("seed_1_6_embedding_models_1215.py"),
                                 "paper_name": Source("mmlongembed", "../shared/design/paper-tables.md", "Table 5")},
-        image_markup="", group="Proprietary Models", runnable=False,
-        unverified_reason="an API: its adapter (issue 26 point 5) comes later; no weights to compare",
+        image_markup="", group="Proprietary Models",
+        unverified_reason=("an API: no weights to run side by side; its adapter (harness/doubao_model.py) is "
+                           "tested against a loopback server that speaks the request and response shapes of mteb's "
+                           "wrapper"),
         notes=("documents with images use 'Compress the text and image into one word.'; image-only "
-               "'Compress the image into one word.' (mteb)", "endpoint ark.cn-beijing.volces.com "
-               "/api/v3/embeddings/multimodal, key from VOLCES_AUTH_TOKEN"))
+               "'Compress the image into one word.' (mteb)",
+               "`--model doubao-seed-1.6` runs the adapter at https://ark.cn-beijing.volces.com/api/v3 "
+               "(/embeddings/multimodal; `doubao:<model>@<base_url>` for another endpoint), key from ARK_API_KEY "
+               "or VOLCES_AUTH_TOKEN"))
     return [*qwen3, gme2, gme7, rzen, *ops, *embed_rl, vlm2vec, jina, colqwen, doubao]
 
 

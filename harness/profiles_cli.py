@@ -38,6 +38,8 @@ def facts(profile) -> str:
                      f"{limits.merge_size}), {limits.min_pixels}-{limits.max_pixels} pixels"
                      + (f", first snapped to 28 px within {limits.pre_resize}" if limits.pre_resize else ""))
     lines.append(f"- frames: fed as {profile.frames}; positions: {profile.positions}; dtype {profile.dtype}")
+    lines.append(f"- `mmle score --model {profile.name}`: " + ("runs" if profile.runnable else
+                                                                "refused (facts only, see why above)"))
     lines += [f"- source of {what}: {where}" for what, where in profile.sources.items()]
     lines += [f"- trained on {t.dataset} ({t.stated_in})" for t in profile.training_data]
     lines += [f"- note: {note}" for note in profile.notes]

@@ -30,14 +30,15 @@ def _arguments(argv):
 
 
 def _tiny_paths(profiles, directory: Path) -> list[str]:
-    from harness.tiny_models import make_tiny
+    from harness.tiny_models import make_tiny, tiny_family
 
     made, paths = {}, []
     for profile in profiles:
-        if profile.family not in made:
-            target = directory / profile.family
-            made[profile.family] = target if (target / "config.json").is_file() else make_tiny(target, profile.family)
-        paths.append(f"{profile.name}={made[profile.family]}")
+        family = tiny_family(profile)
+        if family not in made:
+            target = directory / family
+            made[family] = target if (target / "config.json").is_file() else make_tiny(target, family)
+        paths.append(f"{profile.name}={made[family]}")
     return paths
 
 

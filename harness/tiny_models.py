@@ -1,5 +1,5 @@
-"""Tiny randomly initialised models of the real architectures (Qwen2-VL, Qwen2.5-VL, Qwen3-VL), built
-offline from a config with the real Qwen3 tokenizer: the CPU stand-ins of the model profiles (the
+"""Tiny randomly initialised models of the real architectures (Qwen2-VL, Qwen2.5-VL, Qwen3-VL, and
+ColQwen2.5: a Qwen2.5-VL with colpali's 128-d token projection), built offline from a config with the real Qwen3 tokenizer: the CPU stand-ins of the model profiles (the
 side-by-side checks, `make table3 TINY=1`, bench/profile_throughput.py).
 
     python -m harness.tiny_models DIR [FAMILY ...]    # writes DIR/<family>/ for each family
@@ -10,7 +10,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-FAMILIES = ("qwen2_vl", "qwen2_5_vl", "qwen3_vl")
+FAMILIES = ("qwen2_vl", "qwen2_5_vl", "qwen3_vl", "colqwen2_5")
 TEXT = dict(hidden_size=32, intermediate_size=64, num_hidden_layers=2, num_attention_heads=4, num_key_value_heads=2,
             max_position_embeddings=4096)
 
@@ -56,6 +56,12 @@ def _config(family: str, tokenizer):
     raise ValueError(f"no tiny model for family {family!r}; known: {', '.join(FAMILIES)}")
 
 
+def tiny_family(profile) -> str:
+    """The tiny model a profile runs on: its architecture's, ColQwen2.5's for a multi-vector Qwen2.5-VL."""
+    multi_vector = profile.query is not None and profile.query.pooling == "multi_vector"
+    return "colqwen2_5" if multi_vector and profile.family == "qwen2_5_vl" else profile.family
+
+
 def make_tiny(directory: Path, family: str = "qwen2_vl", model_class=None, tokenizer=None) -> Path:
     """A tiny model of ``family`` (``model_class``: default the one with the LM head, as the Hub
     checkpoints are saved), its tokenizer and a small-pixel image processor, saved to ``directory``."""
@@ -63,11 +69,15 @@ def make_tiny(directory: Path, family: str = "qwen2_vl", model_class=None, token
     import transformers
     from transformers.models.qwen2_vl.image_processing_pil_qwen2_vl import Qwen2VLImageProcessorPil
 
+    from harness.profile_multivector import colqwen_class
+
     tokenizer = tokenizer or qwen3_tokenizer()
-    config = _config(family, tokenizer)
-    model_class = model_class or {"qwen2_vl": transformers.Qwen2VLForConditionalGeneration,
-                                  "qwen2_5_vl": transformers.Qwen2_5_VLForConditionalGeneration,
-                                  "qwen3_vl": transformers.Qwen3VLForConditionalGeneration}[family]
+    config = _config("qwen2_5_vl" if family == "colqwen2_5" else family, tokenizer)
+    if model_class is None:
+        model_class = colqwen_class() if family == "colqwen2_5" else {
+            "qwen2_vl": transformers.Qwen2VLForConditionalGeneration,
+            "qwen2_5_vl": transformers.Qwen2_5_VLForConditionalGeneration,
+            "qwen3_vl": transformers.Qwen3VLForConditionalGeneration}[family]
     torch.manual_seed(0)
     model_class(config).eval().save_pretrained(directory)
     tokenizer.save_pretrained(directory)

@@ -143,3 +143,116 @@ def rzen_reference(directory):
         return np.stack(vectors)
 
     return run
+
+
+# ---- ColQwen2.5: mteb's ColQwen2_5Wrapper (colqwen_models.py) over colpali_engine's ColQwen2_5 --------
+# Two more shims, again outside the wrapper's logic, for a venv without torchvision (the PyPI torchvision
+# wheel is a CUDA build that cannot load beside the CPU torch): colpali_engine imports `smart_resize`
+# from transformers' torchvision image-processor module, and gets it from the PIL module (the same
+# function, "Copied from" it); mteb's image path imports torchvision.transforms.functional only to turn
+# tensors into PIL images, which it never does for the PIL images given here.
+
+def _without_torchvision() -> bool:
+    import importlib.util
+
+    return importlib.util.find_spec("torchvision") is None
+
+
+def colpali_classes():
+    """colpali_engine's (ColQwen2_5, ColQwen2_5_Processor)."""
+    import sys
+    import types
+
+    name = "transformers.models.qwen2_vl.image_processing_qwen2_vl"
+    stub = None
+    if _without_torchvision() and name not in sys.modules:
+        from transformers.models.qwen2_vl import image_processing_pil_qwen2_vl
+
+        stub = sys.modules[name] = types.ModuleType(name)
+        stub.smart_resize = image_processing_pil_qwen2_vl.smart_resize
+    try:
+        from colpali_engine.models import ColQwen2_5, ColQwen2_5_Processor
+    finally:
+        if stub is not None:
+            del sys.modules[name]
+    return ColQwen2_5, ColQwen2_5_Processor
+
+
+class _PilOnlyTorchvision:
+    """`import torchvision.transforms.functional` for the duration of one mteb call, where torchvision is
+    missing: a function that is only reached for non-PIL images, which fails if it ever is."""
+
+    NAMES = ("torchvision", "torchvision.transforms", "torchvision.transforms.functional")
+
+    def __enter__(self):
+        import sys
+        import types
+
+        self.added = []
+        if not _without_torchvision():
+            return self
+        modules = [types.ModuleType(name) for name in self.NAMES]
+        modules[0].transforms, modules[1].functional = modules[1], modules[2]
+
+        def to_pil_image(*_):
+            raise AssertionError("the reference is given PIL images only")
+
+        modules[2].to_pil_image = to_pil_image
+        for module in modules:
+            sys.modules[module.__name__] = module
+            self.added.append(module.__name__)
+        return self
+
+    def __exit__(self, *exc):
+        import sys
+
+        for name in self.added:
+            del sys.modules[name]
+
+
+def colqwen_reference(directory):
+    """mteb's ColQwen2_5Wrapper.encode: colpali's ColQwen2_5 and ColQwen2_5_Processor (left padding, the
+    'Query: ' prefix mteb sets, 4..768 visual tokens as the profile states). An item is one mteb row:
+    its text (placeholders removed) and its image; an item with several images (frames) is its text
+    then one row per image, concatenated in order, as the wrapper concatenates text and image. Returns
+    the token matrices [n_tokens, 128] and `score(queries, documents)`: colpali's own MaxSim."""
+    import torch
+    from mteb.models.model_implementations.colqwen_models import ColQwen2_5Wrapper
+
+    from harness.profile_model import image_only_processor
+    from harness.profiles import ImageLimits
+
+    model_class, processor_class = colpali_classes()
+    wrapper = object.__new__(ColQwen2_5Wrapper)
+    wrapper.device = "cpu"
+    wrapper.mdl = model_class.from_pretrained(str(directory), dtype=torch.float32).eval()
+    processor = image_only_processor(processor_class, str(directory), ImageLimits(14, 2, 4 * 28 * 28, 768 * 28 * 28))
+    processor.tokenizer.padding_side = "left"  # as ColQwen2_5_Processor.__init__ sets it
+    processor.query_prefix = "Query: "  # mteb's ColQwen2_5Wrapper(query_prefix="Query: ")
+    wrapper.processor = processor
+
+    def encode(text, image):
+        row = {**({"text": [text]} if text is not None else {}), **({"image": [image]} if image is not None else {})}
+        with _PilOnlyTorchvision():
+            matrices = wrapper.encode(_Loader([row], dict.fromkeys(row)), task_metadata=None, hf_split="test",
+                                      hf_subset="x")
+        return matrices[0].numpy()
+
+    def run(items):
+        out = []
+        for text, images, _instruction, _is_query in items:
+            rest = text.replace(IMAGE_PLACEHOLDER, "")
+            rest = rest if rest.strip() or not images else None
+            if len(images) <= 1:
+                out.append(encode(rest, images[0] if images else None))
+            else:
+                parts = ([encode(rest, None)] if rest is not None else []) + [encode(None, i) for i in images]
+                out.append(np.concatenate(parts))
+        return out
+
+    def score(queries, documents):
+        return processor.score([torch.from_numpy(q) for q in queries], [torch.from_numpy(d) for d in documents],
+                               device="cpu").numpy()
+
+    run.score = score
+    return run
