@@ -107,6 +107,17 @@ class ImageLimits:
 
 
 @dataclass(frozen=True)
+class VideoInput:
+    """How a model's own code feeds an ordered frame sequence as its video input
+    (harness/qwen_video.py): the frame cap, the clip's pixel budget, and the frame rate its timestamps
+    assume for a frame list."""
+
+    max_frames: int
+    total_pixels: int
+    timestamp_fps: float
+
+
+@dataclass(frozen=True)
 class TrainingData:
     """A source dataset the authors declare training on, and where they say so (issue 26 point 8)."""
 
@@ -137,10 +148,11 @@ class ModelProfile:
     query: SideForm | None
     document: SideForm | None
     images: ImageLimits | None
-    frames: str  # how an ordered frame sequence is fed: "images" (in order) or "video"
+    frames: str  # how an ordered frame sequence is fed: "images" (in order) or "video" (then `video` says how)
     positions: str  # "mrope" (the model's own 3-D rope index) or "sequential" (LLM run on embeddings, 1-D)
     sources: dict[str, Source]  # fact group -> where it is stated
     image_markup: str = QWEN_VISION
+    video: VideoInput | None = None
     group: str = "Open-Source / Local Models"
     runnable: bool = True  # False: facts only (the API's adapter and multi-vector scoring come later)
     verified: Verification | None = None
@@ -222,11 +234,14 @@ _VLM2VEC_D = SideForm("{content}", "none")
 _VLM2VEC_SOURCE = _mteb("vlm2vec_models.py")
 
 # ---- Qwen3-VL-Embedding: system prompt = instruction ("Represent the user's input." by default),
-# "." appended; 32-px cells; videos at fps 1, at most 64 frames.
+# "." appended; images before the text; 32-px cells within [4, 1800] cells; the whole model's forward
+# (mrope), right padding, the last real token. A frame list is a video: at most 64 frames, 10 x 768
+# tokens' pixels in all, stamped at qwen-vl-utils' 2 fps (fps 1 applies to video files only).
 _QWEN3_Q = SideForm(CHAT.replace("{system}", "{instruction}").replace("{user}", "{content}"), "system prompt",
                     default_instruction="Represent the user's input.", instruction_end=".")
 _QWEN3_D = SideForm(CHAT.replace("{system}", "Represent the user's input.").replace("{user}", "{content}"), "none")
 _QWEN3_SOURCE = _mteb("qwen3_vl_embedding_models.py")
+_QWEN3_VIDEO = VideoInput(max_frames=64, total_pixels=10 * 768 * 32 * 32, timestamp_fps=2.0)
 _QWEN3_SCRIPT = Source("Qwen/Qwen3-VL-Embedding-2B", "scripts/qwen3_vl_embedding.py", "9f2f7e710d6d81056aa5c0a4f04764fec6bb7bda")
 _QWEN3_UNVERIFIED = ("mteb runs it through sentence-transformers' multimodal loader, configured by the Hub repo's "
                      "modules.json and chat template, which cannot be had offline; the Qwen3-VL architecture itself "
@@ -297,7 +312,7 @@ def _profiles() -> list[ModelProfile]:
         f"qwen3-vl-{size.lower()}", f"Qwen3-VL-{size}", f"Qwen/Qwen3-VL-Embedding-{size}", revision, "qwen3_vl",
         32768, dim, "bfloat16", size, _QWEN3_Q, _QWEN3_D, ImageLimits(16, 2, 4 * 32 * 32, 1800 * 32 * 32), "video",
         "mrope", _facts(_QWEN3_SOURCE, _card(f"Qwen/Qwen3-VL-Embedding-{size}", revision), official=_QWEN3_SCRIPT),
-        unverified_reason=_QWEN3_UNVERIFIED,
+        video=_QWEN3_VIDEO, unverified_reason=_QWEN3_UNVERIFIED,
         notes=("frames: the model's video input, fps 1, at most 64 frames, 10 x 768 tokens in all "
                "(mteb, after the official script)",))
         for size, revision, dim in (("2B", "9f2f7e710d6d81056aa5c0a4f04764fec6bb7bda", 2048),

@@ -3,7 +3,7 @@ runs the official inference code) and the test that reads them (tests/test_profi
 runs the profile): the tiny model, the inputs, and the fingerprints that tie the goldens to both.
 
 The inputs are those of the Qwen2-VL side-by-side test (text, one image, text with images, an ordered
-frame sequence), each as a query (with the task instruction) and as a document (none). The official
+frame sequence) and an image under the minimum pixel budget, each as a query (with the task instruction) and as a document (none). The official
 embedder places every image before the text, so the images lead here; the frames are a video there.
 """
 
@@ -23,18 +23,22 @@ def _images():
 
     red, blue, green = png((220, 20, 20)), png((20, 20, 220)), png((20, 200, 40))
     frames = tuple(png((40 * k, 90, 200 - 30 * k)) for k in range(4))
-    return red, blue, green, frames
+    # 100 x 32 px: under the minimum of 4 cells, so the budget's cell size decides how far it is
+    # enlarged (4 x 32 x 32 px: 2 x 4 cells; 4 x 28 x 28 px: 1 x 4 cells)
+    banner = png((200, 120, 30), size=(100, 32))
+    return red, blue, green, frames, banner
 
 
 def inputs() -> list[dict]:
     """Each input: its kind, the benchmark's text (images at placeholders) and its images."""
-    red, blue, green, frames = _images()
+    red, blue, green, frames, banner = _images()
     return [
         {"kind": "text", "text": "What was the rainfall in May?", "images": ()},
         {"kind": "image", "text": PLACEHOLDER + "The red slide.", "images": (red,)},
         {"kind": "text and images", "text": PLACEHOLDER * 2 + "A chart of rainfall and the legend below it.",
          "images": (blue, green)},
         {"kind": "frames", "text": PLACEHOLDER * len(frames), "images": frames},
+        {"kind": "small image", "text": PLACEHOLDER + "A thin banner.", "images": (banner,)},
     ]
 
 
