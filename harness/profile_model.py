@@ -183,7 +183,8 @@ class ProfileModel(DenseModel):
         sizes = [image_size(data) for data in item.images]
         n_frames, _, _, per_group = qwen_video.layout(sizes, self.profile.images.factor, self.profile.video)
         video_ids = self._ids(qwen_video.prompt(n_frames, per_group, self.profile.video.timestamp_fps))
-        text_ids = self._ids(form.content(item.text, item.instruction, IMAGE_PLACEHOLDER).replace(IMAGE_PLACEHOLDER, ""))
+        rest = form.content(item.text, item.instruction, IMAGE_PLACEHOLDER).replace(IMAGE_PLACEHOLDER, "")
+        text_ids = self._ids(rest if rest.strip() else "")  # frames alone: the official code gets no text
         return [("video", video_ids)] + text_ids, [len(video_ids)] + [1] * len(text_ids)
 
     def encode_item(self, item: Item, with_images: bool = True) -> Encoded:

@@ -129,3 +129,50 @@ def test_28_pixel_cells_instead_of_32_fail_the_gate(tiny, goldens):
     differences = _differences(wrong, tiny, goldens, "queries", kinds={"image", "small image"})
     assert differences["small image"] > 1e-3, differences
     assert differences["image"] <= GATE, differences
+
+
+class FramePool:
+    """A frame-sequence pool (a temporal build's, as harness.data reads it): text queries, candidates
+    of ordered frames only, with the benchmark's yardstick lengths."""
+
+    def __init__(self):
+        from harness.data import PoolInfo
+        from harness.fixtures import png
+        from mmlongembed.documents import IMAGE_PLACEHOLDER
+
+        self.info = PoolInfo("clips-hard-256", "temporal_summarization", "clips", "hard", 256, "video", "text",
+                             extra={"candidate_form": "frames"})
+        frames = [[png((40 * k + 9 * i, 10 * i, 90)) for i in range(5)] for k in range(3)]
+        self.candidates = [Item(f"c{k}", IMAGE_PLACEHOLDER * 5, tuple(f)) for k, f in enumerate(frames)]
+        self.queries = [Item("q0", "the dog jumps, then it sits", (), golden.INSTRUCTION, True)]
+        self.query_ids, self.corpus_ids = ["q0"], [c.id for c in self.candidates]
+        self.query_tokens, self.candidate_tokens = [8], [5 * 16] * 3
+
+    def iter_queries(self, batch_size):
+        yield list(self.queries)
+
+    def iter_candidates(self, batch_size):
+        yield list(self.candidates)
+
+
+def test_a_frame_pool_feeds_its_candidates_as_video_batched_as_one_by_one(tiny):
+    """Scored through the harness: the frames become the video input (five frames: padded to six,
+    three two-frame groups with their timestamps), three clips in one batch embed as each alone does,
+    and the model's own count prices the video as it is fed."""
+    from harness.cache import EmbeddingCache
+    from harness.models import RunSettings
+    from harness.profile_model import ProfileModel
+
+    pool = FramePool()
+    model = ProfileModel(get_profile("qwen3-vl-2b"), RunSettings(batch_size=8, progress=False), str(tiny))
+    scores = model.score_pool(pool, EmbeddingCache(None), RunSettings(batch_size=8, progress=False))
+    assert any("video input" in note for note in scores.notes)
+    encoded = model.encode_item(pool.candidates[0])
+    text = model.tokenizer.decode(encoded.ids)
+    assert [text.count(f"<{t} seconds>") for t in ("0.2", "1.2", "2.2")] == [1, 1, 1]
+    assert not encoded.images and len(encoded.videos) == 1 and encoded.videos[0].shape[0] == 6
+    together = model.embed(pool.candidates)[0]
+    alone = np.concatenate([model.embed([c])[0] for c in pool.candidates])
+    assert np.abs(together - alone).max() <= GATE
+    own = scores.details["own_lengths"]["candidates"]
+    assert own["own_max"] == len(encoded.ids) and own["over_window"] == 0
