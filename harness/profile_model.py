@@ -141,6 +141,7 @@ class ProfileModel(DenseModel):
                 "pooling": {"query": self.profile.query.pooling, "document": self.profile.document.pooling},
                 "query_template": self.profile.query.template, "document_template": self.profile.document.template,
                 "positions": self.profile.positions, "image_limits": vars(self.profile.images),
+                "frames": self.profile.frames, "video": vars(self.profile.video) if self.profile.video else None,
                 "status": self.profile.status}
 
     # ---- input assembly -------------------------------------------------------------------------

@@ -62,8 +62,14 @@ def padded_count(n_frames: int) -> int:
 def layout(frame_sizes: list[tuple[int, int]], cell: int, video: VideoInput) -> tuple[int, int, int, int]:
     """(padded frame count, clip height, clip width, visual tokens per two-frame group) from the frames'
     (height, width), without decoding their pixels."""
+    from harness.models import ModelError
+
     n = padded_count(min(len(frame_sizes), video.max_frames))
-    height, width = frame_size(*frame_sizes[0], cell)
+    snapped = {frame_size(*size, cell) for size in sampled(frame_sizes, video.max_frames)}
+    if len(snapped) > 1:  # the official code would stack them and fail (then embed the text "NULL")
+        raise ModelError(f"a frame sequence's frames differ in size ({sorted(set(frame_sizes))}): one video's "
+                         "frames share one size")
+    height, width = snapped.pop()
     height, width = clip_size(height, width, n, cell, video)
     return n, height, width, (height // cell) * (width // cell)
 
