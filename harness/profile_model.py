@@ -12,7 +12,6 @@ the template's head and tail stay, images are kept or dropped whole.
 from __future__ import annotations
 
 import io
-import math
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -22,6 +21,7 @@ from harness.data import Item
 from harness.models import (PROFILE_LOADER, DenseModel, ModelError, RunSettings, directory_fingerprint,
                             image_token_cost)
 from harness.profiles import ImageLimits, ModelProfile, get_profile
+from harness import qwen_vision
 from harness.truncation import truncate_middle
 from mmlongembed.documents import IMAGE_PLACEHOLDER
 from mmlongembed.errors import UserError
@@ -29,25 +29,9 @@ from mmlongembed.errors import UserError
 CONTENT = "\x00content\x00"  # splits a side's prompt into the head and tail around the item's content
 
 
-def smart_resize(height: int, width: int, factor: int, min_pixels: int, max_pixels: int) -> tuple[int, int]:
-    """qwen_vl_utils' resize (copied by GME's and RzenEmbed's inference code): whole `factor` cells,
-    the aspect ratio kept, the pixel count within [min_pixels, max_pixels]."""
-    h_bar = max(factor, round(height / factor) * factor)
-    w_bar = max(factor, round(width / factor) * factor)
-    if h_bar * w_bar > max_pixels:
-        beta = math.sqrt(height * width / max_pixels)
-        h_bar = math.floor(height / beta / factor) * factor
-        w_bar = math.floor(width / beta / factor) * factor
-    elif h_bar * w_bar < min_pixels:
-        beta = math.sqrt(min_pixels / (height * width))
-        h_bar = math.ceil(height * beta / factor) * factor
-        w_bar = math.ceil(width * beta / factor) * factor
-    return h_bar, w_bar
-
-
 def prepared_size(height: int, width: int, limits: ImageLimits) -> tuple[int, int]:
     """The size at which the model's own code hands an image to its processor."""
-    return (height, width) if limits.pre_resize is None else smart_resize(height, width, 28, *limits.pre_resize)
+    return (height, width) if limits.pre_resize is None else qwen_vision.smart_resize(height, width, 28, *limits.pre_resize)
 
 
 def prepared_image(data: bytes, limits: ImageLimits):
@@ -179,11 +163,9 @@ class ProfileModel(DenseModel):
     def _video_units(self, item: Item, form) -> tuple[list, list[int]]:
         """The frames as one video (kept or dropped whole), then the item's text: the official
         embedder puts a video before the text."""
-        from harness import qwen_video
-
         sizes = [image_size(data) for data in item.images]
-        n_frames, _, _, per_group = qwen_video.layout(sizes, self.profile.images.factor, self.profile.video)
-        video_ids = self._ids(qwen_video.prompt(n_frames, per_group, self.profile.video.timestamp_fps))
+        n_frames, _, _, per_group = qwen_vision.layout(sizes, self.profile.images.factor, self.profile.video)
+        video_ids = self._ids(qwen_vision.prompt(n_frames, per_group, self.profile.video.timestamp_fps))
         rest = form.content(item.text, item.instruction, IMAGE_PLACEHOLDER).replace(IMAGE_PLACEHOLDER, "")
         text_ids = self._ids(rest if rest.strip() else "")  # frames alone: the official code gets no text
         return [("video", video_ids)] + text_ids, [len(video_ids)] + [1] * len(text_ids)
@@ -213,9 +195,7 @@ class ProfileModel(DenseModel):
         return Encoded(ids + tail_ids, kept_images, own, truncated, videos)
 
     def _clip(self, item: Item):
-        from harness import qwen_video
-
-        return qwen_video.clip_pixels(list(item.images), self.profile.images.factor, self.profile.video)
+        return qwen_vision.clip_pixels(list(item.images), self.profile.images.factor, self.profile.video)
 
     # ---- the model ------------------------------------------------------------------------------
     def _hidden(self, input_ids, attention, pixel_values, grid, video=None):
@@ -242,12 +222,10 @@ class ProfileModel(DenseModel):
         """(pixel_values_videos, video_grid_thw) of the batch's clips, or None."""
         if not clips:
             return None
-        from harness import qwen_video
-
         if self._video_settings is None:
-            self._video_settings = qwen_video.processor_settings(self._source, **self._load_kwargs)
+            self._video_settings = qwen_vision.processor_settings(self._source, **self._load_kwargs)
         torch = self.torch
-        parts = [qwen_video.video_patches(clip, self._video_settings) for clip in clips]
+        parts = [qwen_vision.video_patches(clip, self._video_settings) for clip in clips]
         device = self.settings.device
         return (torch.cat([patches for patches, _ in parts]).to(device),
                 torch.tensor([grid for _, grid in parts], device=device))

@@ -109,7 +109,7 @@ class ImageLimits:
 @dataclass(frozen=True)
 class VideoInput:
     """How a model's own code feeds an ordered frame sequence as its video input
-    (harness/qwen_video.py): the frame cap, the clip's pixel budget, and the frame rate its timestamps
+    (harness/qwen_vision.py): the frame cap, the clip's pixel budget, and the frame rate its timestamps
     assume for a frame list."""
 
     max_frames: int

@@ -179,14 +179,14 @@ def test_a_frame_pool_feeds_its_candidates_as_video_batched_as_one_by_one(tiny):
 
 
 def test_a_long_frame_sequence_is_capped_at_64_evenly_spaced_frames_and_sizes_must_agree():
-    from harness import qwen_video
+    from harness import qwen_vision
     from harness.models import ModelError
 
     video = get_profile("qwen3-vl-2b").video
-    assert qwen_video.sampled(list(range(100)), 64) == np.linspace(0, 99, 64, dtype=int).tolist()
-    assert qwen_video.sampled(list(range(5)), 64) == list(range(5))
-    n_frames, height, width, per_group = qwen_video.layout([(48, 64)] * 100, 32, video)
+    assert qwen_vision.sampled(list(range(100)), 64) == np.linspace(0, 99, 64, dtype=int).tolist()
+    assert qwen_vision.sampled(list(range(5)), 64) == list(range(5))
+    n_frames, height, width, per_group = qwen_vision.layout([(48, 64)] * 100, 32, video)
     # 64 frames share 10 x 768 cells' pixels: each frame at most 240 cells, at least 128 (x1.05)
     assert n_frames == 64 and height % 32 == 0 and width % 32 == 0 and 128 <= per_group <= 240
     with pytest.raises(ModelError, match="differ in size"):
-        qwen_video.layout([(48, 64), (480, 640)], 32, video)
+        qwen_vision.layout([(48, 64), (480, 640)], 32, video)

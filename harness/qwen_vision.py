@@ -1,4 +1,5 @@
-"""An ordered frame sequence as Qwen3-VL's video input, the way Qwen3-VL-Embedding's official embedder
+"""qwen-vl-utils' image sizing (`smart_resize`, copied by GME's and RzenEmbed's code too), and an ordered
+frame sequence as Qwen3-VL's video input, the way Qwen3-VL-Embedding's official embedder
 feeds a list of frames (QwenLM/Qwen3-VL-Embedding, src/models/qwen3_vl_embedding.py: `format_model_input`
 and `_preprocess_inputs`, which hand the frames to qwen-vl-utils' `fetch_video` and the pixels to the
 Qwen3-VL processor with `do_resize=False`), built without torchvision (transformers 5's video processor
@@ -19,6 +20,7 @@ The steps, in the official order:
 from __future__ import annotations
 
 import io
+import math
 
 import numpy as np
 
@@ -30,6 +32,22 @@ VIDEO_CELLS = (128, 768)  # qwen-vl-utils' VIDEO_MIN_TOKEN_NUM, VIDEO_MAX_TOKEN_
 TEMPORAL_PATCH = 2  # frames per temporal patch (qwen-vl-utils' FRAME_FACTOR)
 
 
+def smart_resize(height: int, width: int, factor: int, min_pixels: int, max_pixels: int) -> tuple[int, int]:
+    """qwen_vl_utils' resize (copied by GME's and RzenEmbed's inference code): whole `factor` cells,
+    the aspect ratio kept, the pixel count within [min_pixels, max_pixels]."""
+    h_bar = max(factor, round(height / factor) * factor)
+    w_bar = max(factor, round(width / factor) * factor)
+    if h_bar * w_bar > max_pixels:
+        beta = math.sqrt(height * width / max_pixels)
+        h_bar = math.floor(height / beta / factor) * factor
+        w_bar = math.floor(width / beta / factor) * factor
+    elif h_bar * w_bar < min_pixels:
+        beta = math.sqrt(min_pixels / (height * width))
+        h_bar = math.ceil(height * beta / factor) * factor
+        w_bar = math.ceil(width * beta / factor) * factor
+    return h_bar, w_bar
+
+
 def sampled(frames: list, max_frames: int) -> list:
     """At most `max_frames` frames, evenly spaced (np.linspace, truncated to ints, as sample_frames)."""
     if len(frames) <= max_frames:
@@ -39,16 +57,12 @@ def sampled(frames: list, max_frames: int) -> list:
 
 def frame_size(height: int, width: int, cell: int) -> tuple[int, int]:
     """A frame's size after fetch_image."""
-    from harness.profile_model import smart_resize
-
     factor = cell * FRAME_CELL_FACTOR
     return smart_resize(height, width, factor, FRAME_CELLS[0] * factor * factor, FRAME_CELLS[1] * factor * factor)
 
 
 def clip_size(height: int, width: int, n_frames: int, cell: int, video: VideoInput) -> tuple[int, int]:
     """The clip's size after fetch_video, for `n_frames` frames (already padded to even) of this size."""
-    from harness.profile_model import smart_resize
-
     min_pixels = VIDEO_CELLS[0] * cell * cell
     max_pixels = max(min(VIDEO_CELLS[1] * cell * cell, video.total_pixels / n_frames * TEMPORAL_PATCH),
                      int(min_pixels * 1.05))
