@@ -121,8 +121,9 @@ def add_processor_files(directory: Path) -> None:
 
 def official_input(item: dict, instruction: str) -> dict:
     """The official embedder's input: images (all before the text), or the frames as a video."""
-    from PIL import Image
     import io
+
+    from PIL import Image
 
     pictures = [Image.open(io.BytesIO(b)).convert("RGB") for b in item["images"]]
     text = item["text"].replace(golden.PLACEHOLDER, "")
