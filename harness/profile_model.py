@@ -12,8 +12,7 @@ the template's head and tail stay, images are kept or dropped whole.
 from __future__ import annotations
 
 import io
-import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
@@ -22,6 +21,7 @@ from harness.data import Item
 from harness.models import (PROFILE_LOADER, DenseModel, ModelError, RunSettings, directory_fingerprint,
                             image_token_cost)
 from harness.profiles import ImageLimits, ModelProfile, get_profile
+from harness import qwen_vision
 from harness.truncation import truncate_middle
 from mmlongembed.documents import IMAGE_PLACEHOLDER
 from mmlongembed.errors import UserError
@@ -29,25 +29,9 @@ from mmlongembed.errors import UserError
 CONTENT = "\x00content\x00"  # splits a side's prompt into the head and tail around the item's content
 
 
-def smart_resize(height: int, width: int, factor: int, min_pixels: int, max_pixels: int) -> tuple[int, int]:
-    """qwen_vl_utils' resize (copied by GME's and RzenEmbed's inference code): whole `factor` cells,
-    the aspect ratio kept, the pixel count within [min_pixels, max_pixels]."""
-    h_bar = max(factor, round(height / factor) * factor)
-    w_bar = max(factor, round(width / factor) * factor)
-    if h_bar * w_bar > max_pixels:
-        beta = math.sqrt(height * width / max_pixels)
-        h_bar = math.floor(height / beta / factor) * factor
-        w_bar = math.floor(width / beta / factor) * factor
-    elif h_bar * w_bar < min_pixels:
-        beta = math.sqrt(min_pixels / (height * width))
-        h_bar = math.ceil(height * beta / factor) * factor
-        w_bar = math.ceil(width * beta / factor) * factor
-    return h_bar, w_bar
-
-
 def prepared_size(height: int, width: int, limits: ImageLimits) -> tuple[int, int]:
     """The size at which the model's own code hands an image to its processor."""
-    return (height, width) if limits.pre_resize is None else smart_resize(height, width, 28, *limits.pre_resize)
+    return (height, width) if limits.pre_resize is None else qwen_vision.smart_resize(height, width, 28, *limits.pre_resize)
 
 
 def prepared_image(data: bytes, limits: ImageLimits):
@@ -99,6 +83,7 @@ class Encoded:
     images: list
     own_tokens: int  # the whole input in the model's own tokens, before truncation
     truncated: bool
+    videos: list = field(default_factory=list)  # clips (frames, 3, height, width) of a frame sequence fed as video
 
 
 class ProfileModel(DenseModel):
@@ -125,8 +110,12 @@ class ProfileModel(DenseModel):
         except OSError as exc:
             raise UserError(f"--model {profile.name}: cannot load {source!r}: {str(exc).splitlines()[0]}") from None
         self.revision = directory_fingerprint(Path(source)) if local else profile.revision
+        self._source, self._load_kwargs, self._video_settings = source, kwargs, None
         self.window = settings.max_length or profile.window
         self.image_token_id = self.tokenizer.convert_tokens_to_ids("<|image_pad|>")
+        self.video_token_id = self.tokenizer.convert_tokens_to_ids("<|video_pad|>")
+        # set per pool (score_pool): the candidates are ordered frame sequences
+        self.frame_sequences = False
         self.modalities = frozenset({"text", "image"})
         self.pad_id = self.tokenizer.pad_token_id if self.tokenizer.pad_token_id is not None else 0
 
@@ -142,6 +131,7 @@ class ProfileModel(DenseModel):
                 "pooling": {"query": self.profile.query.pooling, "document": self.profile.document.pooling},
                 "query_template": self.profile.query.template, "document_template": self.profile.document.template,
                 "positions": self.profile.positions, "image_limits": vars(self.profile.images),
+                "frames": self.profile.frames, "video": vars(self.profile.video) if self.profile.video else None,
                 "status": self.profile.status}
 
     # ---- input assembly -------------------------------------------------------------------------
@@ -157,11 +147,13 @@ class ProfileModel(DenseModel):
         head, _, tail = self.profile.image_markup.partition("<|image_pad|>")
         return self._ids(head), self._ids(tail)
 
-    def encode_item(self, item: Item, with_images: bool = True) -> Encoded:
-        """The item's token ids (image slots expanded), its images, its own length, truncation."""
-        form = self.profile.side(item.is_query)
-        head, _, tail = form.prompt(CONTENT, item.instruction).partition(CONTENT)
-        head_ids, tail_ids = self._ids(head), self._ids(tail)
+    def _as_video(self, item: Item) -> bool:
+        """In a pool of frame-sequence candidates an item's images are its frames (the queries there are
+        text): fed as the model's video input where the profile says its code does so."""
+        return self.frame_sequences and bool(item.images) and self.profile.frames == "video"
+
+    def _image_units(self, item: Item, form) -> tuple[list, list[int]]:
+        """Text tokens and images at their placeholders, each with its cost in tokens."""
         open_ids, close_ids = self._markup()
         units, costs = [], []
         for i, run in enumerate(form.content(item.text, item.instruction, IMAGE_PLACEHOLDER).split(IMAGE_PLACEHOLDER)):
@@ -172,22 +164,47 @@ class ProfileModel(DenseModel):
                 n = self.image_cost(item.images[i])
                 units.append(("image", i, n))
                 costs.append(n + len(open_ids) + len(close_ids))
+        return units, costs
+
+    def _video_units(self, item: Item, form) -> tuple[list, list[int]]:
+        """The frames as one video (kept or dropped whole), then the item's text: the official
+        embedder puts a video before the text."""
+        sizes = [image_size(data) for data in item.images]
+        n_frames, _, _, per_group = qwen_vision.layout(sizes, self.profile.images.factor, self.profile.video)
+        video_ids = self._ids(qwen_vision.prompt(n_frames, per_group, self.profile.video.timestamp_fps))
+        rest = form.content(item.text, item.instruction, IMAGE_PLACEHOLDER).replace(IMAGE_PLACEHOLDER, "")
+        text_ids = self._ids(rest if rest.strip() else "")  # frames alone: the official code gets no text
+        return [("video", video_ids)] + text_ids, [len(video_ids)] + [1] * len(text_ids)
+
+    def encode_item(self, item: Item, with_images: bool = True) -> Encoded:
+        """The item's token ids (image slots expanded), its images, its own length, truncation."""
+        form = self.profile.side(item.is_query)
+        head, _, tail = form.prompt(CONTENT, item.instruction).partition(CONTENT)
+        head_ids, tail_ids = self._ids(head), self._ids(tail)
+        open_ids, close_ids = self._markup()
+        units, costs = (self._video_units if self._as_video(item) else self._image_units)(item, form)
         own = len(head_ids) + sum(costs) + len(tail_ids)
         budget = self.window - len(head_ids) - len(tail_ids)
         if budget < 1:
             raise ModelError(f"{self.spec}: the window ({self.window}) is shorter than the prompt template")
         kept, truncated = truncate_middle(units, costs, budget)
-        ids, kept_images = list(head_ids), []
+        ids, kept_images, videos = list(head_ids), [], []
         for unit in kept:
-            if isinstance(unit, tuple):
+            if isinstance(unit, tuple) and unit[0] == "video":
+                ids += unit[1]
+                videos.append(self._clip(item) if with_images else None)
+            elif isinstance(unit, tuple):
                 ids += open_ids + [self.image_token_id] * unit[2] + close_ids
                 kept_images.append(prepared_image(item.images[unit[1]], self.profile.images) if with_images else None)
             else:
                 ids.append(unit)
-        return Encoded(ids + tail_ids, kept_images, own, truncated)
+        return Encoded(ids + tail_ids, kept_images, own, truncated, videos)
+
+    def _clip(self, item: Item):
+        return qwen_vision.clip_pixels(list(item.images), self.profile.images.factor, self.profile.video)
 
     # ---- the model ------------------------------------------------------------------------------
-    def _hidden(self, input_ids, attention, pixel_values, grid):
+    def _hidden(self, input_ids, attention, pixel_values, grid, video=None):
         model = self.model
         if self.profile.positions == "sequential":
             # GME / RzenEmbed: the language model on input embeddings, images spliced in, 1-D positions
@@ -199,9 +216,25 @@ class ProfileModel(DenseModel):
             return model.language_model(inputs_embeds=embeds, attention_mask=attention).last_hidden_state
         inputs = {"input_ids": input_ids, "attention_mask": attention}
         if pixel_values is not None:
-            inputs.update(pixel_values=pixel_values, image_grid_thw=grid,
-                          mm_token_type_ids=(input_ids == self.image_token_id).long())
+            inputs.update(pixel_values=pixel_values, image_grid_thw=grid)
+        if video is not None:
+            inputs.update(pixel_values_videos=video[0], video_grid_thw=video[1])
+        if pixel_values is not None or video is not None:  # the processor's types: text 0, image 1, video 2
+            inputs["mm_token_type_ids"] = ((input_ids == self.image_token_id).long()
+                                           + 2 * (input_ids == self.video_token_id).long())
         return model(**inputs).last_hidden_state
+
+    def _video_inputs(self, clips):
+        """(pixel_values_videos, video_grid_thw) of the batch's clips, or None."""
+        if not clips:
+            return None
+        if self._video_settings is None:
+            self._video_settings = qwen_vision.processor_settings(self._source, **self._load_kwargs)
+        torch = self.torch
+        parts = [qwen_vision.video_patches(clip, self._video_settings) for clip in clips]
+        device = self.settings.device
+        return (torch.cat([patches for patches, _ in parts]).to(device),
+                torch.tensor([grid for _, grid in parts], device=device))
 
     def _forward(self, encoded: list[Encoded]):
         """The last hidden states [n, width, hidden] (the model's dtype) of encoded inputs, right-padded."""
@@ -215,8 +248,9 @@ class ProfileModel(DenseModel):
         if images:
             vision = self.image_processor(images=images, return_tensors="pt")
             pixel_values, grid = vision["pixel_values"].to(device), vision["image_grid_thw"].to(device)
+        video = self._video_inputs([clip for e in encoded for clip in e.videos])
         with torch.no_grad():
-            return self._hidden(input_ids, attention, pixel_values, grid)
+            return self._hidden(input_ids, attention, pixel_values, grid, video)
 
     def embed(self, items):
         torch = self.torch
@@ -257,12 +291,15 @@ class ProfileModel(DenseModel):
 
     def score_pool(self, pool, cache, settings):
         self._pool_instruction = next(iter(pool.iter_queries(1)))[0].instruction
+        self.frame_sequences = pool.info.frame_sequences
         stats = super().score_pool(pool, cache, settings)
         stats.details["own_lengths"] = self.own_lengths(pool)
         if self.profile.verified is None:
             stats.notes.append(f"profile unverified: {self.profile.unverified_reason}")
         if pool.info.frame_sequences and self.profile.frames == "video":
-            stats.notes.append("frames fed as images in order (the model's video input needs torchvision)")
+            video = self.profile.video
+            stats.notes.append(f"frame sequences fed as the model's video input (at most {video.max_frames} frames, "
+                               f"{video.total_pixels} pixels, timestamps at {video.timestamp_fps:g} fps)")
         return stats
 
     def format_query(self, item: Item) -> Item:

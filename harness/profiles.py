@@ -111,6 +111,17 @@ class ImageLimits:
 
 
 @dataclass(frozen=True)
+class VideoInput:
+    """How a model's own code feeds an ordered frame sequence as its video input
+    (harness/qwen_vision.py): the frame cap, the clip's pixel budget, and the frame rate its timestamps
+    assume for a frame list."""
+
+    max_frames: int
+    total_pixels: int
+    timestamp_fps: float
+
+
+@dataclass(frozen=True)
 class TrainingData:
     """A source dataset the authors declare training on, and where they say so (issue 26 point 8)."""
 
@@ -141,10 +152,11 @@ class ModelProfile:
     query: SideForm | None
     document: SideForm | None
     images: ImageLimits | None
-    frames: str  # how an ordered frame sequence is fed: "images" (in order) or "video"
+    frames: str  # how an ordered frame sequence is fed: "images" (in order) or "video" (then `video` says how)
     positions: str  # "mrope" (the model's own 3-D rope index) or "sequential" (LLM run on embeddings, 1-D)
     sources: dict[str, Source]  # fact group -> where it is stated
     image_markup: str = QWEN_VISION
+    video: VideoInput | None = None
     group: str = "Open-Source / Local Models"
     runnable: bool = True  # False: facts only; `--model NAME` is refused with unverified_reason
     verified: Verification | None = None
@@ -226,15 +238,21 @@ _VLM2VEC_D = SideForm("{content}", "none")
 _VLM2VEC_SOURCE = _mteb("vlm2vec_models.py")
 
 # ---- Qwen3-VL-Embedding: system prompt = instruction ("Represent the user's input." by default),
-# "." appended; 32-px cells; videos at fps 1, at most 64 frames.
+# "." appended; images before the text; 32-px cells within [4, 1800] cells; the whole model's forward
+# (mrope), right padding, the last real token. A frame list is a video: at most 64 frames, 10 x 768
+# tokens' pixels in all, stamped at qwen-vl-utils' 2 fps (fps 1 applies to video files only).
 _QWEN3_Q = SideForm(CHAT.replace("{system}", "{instruction}").replace("{user}", "{content}"), "system prompt",
                     default_instruction="Represent the user's input.", instruction_end=".")
 _QWEN3_D = SideForm(CHAT.replace("{system}", "Represent the user's input.").replace("{user}", "{content}"), "none")
 _QWEN3_SOURCE = _mteb("qwen3_vl_embedding_models.py")
+_QWEN3_VIDEO = VideoInput(max_frames=64, total_pixels=10 * 768 * 32 * 32, timestamp_fps=2.0)
 _QWEN3_SCRIPT = Source("Qwen/Qwen3-VL-Embedding-2B", "scripts/qwen3_vl_embedding.py", "9f2f7e710d6d81056aa5c0a4f04764fec6bb7bda")
-_QWEN3_UNVERIFIED = ("mteb runs it through sentence-transformers' multimodal loader, configured by the Hub repo's "
-                     "modules.json and chat template, which cannot be had offline; the Qwen3-VL architecture itself "
-                     "runs on a tiny model (tests/test_profiles.py)")
+# the official embedder (Qwen3VLEmbedder): the prompt, pooling, image and frame facts, and the reference
+# the profile is checked against (its golden vectors: tests/golden/qwen3_vl.json)
+_QWEN3_OFFICIAL = Source("QwenLM/Qwen3-VL-Embedding", "src/models/qwen3_vl_embedding.py",
+                         "8ce3aab1fbcc7b7143b094f0b2005dd89e7246b9")
+_QWEN3_VERIFIED = Verification(f"the official Qwen3VLEmbedder ({_QWEN3_OFFICIAL}) on a tiny Qwen3-VL, "
+                               "golden vectors tests/golden/qwen3_vl.json", 6.0e-8, "tests/test_profiles_qwen3_vl.py")
 
 # ---- ColQwen2.5 (colpali_engine, multi-vector), as mteb's ColQwen2_5Wrapper runs it (colpali_models.py,
 # ColPaliEngineWrapper): text, on either side (its get_text_embeddings serves queries and text documents),
@@ -322,10 +340,16 @@ def _profiles() -> list[ModelProfile]:
     qwen3 = [ModelProfile(
         f"qwen3-vl-{size.lower()}", f"Qwen3-VL-{size}", f"Qwen/Qwen3-VL-Embedding-{size}", revision, "qwen3_vl",
         32768, dim, "bfloat16", size, _QWEN3_Q, _QWEN3_D, ImageLimits(16, 2, 4 * 32 * 32, 1800 * 32 * 32), "video",
-        "mrope", _facts(_QWEN3_SOURCE, _card(f"Qwen/Qwen3-VL-Embedding-{size}", revision), official=_QWEN3_SCRIPT),
-        unverified_reason=_QWEN3_UNVERIFIED,
-        notes=("frames: the model's video input, fps 1, at most 64 frames, 10 x 768 tokens in all "
-               "(mteb, after the official script)",))
+        "mrope", _facts(_QWEN3_SOURCE, _card(f"Qwen/Qwen3-VL-Embedding-{size}", revision), prompt=_QWEN3_OFFICIAL,
+                        pooling=_QWEN3_OFFICIAL, images=_QWEN3_OFFICIAL, frames=_QWEN3_OFFICIAL, official=_QWEN3_SCRIPT),
+        video=_QWEN3_VIDEO, verified=_QWEN3_VERIFIED,
+        notes=("frames: the model's video input as the official code feeds a frame list: at most 64 frames, "
+               "10 x 768 tokens' pixels in all, timestamps at 2 fps (its fps 1 is for video files); a "
+               "frame-sequence pool's own grid rate (1 fps) cannot be passed to it",
+               "the official code truncates at 8192 tokens, keeping the head; this benchmark's rule is the "
+               "paper's: the 32768-token window, middle dropped",
+               "the official code puts every image before the text; an item's images stay at their "
+               "placeholders here (the side-by-side inputs lead with their images)"))
         for size, revision, dim in (("2B", "9f2f7e710d6d81056aa5c0a4f04764fec6bb7bda", 2048),
                                     ("8B", "2c4565515e0f265c6511776e7193b22c0968ddc7", 4096))]
     jina = ModelProfile(

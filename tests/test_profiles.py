@@ -129,14 +129,17 @@ def test_table3_dry_run_on_tiny_models_of_two_families(tmp_path, capsys):
     bench = write_benchmark(tmp_path / "bench", [
         make_pool("slides-easy-512", dataset="slides", task="visual_grounding", words=40, images=True, n_queries=2),
         make_pool("govreport-easy-256", words=40, n_queries=2)])
-    code = run(["--dataset", str(bench), "--models", "gme-qwen2-vl-2b,qwen3-vl-2b", "--tiny",
+    code = run(["--dataset", str(bench), "--models", "gme-qwen2-vl-2b,qwen3-vl-2b,embed-rl-4b", "--tiny",
                 "--output", str(tmp_path / "t3"), "--score-args", "--quiet --bootstrap 20"])
     assert code == 0
     board = (tmp_path / "t3" / "leaderboard.md").read_text()
     assert "| gme-qwen2-vl-2b |" in board and "| qwen3-vl-2b |" in board
     assert "| Qwen3-VL-2B | paper (published) |" in board  # beside the paper's rows
-    for name in ("gme-qwen2-vl-2b", "qwen3-vl-2b"):
+    notes = {}
+    for name in ("gme-qwen2-vl-2b", "qwen3-vl-2b", "embed-rl-4b"):
         rows = json.loads((tmp_path / "t3" / name / "results.json").read_text())["results"]
         assert rows and all("own_lengths" in r for r in rows)
-    unverified = json.loads((tmp_path / "t3" / "qwen3-vl-2b" / "results.json").read_text())["results"][0]
-    assert any(note.startswith("profile unverified:") for note in unverified["notes"])
+        notes[name] = rows[0]["notes"]
+    # a verified profile's results say nothing; an unverified one's say so (Embed-RL-4B: a Qwen3-VL too)
+    assert not any(note.startswith("profile unverified:") for note in notes["qwen3-vl-2b"])
+    assert any(note.startswith("profile unverified:") for note in notes["embed-rl-4b"])

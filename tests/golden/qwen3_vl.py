@@ -1,0 +1,81 @@
+"""What the Qwen3-VL goldens are made of, shared by the script that writes them (make_qwen3_vl.py, which
+runs the official inference code) and the test that reads them (tests/test_profiles_qwen3_vl.py, which
+runs the profile): the tiny model, the inputs, and the fingerprints that tie the goldens to both.
+
+The inputs are those of the Qwen2-VL side-by-side test (text, one image, text with images, an ordered
+frame sequence) and an image under the minimum pixel budget, each as a query (with the task instruction) and as a document (none). The official
+embedder places every image before the text, so the images lead here; the frames are a video there.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from pathlib import Path
+
+GOLDEN_FILE = Path(__file__).with_name("qwen3_vl.json")
+INSTRUCTION = "Find the passage that answers the question"  # no final stop: the official code adds "."
+PLACEHOLDER = "<|image|>"  # the benchmark's image placeholder (mmlongembed.documents.IMAGE_PLACEHOLDER)
+
+
+def _images():
+    from harness.fixtures import png
+
+    red, blue, green = png((220, 20, 20)), png((20, 20, 220)), png((20, 200, 40))
+    frames = tuple(png((40 * k, 90, 200 - 30 * k)) for k in range(4))
+    # 100 x 32 px: under the minimum of 4 cells, so the budget's cell size decides how far it is
+    # enlarged (4 x 32 x 32 px: 2 x 4 cells; 4 x 28 x 28 px: 1 x 4 cells)
+    banner = png((200, 120, 30), size=(100, 32))
+    return red, blue, green, frames, banner
+
+
+def inputs() -> list[dict]:
+    """Each input: its kind, the benchmark's text (images at placeholders) and its images."""
+    red, blue, green, frames, banner = _images()
+    return [
+        {"kind": "text", "text": "What was the rainfall in May?", "images": ()},
+        {"kind": "image", "text": PLACEHOLDER + "The red slide.", "images": (red,)},
+        {"kind": "text and images", "text": PLACEHOLDER * 2 + "A chart of rainfall and the legend below it.",
+         "images": (blue, green)},
+        {"kind": "frames", "text": PLACEHOLDER * len(frames), "images": frames},
+        {"kind": "small image", "text": PLACEHOLDER + "A thin banner.", "images": (banner,)},
+    ]
+
+
+SIDES = {"queries": INSTRUCTION, "documents": ""}  # side -> the instruction its items are handed
+
+
+def make_tiny_qwen3_vl(directory: Path) -> Path:
+    """The suite's tiny Qwen3-VL (harness.tiny_models: seed 0, the real Qwen3 tokenizer)."""
+    from harness.tiny_models import make_tiny
+
+    return make_tiny(Path(directory), "qwen3_vl")
+
+
+def weights_fingerprint(directory: Path) -> str:
+    """sha256 over the tiny model's tensors (name, dtype, shape, bytes) and its tokenizer's vocabulary:
+    it changes when the seed, the config or the tokenizer behind the goldens does."""
+    import torch
+    from safetensors.torch import load_file
+    from transformers import AutoTokenizer
+
+    digest = hashlib.sha256()
+    for file in sorted(Path(directory).glob("*.safetensors")):
+        tensors = load_file(str(file))
+        for name in sorted(tensors):
+            tensor = tensors[name].contiguous()
+            digest.update(f"{name}|{tensor.dtype}|{tuple(tensor.shape)}".encode())
+            digest.update(tensor.view(-1).view(dtype=torch.uint8).numpy().tobytes())
+    vocab = AutoTokenizer.from_pretrained(str(directory)).get_vocab()
+    digest.update(json.dumps(sorted(vocab.items())).encode())
+    return digest.hexdigest()
+
+
+def inputs_fingerprint() -> str:
+    """sha256 over the inputs (kind, text, image bytes) and the instruction of each side."""
+    digest = hashlib.sha256(json.dumps(SIDES, sort_keys=True).encode())
+    for item in inputs():
+        digest.update(json.dumps([item["kind"], item["text"]]).encode())
+        for image in item["images"]:
+            digest.update(hashlib.sha256(image).digest())
+    return digest.hexdigest()
