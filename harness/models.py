@@ -583,10 +583,10 @@ MODEL_KINDS: PluginRegistry[ModelKind] = PluginRegistry("model kind", {
     "shuffled-frames": "harness.diagnostics"})
 
 
-# The loader of model profiles (`mmle score --model gme-qwen2-vl-2b`), found by name: its module
-# subclasses DenseModel, so this module never imports it.
+# The loader of model profiles (`mmle score --model gme-qwen2-vl-2b`), found by name: its modules
+# subclass DenseModel, so this module never imports them.
 PROFILE_LOADER: PluginRegistry[Callable[[str, RunSettings], "Model"]] = PluginRegistry(
-    "profile loader", {"profile": "harness.profile_model"})
+    "profile loader", {"profile": "harness.profile_loader"})
 
 
 def register_model_kind(name: str, usage: str, takes_argument: bool = True, uses_libraries: bool = True):

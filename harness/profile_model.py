@@ -18,7 +18,7 @@ from pathlib import Path
 import numpy as np
 
 from harness.data import Item
-from harness.models import (PROFILE_LOADER, DenseModel, ModelError, RunSettings, directory_fingerprint,
+from harness.models import (DenseModel, ModelError, RunSettings, directory_fingerprint,
                             image_token_cost)
 from harness.profiles import ImageLimits, ModelProfile, get_profile
 from harness import qwen_vision
@@ -314,18 +314,3 @@ def _length_summary(own: list[int], yardstick: list[int], over_window: int) -> d
             "yardstick_mean": round(float(yard.mean()), 1) if len(yard) else None,
             "ratio": round(float(own_array.mean() / yard.mean()), 3) if own and len(yard) and yard.mean() else None,
             "over_window": int(over_window)}
-
-
-@PROFILE_LOADER.register("profile")
-def load_profile_model(name: str, settings: RunSettings) -> ProfileModel:
-    profile = get_profile(name)
-    path = (settings.model_paths or {}).get(profile.name)
-    if profile.family == "api":  # the Doubao API's profile runs its adapter at mteb's endpoint
-        from harness.doubao_model import ARK_BASE_URL, DoubaoModel
-
-        return DoubaoModel(profile.repo, ARK_BASE_URL, settings)
-    if profile.query is not None and profile.query.pooling == "multi_vector":
-        from harness.profile_multivector import MultiVectorProfileModel
-
-        return MultiVectorProfileModel(profile, settings, path)
-    return ProfileModel(profile, settings, path)
