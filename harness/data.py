@@ -216,7 +216,7 @@ class Benchmark:
         # A build's data files are named by their content (mmlongembed.layout), so `datasets`,
         # which caches a local directory by its name, config and data file paths, never returns
         # the rows of another build of the same name.
-        builder = datasets.load_dataset_builder(self.path, config, revision=self.revision)
+        builder = self._builder(config)
         if _from_datasets_cache(builder):
             # the Hub did not answer and `datasets` fell back on its cache of this repo name,
             # whatever revision (or local folder of that name) filled it
@@ -224,6 +224,32 @@ class Benchmark:
                             "a cached copy of unknown revision is never scored")
         builder.download_and_prepare()
         return builder.as_dataset(split=SPLIT)
+
+    @cached_property
+    def _dataset_module(self):
+        """`datasets`' view of the folder or repo at its revision: the card's configs with their
+        data files. ``load_dataset_builder`` makes it anew on every call, and a release card lists
+        thousands of configs (seconds of YAML each time): it is made once here."""
+        from datasets.load import dataset_module_factory
+
+        return dataset_module_factory(self.path, revision=self.revision)
+
+    def _builder(self, config: str):
+        """What ``datasets.load_dataset_builder(path, config, revision=...)`` returns (its steps, from
+        the module made once)."""
+        from datasets.load import get_dataset_builder_class
+
+        module = self._dataset_module
+        kwargs = dict(module.builder_kwargs)
+        data_dir, data_files = kwargs.pop("data_dir", None), kwargs.pop("data_files", None)
+        kwargs.pop("config_name", None)
+        dataset_name = kwargs.pop("dataset_name", None)
+        info = module.dataset_infos.get(config) if module.dataset_infos and not data_dir and not data_files else None
+        builder = get_dataset_builder_class(module, dataset_name=dataset_name)(
+            dataset_name=dataset_name, config_name=config, data_dir=data_dir, data_files=data_files,
+            hash=module.hash, info=info, **kwargs)
+        builder._use_legacy_cache_dir_if_possible(module)
+        return builder
 
     @cached_property
     def pools(self) -> list[PoolInfo]:
