@@ -7,8 +7,8 @@ Embed-RL's checkpoints are (train/contrastive_learning/merge_lora/merge_qwen3vl.
 the added `<emb>` token and the config names it in `emb_token_ids`; its image processor keeps
 Qwen3-VL's own bounds (64..16384 cells), so the official code's 128..768-cell resize is what decides.
 
-The inputs are the Qwen3-VL goldens' (tests/golden/qwen3_vl.py) but the two-image one: the official
-eval code embeds one image, or a frame list as video, never several images. Queries carry the task
+The inputs are the Qwen3-VL goldens' (tests/golden/qwen3_vl.py) but the two-image one (the official
+eval code embeds one image, or a frame list as video, never several images), and ten frames. Queries carry the task
 instruction (a UVRB prompt, as the official UVRB eval prefixes it), documents none.
 """
 
@@ -32,8 +32,14 @@ weights_fingerprint = qwen3_vl.weights_fingerprint
 
 
 def inputs() -> list[dict]:
-    """Each input: its kind, the benchmark's text (images at placeholders) and its images."""
-    return [item for item in qwen3_vl.inputs() if item["kind"] != "text and images"]
+    """Each input: its kind, the benchmark's text (images at placeholders) and its images. A frame input's
+    kind ends in "frames"; the long one has more than the official eval's 8 frames (it samples 8, and
+    its timestamps' rate depends on the count)."""
+    from harness.fixtures import png
+
+    long_frames = tuple(png((20 * k, 60, 240 - 20 * k)) for k in range(10))
+    return [item for item in qwen3_vl.inputs() if item["kind"] != "text and images"] + [
+        {"kind": "long frames", "text": PLACEHOLDER * len(long_frames), "images": long_frames}]
 
 
 def make_tiny_embed_rl(directory: Path) -> Path:

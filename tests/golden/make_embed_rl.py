@@ -19,8 +19,10 @@ goldens are fp32) and its corpus is videos only. Shims, each outside the officia
   repository does not hold; the repository's own train/contrastive_learning/dataset/qwen2_vision_process.py
   (the training's resize constants: 128..768 cells of 32 px for images) is put at that name;
 - the tiny directory gets the chat template and the video processor config the Hub repos ship
-  (tests/golden/make_qwen3_vl.py's, the Qwen3-VL chat format), and transformers 5's video placeholder is
-  handed to the processor as transformers 4.57 expanded it (make_qwen3_vl's shim);
+  (tests/golden/make_qwen3_vl.py's, the Qwen3-VL chat format; the video config with the checkpoints'
+  bounds, 4096..25165824 pixels per clip: the class defaults are smaller and the collators resize), and
+  transformers 5's video placeholder is handed to the processor as transformers 4.57 expanded it
+  (make_qwen3_vl's shim);
 - torchvision without its compiled operators where they cannot load (make_qwen3_vl's shim).
 """
 
@@ -46,6 +48,8 @@ EVAL_FILE = "eval/uvrb_eval/eval_uvrb_recall.py"
 CONSTANTS_SHIM = ("eval/collators/qwen2_vision_process.py", "train/contrastive_learning/dataset/qwen2_vision_process.py")
 MAX_TEXT_LENGTH = 8192  # the UVRB configs' max_text_length (eval/uvrb_eval/eval_uvrb_config/*.yaml)
 NUM_VIDEO_FRAMES = 8  # the UVRB configs' num_video_frames
+# Qwen3-VL checkpoints' video_preprocessor_config.json "size" (pixels over all frames of a clip)
+VIDEO_PROCESSOR_SIZE = {"shortest_edge": 4096, "longest_edge": 25165824}
 
 
 def official_files(checkout: Path, commit: str, workdir: Path) -> tuple[str, dict[str, str]]:
@@ -60,6 +64,16 @@ def official_files(checkout: Path, commit: str, workdir: Path) -> tuple[str, dic
         (workdir / target).write_bytes(text)
         digests[path] = hashlib.sha256(text).hexdigest()
     return resolved, digests
+
+
+def checkpoint_video_bounds(directory: Path) -> None:
+    """The video processor's pixel bounds as Qwen3-VL checkpoints ship them (Embed-RL's merge script saves
+    the base model's processor): the class defaults are smaller, and the UVRB collators call the
+    processor with do_resize=True, so with them an 8-frame clip would be shrunk a second time."""
+    file = directory / "video_preprocessor_config.json"
+    config = json.loads(file.read_text())
+    config["size"] = dict(VIDEO_PROCESSOR_SIZE)
+    file.write_text(json.dumps(config, indent=2) + "\n")
 
 
 def _module(name: str, file: Path):
@@ -77,7 +91,7 @@ def write_inputs(data: Path) -> tuple[list[dict], dict[str, str]]:
     for k, item in enumerate(golden.inputs()):
         text = item["text"].replace(golden.PLACEHOLDER, "")
         record = {"id": item["kind"], **({"text": text} if text else {})}
-        if item["kind"] == "frames":
+        if item["kind"].endswith("frames"):
             frames = data / "frames" / f"clip{k}"
             frames.mkdir(parents=True)
             for i, frame in enumerate(item["images"]):
@@ -161,6 +175,7 @@ def main(argv: list[str] | None = None) -> int:
         directory = golden.make_tiny_embed_rl(work / "tiny")
         fingerprint = golden.weights_fingerprint(directory)
         add_processor_files(directory)
+        checkpoint_video_bounds(directory)
         runs = run_official(eval_module, messages_per_side(dataset_module, work / "data"), directory)
     record = {
         "official": {"repo": OFFICIAL_REPO, "paths": [DATASET_FILE, EVAL_FILE], "commit": commit, "sha256": digests,
