@@ -147,7 +147,19 @@ class ProfileModel(DenseModel):
                 "query_template": self.profile.query.template, "document_template": self.profile.document.template,
                 "positions": self.profile.positions, "image_limits": vars(self.profile.images),
                 "frames": self.profile.frames, "video": vars(self.profile.video) if self.profile.video else None,
-                "status": self.profile.status}
+                "status": self.profile.status, **self._form_extras()}
+
+    def _form_extras(self) -> dict:
+        """What else a side's form adds around the content (Embed-RL's suffix, the token after the pooled
+        one, the instruction's joiner, its added tokens): part of the cache key where a profile has any."""
+        extras = {}
+        for side, form in (("query", self.profile.query), ("document", self.profile.document)):
+            if form.content_suffix or form.after_pooled or form.instruction_joiner:
+                extras[f"{side}_form"] = {"content_suffix": form.content_suffix, "after_pooled": form.after_pooled,
+                                          "instruction_joiner": form.instruction_joiner}
+        if self.profile.added_tokens:
+            extras["added_tokens"] = list(self.profile.added_tokens)
+        return extras
 
     # ---- input assembly -------------------------------------------------------------------------
     def _ids(self, text: str) -> list[int]:

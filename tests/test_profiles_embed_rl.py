@@ -146,3 +146,12 @@ def test_28_pixel_cells_instead_of_32_fail_the_gate(tiny, goldens):
     cells = ImageLimits(14, 2, 64 * 28 * 28, 16384 * 28 * 28, pre_resize=(128 * 28 * 28, 768 * 28 * 28))
     differences = _differences(_wrong(images=cells), tiny, goldens, "queries", kinds={"image", "small image"})
     assert min(differences.values()) > 1e-3, differences
+
+
+def test_the_cache_key_names_the_suffix_and_the_pooled_token(tiny):
+    """Two forms that differ only around the content (the pooled token) are two cache entries."""
+    right = _model(get_profile("embed-rl-2b"), tiny).identity()
+    document = dataclasses.replace(get_profile("embed-rl-2b").document, after_pooled="")
+    wrong = _model(_wrong(document=document), tiny).identity()
+    assert right["document_form"]["after_pooled"] == "<|im_end|>\n" and right["added_tokens"] == ["<emb>"]
+    assert right != wrong

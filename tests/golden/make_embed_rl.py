@@ -33,7 +33,6 @@ import hashlib
 import importlib.util
 import json
 import subprocess
-import sys
 import tempfile
 from pathlib import Path
 
@@ -45,7 +44,8 @@ OFFICIAL_REPO = "ZoengHN/Embed-RL"
 DATASET_FILE = "eval/uvrb_eval/uvrb_dataset.py"
 EVAL_FILE = "eval/uvrb_eval/eval_uvrb_recall.py"
 # the module uvrb_dataset.py imports its constants from (absent upstream) <- the repository's own file
-CONSTANTS_SHIM = ("eval/collators/qwen2_vision_process.py", "train/contrastive_learning/dataset/qwen2_vision_process.py")
+CONSTANTS_SHIM = ("eval/collators/qwen2_vision_process.py",
+                  "train/contrastive_learning/dataset/qwen2_vision_process.py")
 MAX_TEXT_LENGTH = 8192  # the UVRB configs' max_text_length (eval/uvrb_eval/eval_uvrb_config/*.yaml)
 NUM_VIDEO_FRAMES = 8  # the UVRB configs' num_video_frames
 # Qwen3-VL checkpoints' video_preprocessor_config.json "size" (pixels over all frames of a clip)
