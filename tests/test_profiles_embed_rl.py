@@ -155,3 +155,28 @@ def test_the_cache_key_names_the_suffix_and_the_pooled_token(tiny):
     wrong = _model(_wrong(document=document), tiny).identity()
     assert right["document_form"]["after_pooled"] == "<|im_end|>\n" and right["added_tokens"] == ["<emb>"]
     assert right != wrong
+
+
+def test_a_frame_pool_feeds_its_candidates_as_video_text_first_batched_as_one_by_one(tiny):
+    """Scored through the harness: a clip of five frames becomes the video input (padded to six, three
+    two-frame groups stamped at 64 / 5 fps), three clips in one batch embed as each alone does, the
+    model's own count prices the video as it is fed, and the notes say how frames were fed."""
+    from harness.cache import EmbeddingCache
+    from harness.models import RunSettings
+    from harness.profile_model import ProfileModel
+    from tests.test_profiles_qwen3_vl import FramePool
+
+    pool = FramePool()
+    settings = RunSettings(batch_size=8, progress=False)
+    model = ProfileModel(get_profile("embed-rl-2b"), settings, str(tiny))
+    scores = model.score_pool(pool, EmbeddingCache(None), settings)
+    assert any("64 / frames fps" in note for note in scores.notes)
+    encoded = model.encode_item(pool.candidates[0])
+    text = model.tokenizer.decode(encoded.ids)
+    assert [text.count(f"<{t} seconds>") for t in ("0.0", "0.2", "0.4")] == [1, 1, 1]
+    assert not encoded.images and len(encoded.videos) == 1 and encoded.videos[0].shape[0] == 6
+    together = model.embed(pool.candidates)[0]
+    alone = np.concatenate([model.embed([c])[0] for c in pool.candidates])
+    assert np.abs(together - alone).max() <= GATE
+    own = scores.details["own_lengths"]["candidates"]
+    assert own["own_max"] == len(encoded.ids) and own["over_window"] == 0
