@@ -308,6 +308,11 @@ _EMBED_RL_EVAL = Source(_EMBED_RL_REPO, "eval/uvrb_eval/eval_uvrb_recall.py", _E
 _EMBED_RL_TOY = Source(_EMBED_RL_REPO, "eval/toy_eval/image_eval.py", _EMBED_RL_COMMIT)
 _EMBED_RL_MMEB = Source(_EMBED_RL_REPO, "eval/mmeb_eval/vlm2vec/src/model/processor.py", _EMBED_RL_COMMIT)
 _EMBED_RL_README = Source(_EMBED_RL_REPO, "README.md", _EMBED_RL_COMMIT)
+# their contrastive training sets (the MMEB-train subsets with the Reasoner's CoT, LLaVA-Hound video, ViDoRe and
+# VisRAG samples): train/contrastive_learning/train_script/qwen3vl{2b,4b}/weight_train_data_config.yaml (the same)
+_EMBED_RL_TRAINING = ("MMEB-train", "A-OKVQA", "CIRR", "ChartQA", "DocVQA", "ImageNet-1K", "InfographicsVQA", "MSCOCO",
+                      "NIGHTS", "OK-VQA", "SUN397", "VisDial", "Visual7W", "VisualNews", "WebQA", "LLaVA-Hound",
+                      "ViDoRe", "VisRAG")
 _EMBED_RL_TURNS = ("<|im_start|>user\n{content}<|im_end|>\n<|im_start|>assistant\n<emb><|im_end|>\n")
 _EMBED_RL_SUFFIX = "Summarize the above content in one word:"
 _EMBED_RL_Q = SideForm(_EMBED_RL_TURNS, "user turn, before the text (after a leading image), space-joined",
@@ -330,7 +335,7 @@ _EMBED_RL_NOTES = (
     "most 8 frames evenly spaced, each at 128..768 cells of 32 px, timestamps at 8 x 8 / (frames) fps",
     "several images in one item: the official code has no such input (MMEB's processor takes an image list as "
     "frames: text first, then each image); an item's images stay at their placeholders here, not checked",
-    "the official code cuts the text at 512 characters (toy eval) or the UVRB configs' 8192 characters and a "
+    "the official code strips the text and cuts it at 512 characters (toy eval) or the UVRB configs' 8192 characters and a "
     "text-only input at 8192 tokens; this benchmark's rule is the paper's: the 32768-token window, middle dropped",
     "the Hub repos' revisions could not be read here (no Hub access): unpinned")
 
@@ -382,6 +387,9 @@ def _profiles() -> list[ModelProfile]:
          "pooling": _EMBED_RL_EVAL, "images": _EMBED_RL_TOY, "frames": _EMBED_RL_UVRB, "cot": _EMBED_RL_MMEB,
          "dim_window_dtype": _EMBED_RL_EVAL},
         video=_EMBED_RL_VIDEO, added_tokens=("<emb>",), verified=_EMBED_RL_VERIFIED,
+        training_data=_trained(_EMBED_RL_TRAINING, Source(
+            _EMBED_RL_REPO, f"train/contrastive_learning/train_script/qwen3vl{size.lower()}/weight_train_data_config.yaml",
+            _EMBED_RL_COMMIT)),
         notes=(*_EMBED_RL_NOTES, *extra))
         for size, dim, extra in (
             ("2B", 2048, ("dimension: 2048, Qwen3-VL-2B's hidden size (the <emb> state is the last hidden "
