@@ -335,7 +335,8 @@ _EMBED_RL_NOTES = (
     "most 8 frames evenly spaced, each at 128..768 cells of 32 px, timestamps at 8 x 8 / (frames) fps",
     "several images in one item: the official code has no such input (MMEB's processor takes an image list as "
     "frames: text first, then each image); an item's images stay at their placeholders here, not checked",
-    "the official code strips the text and cuts it at 512 characters (toy eval) or the UVRB configs' 8192 characters and a "
+    "the official code strips the text and cuts it at 512 characters (toy eval) or the UVRB configs' 8192 "
+    "characters and a "
     "text-only input at 8192 tokens; this benchmark's rule is the paper's: the 32768-token window, middle dropped",
     "the Hub repos' revisions could not be read here (no Hub access): unpinned")
 
@@ -388,7 +389,8 @@ def _profiles() -> list[ModelProfile]:
          "dim_window_dtype": _EMBED_RL_EVAL},
         video=_EMBED_RL_VIDEO, added_tokens=("<emb>",), verified=_EMBED_RL_VERIFIED,
         training_data=_trained(_EMBED_RL_TRAINING, Source(
-            _EMBED_RL_REPO, f"train/contrastive_learning/train_script/qwen3vl{size.lower()}/weight_train_data_config.yaml",
+            _EMBED_RL_REPO,
+            f"train/contrastive_learning/train_script/qwen3vl{size.lower()}/weight_train_data_config.yaml",
             _EMBED_RL_COMMIT)),
         notes=(*_EMBED_RL_NOTES, *extra))
         for size, dim, extra in (
