@@ -25,13 +25,14 @@ from pathlib import Path
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-# Base-model shapes (config.json of each base: Qwen2-VL-2B/7B-Instruct, Qwen3-VL-2B/4B/8B, Qwen2.5-VL-3B):
+# Base-model shapes (config.json of each base: Qwen2-VL-2B/7B-Instruct, Qwen3-VL-2B/4B/8B, Qwen2.5-VL-3B;
+# Embed-RL-2B/4B are Qwen3-VL-2B/4B, ZoengHN/Embed-RL's README):
 # parameters (billions, mteb's ModelMeta where it has the model), layers, hidden, MLP width, attention heads.
 REAL = {
     "qwen3-vl-2b": (2.13, 28, 2048, 6144, 16), "qwen3-vl-8b": (8.14, 36, 4096, 12288, 32),
     "gme-qwen2-vl-2b": (2.21, 28, 1536, 8960, 12), "gme-qwen2-vl-7b": (8.29, 28, 3584, 18944, 28),
     "rzen-v2-7b": (8.29, 28, 3584, 18944, 28), "ops-mm-v1-2b": (2.21, 28, 1536, 8960, 12),
-    "ops-mm-v1-7b": (8.29, 28, 3584, 18944, 28), "embed-rl-2b": (2.21, 28, 1536, 8960, 12),
+    "ops-mm-v1-7b": (8.29, 28, 3584, 18944, 28), "embed-rl-2b": (2.13, 28, 2048, 6144, 16),
     "embed-rl-4b": (4.44, 36, 2560, 9728, 32), "vlm2vec-qwen2vl-2b": (2.21, 28, 1536, 8960, 12),
     "jina-embeddings-v4": (3.75, 36, 2048, 11008, 16), "colqwen2.5": (3.75, 36, 2048, 11008, 16),
 }

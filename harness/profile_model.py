@@ -31,11 +31,13 @@ CONTENT = "\x00content\x00"  # splits a side's prompt into the head and tail aro
 
 def prepared_size(height: int, width: int, limits: ImageLimits) -> tuple[int, int]:
     """The size at which the model's own code hands an image to its processor."""
-    return (height, width) if limits.pre_resize is None else qwen_vision.smart_resize(height, width, 28, *limits.pre_resize)
+    if limits.pre_resize is None:
+        return height, width
+    return qwen_vision.smart_resize(height, width, limits.factor, *limits.pre_resize)
 
 
 def prepared_image(data: bytes, limits: ImageLimits):
-    """The image as the model's own code hands it to the processor (GME/Rzen snap it first)."""
+    """The image as the model's own code hands it to the processor (GME, Rzen, Embed-RL snap it first)."""
     from PIL import Image
 
     image = Image.open(io.BytesIO(data)).convert("RGB")
@@ -104,11 +106,16 @@ class ProfileModel(DenseModel):
         kwargs = {"local_files_only": True} if local else {"revision": profile.revision}
         try:
             self.tokenizer = AutoTokenizer.from_pretrained(source, **kwargs)
+            # as the model's own code adds them (Embed-RL's "<emb>", where a checkpoint's tokenizer lacks it)
+            missing = [t for t in profile.added_tokens if t not in self.tokenizer.get_vocab()]
+            if missing:
+                self.tokenizer.add_tokens(missing)
             dtype = torch.float32 if settings.device == "cpu" else getattr(torch, profile.dtype)
             self.model = self.load_weights(source, dtype, kwargs).to(settings.device).eval()
             self.image_processor = image_processor_for(source, profile.images)
         except OSError as exc:
             raise UserError(f"--model {profile.name}: cannot load {source!r}: {str(exc).splitlines()[0]}") from None
+        self._check_added_tokens()
         self.revision = directory_fingerprint(Path(source)) if local else profile.revision
         self._source, self._load_kwargs, self._video_settings = source, kwargs, None
         self.window = settings.max_length or profile.window
@@ -118,6 +125,14 @@ class ProfileModel(DenseModel):
         self.frame_sequences = False
         self.modalities = frozenset({"text", "image"})
         self.pad_id = self.tokenizer.pad_token_id if self.tokenizer.pad_token_id is not None else 0
+
+    def _check_added_tokens(self) -> None:
+        """An added token (Embed-RL's <emb>) needs a row in the embedding table: the checkpoints have one."""
+        rows = self.model.get_input_embeddings().num_embeddings
+        for token in self.profile.added_tokens:
+            if self.tokenizer.convert_tokens_to_ids(token) >= rows:
+                raise UserError(f"--model {self.profile.name}: the weights have no embedding for {token} (token id "
+                                f"{self.tokenizer.convert_tokens_to_ids(token)}, {rows} rows): not its checkpoint")
 
     def load_weights(self, source: str, dtype, kwargs: dict):
         """The model (the backbone whose last hidden states the profile pools)."""
@@ -132,7 +147,19 @@ class ProfileModel(DenseModel):
                 "query_template": self.profile.query.template, "document_template": self.profile.document.template,
                 "positions": self.profile.positions, "image_limits": vars(self.profile.images),
                 "frames": self.profile.frames, "video": vars(self.profile.video) if self.profile.video else None,
-                "status": self.profile.status}
+                "status": self.profile.status, **self._form_extras()}
+
+    def _form_extras(self) -> dict:
+        """What else a side's form adds around the content (Embed-RL's suffix, the token after the pooled
+        one, the instruction's joiner, its added tokens): part of the cache key where a profile has any."""
+        extras = {}
+        for side, form in (("query", self.profile.query), ("document", self.profile.document)):
+            if form.content_suffix or form.after_pooled or form.instruction_joiner:
+                extras[f"{side}_form"] = {"content_suffix": form.content_suffix, "after_pooled": form.after_pooled,
+                                          "instruction_joiner": form.instruction_joiner}
+        if self.profile.added_tokens:
+            extras["added_tokens"] = list(self.profile.added_tokens)
+        return extras
 
     # ---- input assembly -------------------------------------------------------------------------
     def _ids(self, text: str) -> list[int]:
@@ -167,13 +194,22 @@ class ProfileModel(DenseModel):
         return units, costs
 
     def _video_units(self, item: Item, form) -> tuple[list, list[int]]:
-        """The frames as one video (kept or dropped whole), then the item's text: the official
-        embedder puts a video before the text."""
+        """The frames as one video (kept or dropped whole) and the item's text: after the video
+        (Qwen3-VL-Embedding's embedder) or before it (Embed-RL's, whose text is then tokenized with
+        the video's first timestamp, as in its chat template's output); then the form's suffix."""
+        video = self.profile.video
         sizes = [image_size(data) for data in item.images]
-        n_frames, _, _, per_group = qwen_vision.layout(sizes, self.profile.images.factor, self.profile.video)
-        video_ids = self._ids(qwen_vision.prompt(n_frames, per_group, self.profile.video.timestamp_fps))
-        rest = form.content(item.text, item.instruction, IMAGE_PLACEHOLDER).replace(IMAGE_PLACEHOLDER, "")
-        text_ids = self._ids(rest if rest.strip() else "")  # frames alone: the official code gets no text
+        n_frames, _, _, per_group = qwen_vision.layout(sizes, self.profile.images.factor, video)
+        video_text = qwen_vision.prompt(n_frames, per_group, video.fps(len(item.images)))
+        content = form.content(item.text, item.instruction, IMAGE_PLACEHOLDER)
+        rest = content[:len(content) - len(form.content_suffix)].replace(IMAGE_PLACEHOLDER, "")
+        rest = rest if rest.strip() else ""  # frames alone: the official code gets no text
+        suffix_ids = self._ids(form.content_suffix)
+        if video.text_first:
+            video_ids, text_ids = self._ids(rest + video_text), []
+        else:
+            video_ids, text_ids = self._ids(video_text), self._ids(rest)
+        text_ids += suffix_ids
         return [("video", video_ids)] + text_ids, [len(video_ids)] + [1] * len(text_ids)
 
     def encode_item(self, item: Item, with_images: bool = True) -> Encoded:
@@ -258,9 +294,10 @@ class ProfileModel(DenseModel):
         hidden = self._forward(encoded).float()
         vectors = []
         for row, (item, e) in enumerate(zip(items, encoded)):
-            pooling = self.profile.side(item.is_query).pooling
-            if pooling == "last":  # right padding: the last real token (the suffix / EOS token)
-                vectors.append(hidden[row, len(e.ids) - 1])
+            form = self.profile.side(item.is_query)
+            pooling = form.pooling
+            if pooling == "last":  # right padding: the last real token (the suffix / EOS / <emb> token)
+                vectors.append(hidden[row, len(e.ids) - 1 - len(self._ids(form.after_pooled))])
             elif pooling == "mean":
                 vectors.append(hidden[row, : len(e.ids)].mean(dim=0))
             else:
@@ -299,7 +336,9 @@ class ProfileModel(DenseModel):
         if pool.info.frame_sequences and self.profile.frames == "video":
             video = self.profile.video
             stats.notes.append(f"frame sequences fed as the model's video input (at most {video.max_frames} frames, "
-                               f"{video.total_pixels} pixels, timestamps at {video.timestamp_fps:g} fps)")
+                               f"{video.total_pixels} pixels, timestamps at "
+                               + (f"{video.fps_over_frames:g} / frames fps)" if video.fps_over_frames
+                                  else f"{video.timestamp_fps:g} fps)"))
         return stats
 
     def format_query(self, item: Item) -> Item:

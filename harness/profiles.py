@@ -59,6 +59,15 @@ class SideForm:
     # (image placeholders removed) is one input in ``template``; each image is an input of its own in
     # this template (``{content}``: the image markup); the token matrices are concatenated, text first
     image_template: str = ""
+    # Embed-RL: the instruction and the text are joined by this (its UVRB eval: "{prompt} {text}")
+    instruction_joiner: str = ""
+    # Embed-RL: a fixed text after the item's content, in the same user turn ("Summarize the above content
+    # in one word:"): part of the content so that it is tokenized with the text before it, as the chat
+    # template's output is (".Sum" is one token)
+    content_suffix: str = ""
+    # Embed-RL: the template's text after the pooled token (its `<emb>`, then "<|im_end|>\n"): in the input
+    # the model reads, but the pooled state (causal attention) is the one before it
+    after_pooled: str = ""
 
     def _instruction(self, instruction: str) -> str:
         instruction = (instruction or "").strip() or self.default_instruction
@@ -76,13 +85,15 @@ class SideForm:
     def content(self, text: str, instruction: str, placeholder: str) -> str:
         """The item's text, with the instruction placed in it where the form says so."""
         if not self.instruction_after_leading_images:
-            return text
-        rest = text
+            return text + self.content_suffix
         leading = 0
-        while rest.startswith(placeholder, leading * len(placeholder)):
+        while text.startswith(placeholder, leading * len(placeholder)):
             leading += 1
         cut = leading * len(placeholder)
-        return rest[:cut] + self._instruction(instruction) + rest[cut:]
+        placed = self._instruction(instruction)
+        if placed and text[cut:]:
+            placed += self.instruction_joiner
+        return text[:cut] + placed + text[cut:] + self.content_suffix
 
 
 def _ends_in_punctuation(text: str) -> bool:
@@ -119,6 +130,15 @@ class VideoInput:
     max_frames: int
     total_pixels: int
     timestamp_fps: float
+    # each frame's pixel bounds in qwen-vl-utils' fetch_image (None: its defaults, 4..16384 cells)
+    frame_pixels: tuple[int, int] | None = None
+    # > 0: the timestamps' rate is this over the sequence's frame count (Embed-RL's UVRB eval: 8 x 8 / frames)
+    fps_over_frames: float = 0.0
+    text_first: bool = False  # the item's text before the video (Embed-RL) or after it (Qwen3-VL-Embedding)
+
+    def fps(self, n_frames: int) -> float:
+        """The rate the prompt's timestamps assume for a sequence of `n_frames` frames."""
+        return self.fps_over_frames / n_frames if self.fps_over_frames > 0 else self.timestamp_fps
 
 
 @dataclass(frozen=True)
@@ -157,6 +177,7 @@ class ModelProfile:
     sources: dict[str, Source]  # fact group -> where it is stated
     image_markup: str = QWEN_VISION
     video: VideoInput | None = None
+    added_tokens: tuple[str, ...] = ()  # added to the tokenizer where it lacks them (Embed-RL: "<emb>")
     group: str = "Open-Source / Local Models"
     runnable: bool = True  # False: facts only; `--model NAME` is refused with unverified_reason
     verified: Verification | None = None
@@ -276,8 +297,48 @@ _JINA_UNVERIFIED = (
 _JINA_CODE = Source("onlylrs/SmartEmbed", "jina/models/modeling_jina_embeddings_v4.py",
                     "567ec80313c3df293b77deb2350f4d685599d4f7")
 
-_EMBED_RL_UNVERIFIED = ("neither mteb nor any code reachable here runs Embed-RL; its prompt form is GME's (an "
-                        "assumption, not a stated fact) until its model card or inference code is read")
+# ---- Embed-RL (Qwen3-VL-2B / -4B, the Embedder): Qwen3-VL's chat format with no system turn; the user
+# turn holds the image (before the text) or the text then the frame list (as the video input), the
+# instruction prefixing the text with a space, then "Summarize the above content in one word:"; an
+# assistant turn "<emb>" (an added token) whose state is the embedding, L2-normalised; images snapped to
+# 32-px cells within [128, 768] cells (qwen-vl-utils, patch 16); 8 frames at [128, 768] cells each.
+_EMBED_RL_REPO, _EMBED_RL_COMMIT = "ZoengHN/Embed-RL", "87b52f735d75140207851982d1a8a7dcf77005c4"
+_EMBED_RL_UVRB = Source(_EMBED_RL_REPO, "eval/uvrb_eval/uvrb_dataset.py", _EMBED_RL_COMMIT)
+_EMBED_RL_EVAL = Source(_EMBED_RL_REPO, "eval/uvrb_eval/eval_uvrb_recall.py", _EMBED_RL_COMMIT)
+_EMBED_RL_TOY = Source(_EMBED_RL_REPO, "eval/toy_eval/image_eval.py", _EMBED_RL_COMMIT)
+_EMBED_RL_MMEB = Source(_EMBED_RL_REPO, "eval/mmeb_eval/vlm2vec/src/model/processor.py", _EMBED_RL_COMMIT)
+_EMBED_RL_README = Source(_EMBED_RL_REPO, "README.md", _EMBED_RL_COMMIT)
+# their contrastive training sets (the MMEB-train subsets with the Reasoner's CoT, LLaVA-Hound video, ViDoRe and
+# VisRAG samples): train/contrastive_learning/train_script/qwen3vl{2b,4b}/weight_train_data_config.yaml (the same)
+_EMBED_RL_TRAINING = ("MMEB-train", "A-OKVQA", "CIRR", "ChartQA", "DocVQA", "ImageNet-1K", "InfographicsVQA", "MSCOCO",
+                      "NIGHTS", "OK-VQA", "SUN397", "VisDial", "Visual7W", "VisualNews", "WebQA", "LLaVA-Hound",
+                      "ViDoRe", "VisRAG")
+_EMBED_RL_TURNS = ("<|im_start|>user\n{content}<|im_end|>\n<|im_start|>assistant\n<emb><|im_end|>\n")
+_EMBED_RL_SUFFIX = "Summarize the above content in one word:"
+_EMBED_RL_Q = SideForm(_EMBED_RL_TURNS, "user turn, before the text (after a leading image), space-joined",
+                       instruction_after_leading_images=True, instruction_joiner=" ", content_suffix=_EMBED_RL_SUFFIX,
+                       after_pooled="<|im_end|>\n")
+_EMBED_RL_D = SideForm(_EMBED_RL_TURNS, "none", content_suffix=_EMBED_RL_SUFFIX, after_pooled="<|im_end|>\n")
+_EMBED_RL_IMAGES = ImageLimits(16, 2, 64 * 32 * 32, 16384 * 32 * 32, pre_resize=(128 * 32 * 32, 768 * 32 * 32))
+_EMBED_RL_VIDEO = VideoInput(max_frames=8, total_pixels=768 * 32 * 32 * 8, timestamp_fps=2.0,
+                             frame_pixels=(128 * 32 * 32, 768 * 32 * 32), fps_over_frames=8 * 8.0, text_first=True)
+_EMBED_RL_VERIFIED = Verification(
+    f"the official UVRB eval ({_EMBED_RL_UVRB.path}, {_EMBED_RL_EVAL.path} @{_EMBED_RL_COMMIT[:12]}) on a tiny "
+    "Qwen3-VL with <emb>, golden vectors tests/golden/embed_rl.json", 1.5e-7, "tests/test_profiles_embed_rl.py")
+_EMBED_RL_NOTES = (
+    "Embed-RL is reasoning-driven: its Reasoner writes a traceability CoT offline (data_pipe/eval_cot_generate) "
+    "that the official evaluations append to the Embedder's input (eval/mmeb_eval processor.py: "
+    "process_cot_with_visual_content; the UVRB script's --concat_query_cot/--concat_corpus_cot); this harness "
+    "runs the Embedder alone, without CoT, as the official code does for an input without one, so its scores "
+    "are not the paper's protocol",
+    "frames: the model's video input as the official UVRB eval feeds a frame list: the item's text first, at "
+    "most 8 frames evenly spaced, each at 128..768 cells of 32 px, timestamps at 8 x 8 / (frames) fps",
+    "several images in one item: the official code has no such input (MMEB's processor takes an image list as "
+    "frames: text first, then each image); an item's images stay at their placeholders here, not checked",
+    "the official code strips the text and cuts it at 512 characters (toy eval) or the UVRB configs' 8192 "
+    "characters and a "
+    "text-only input at 8192 tokens; this benchmark's rule is the paper's: the 32768-token window, middle dropped",
+    "the Hub repos' revisions could not be read here (no Hub access): unpinned")
 
 
 def _profiles() -> list[ModelProfile]:
@@ -320,15 +381,22 @@ def _profiles() -> list[ModelProfile]:
         for size, revision, dim in (("2B", "69c23ac5595bb7fb3a9959df96fe155b3650c01e", 1536),
                                     ("7B", "e9179f601f9bf21d2fd20136c11eb4ae2ea42859", 3584))]
     embed_rl = [ModelProfile(
-        f"embed-rl-{size.lower()}", f"Embed-RL-{size}", f"ZoengHouNaam/Embed-RL-{size}", "unpinned", family,
-        32768, dim, "bfloat16", size, _GME_Q, _GME_D, limits, "images", positions,
+        f"embed-rl-{size.lower()}", f"Embed-RL-{size}", f"ZoengHouNaam/Embed-RL-{size}", "unpinned", "qwen3_vl",
+        32768, dim, "bfloat16", size, _EMBED_RL_Q, _EMBED_RL_D, _EMBED_RL_IMAGES, "video", "mrope",
         {"paper_name": Source("mmlongembed", "../shared/design/paper-tables.md", "Table 2 and Table 5"),
-         "dim_window_dtype": Source("mmlongembed", "../shared/design/paper-tables.md", "Table 2")},
-        unverified_reason=_EMBED_RL_UNVERIFIED,
-        notes=("architecture inferred from the dimension (1536: Qwen2-VL-2B; 2560: Qwen3-VL-4B)",))
-        for size, dim, family, limits, positions in (
-            ("2B", 1536, "qwen2_vl", _qwen2_limits(4, 1280, True), "sequential"),
-            ("4B", 2560, "qwen3_vl", ImageLimits(16, 2, 4 * 32 * 32, 1800 * 32 * 32), "mrope"))]
+         "architecture": _EMBED_RL_README, "prompt": _EMBED_RL_UVRB, "prompt_image_eval": _EMBED_RL_TOY,
+         "pooling": _EMBED_RL_EVAL, "images": _EMBED_RL_TOY, "frames": _EMBED_RL_UVRB, "cot": _EMBED_RL_MMEB,
+         "dim_window_dtype": _EMBED_RL_EVAL},
+        video=_EMBED_RL_VIDEO, added_tokens=("<emb>",), verified=_EMBED_RL_VERIFIED,
+        training_data=_trained(_EMBED_RL_TRAINING, Source(
+            _EMBED_RL_REPO,
+            f"train/contrastive_learning/train_script/qwen3vl{size.lower()}/weight_train_data_config.yaml",
+            _EMBED_RL_COMMIT)),
+        notes=(*_EMBED_RL_NOTES, *extra))
+        for size, dim, extra in (
+            ("2B", 2048, ("dimension: 2048, Qwen3-VL-2B's hidden size (the <emb> state is the last hidden "
+                          "state, no projection); the paper's Table 2 gives 1536",)),
+            ("4B", 2560, ("dimension: 2560, Qwen3-VL-4B's hidden size, as Table 2 gives",)))]
     vlm2vec = ModelProfile(
         "vlm2vec-qwen2vl-2b", "VLM2Vec-Qwen2VL-2B", "TIGER-Lab/VLM2Vec-Qwen2VL-2B", "7717dee", "qwen2_vl", 32768,
         1536, "bfloat16", "2B", _VLM2VEC_Q, _VLM2VEC_D, _qwen2_limits(4, 1003520 // 784), "images", "mrope",

@@ -31,12 +31,15 @@ def facts(profile) -> str:
     for side, form in (("query", profile.query), ("document", profile.document)):
         if form is not None:
             lines.append(f"- {side}: instruction in the {form.instruction_place}; pooling {form.pooling}; "
-                         f"normalised {form.normalise}; prompt {json.dumps(form.template)}")
+                         f"normalised {form.normalise}; prompt {json.dumps(form.template)}"
+                         + (f"; content followed by {json.dumps(form.content_suffix)}" if form.content_suffix else "")
+                         + (f"; pooled at the token before {json.dumps(form.after_pooled)}" if form.after_pooled
+                            else ""))
     if profile.images is not None:
         limits = profile.images
         lines.append(f"- images: {limits.factor} px per visual token (patch {limits.patch_size} x merge "
                      f"{limits.merge_size}), {limits.min_pixels}-{limits.max_pixels} pixels"
-                     + (f", first snapped to 28 px within {limits.pre_resize}" if limits.pre_resize else ""))
+                     + (f", first snapped to {limits.factor} px within {limits.pre_resize}" if limits.pre_resize else ""))
     lines.append(f"- frames: fed as {profile.frames}; positions: {profile.positions}; dtype {profile.dtype}")
     lines.append(f"- `mmle score --model {profile.name}`: " + ("runs" if profile.runnable else
                                                                 "refused (facts only, see why above)"))

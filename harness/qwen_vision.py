@@ -55,10 +55,11 @@ def sampled(frames: list, max_frames: int) -> list:
     return [frames[i] for i in np.linspace(0, len(frames) - 1, max_frames, dtype=int).tolist()]
 
 
-def frame_size(height: int, width: int, cell: int) -> tuple[int, int]:
-    """A frame's size after fetch_image."""
+def frame_size(height: int, width: int, cell: int, video: VideoInput) -> tuple[int, int]:
+    """A frame's size after fetch_image (its pixel bounds: the caller's, else its default cell counts)."""
     factor = cell * FRAME_CELL_FACTOR
-    return smart_resize(height, width, factor, FRAME_CELLS[0] * factor * factor, FRAME_CELLS[1] * factor * factor)
+    bounds = video.frame_pixels or (FRAME_CELLS[0] * factor * factor, FRAME_CELLS[1] * factor * factor)
+    return smart_resize(height, width, factor, *bounds)
 
 
 def clip_size(height: int, width: int, n_frames: int, cell: int, video: VideoInput) -> tuple[int, int]:
@@ -79,7 +80,7 @@ def layout(frame_sizes: list[tuple[int, int]], cell: int, video: VideoInput) -> 
     from harness.models import ModelError
 
     n = padded_count(min(len(frame_sizes), video.max_frames))
-    snapped = {frame_size(*size, cell) for size in sampled(frame_sizes, video.max_frames)}
+    snapped = {frame_size(*size, cell, video) for size in sampled(frame_sizes, video.max_frames)}
     if len(snapped) > 1:  # the official code would stack them and fail (then embed the text "NULL")
         raise ModelError(f"a frame sequence's frames differ in size ({sorted(set(frame_sizes))}): one video's "
                          "frames share one size")
@@ -117,7 +118,7 @@ def clip_pixels(frames: list[bytes], cell: int, video: VideoInput):
     pictures = []
     for data in sampled(frames, video.max_frames):
         picture = _rgb(data)
-        height, width = frame_size(picture.height, picture.width, cell)
+        height, width = frame_size(picture.height, picture.width, cell, video)
         pictures.append(picture.resize((width, height)))
     pictures += [pictures[-1]] * (padded_count(len(pictures)) - len(pictures))
     clip = torch.stack([torch.from_numpy(np.array(p).transpose(2, 0, 1)) for p in pictures])

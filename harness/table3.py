@@ -30,15 +30,19 @@ def _arguments(argv):
 
 
 def _tiny_paths(profiles, directory: Path) -> list[str]:
-    from harness.tiny_models import make_tiny, tiny_family
+    from harness.tiny_models import make_tiny, qwen3_tokenizer, tiny_family
 
     made, paths = {}, []
     for profile in profiles:
-        family = tiny_family(profile)
-        if family not in made:
-            target = directory / family
-            made[family] = target if (target / "config.json").is_file() else make_tiny(target, family)
-        paths.append(f"{profile.name}={made[family]}")
+        # a profile whose checkpoints add tokens (Embed-RL's <emb>) gets a tiny model whose tokenizer and
+        # embedding table hold them, as its checkpoints do
+        key = (tiny_family(profile), profile.added_tokens)
+        if key not in made:
+            target = directory / "-".join([key[0], *(t.strip("<>") for t in key[1])])
+            tokenizer = qwen3_tokenizer()
+            tokenizer.add_tokens(list(key[1]))
+            made[key] = target if (target / "config.json").is_file() else make_tiny(target, key[0], tokenizer=tokenizer)
+        paths.append(f"{profile.name}={made[key]}")
     return paths
 
 

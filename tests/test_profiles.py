@@ -37,7 +37,7 @@ def test_mmle_models_lists_table2_columns_status_and_sources(capsys):
     out = capsys.readouterr().out
     assert "| model | paper's name | context length | size | embedding dim | group | family | verified |" in out
     assert "| gme-qwen2-vl-2b | GME-Qwen2-VL-2B | 32768 | 2B | 1536 |" in out
-    assert "no: neither mteb nor any code reachable here runs Embed-RL" in out
+    assert "no: mteb has no VLM2Vec-Qwen2VL-2B entry" in out
     assert "- source of prompt: embeddings-benchmark/mteb:mteb/models/model_implementations/gme_v_models.py@" in out
     assert main(["models", "gme-qwen2-vl-2b", "--json"]) == 0
     record = json.loads(capsys.readouterr().out)[0]
@@ -129,17 +129,18 @@ def test_table3_dry_run_on_tiny_models_of_two_families(tmp_path, capsys):
     bench = write_benchmark(tmp_path / "bench", [
         make_pool("slides-easy-512", dataset="slides", task="visual_grounding", words=40, images=True, n_queries=2),
         make_pool("govreport-easy-256", words=40, n_queries=2)])
-    code = run(["--dataset", str(bench), "--models", "gme-qwen2-vl-2b,qwen3-vl-2b,embed-rl-4b", "--tiny",
+    code = run(["--dataset", str(bench), "--models", "gme-qwen2-vl-2b,qwen3-vl-2b,embed-rl-4b,vlm2vec-qwen2vl-2b", "--tiny",
                 "--output", str(tmp_path / "t3"), "--score-args", "--quiet --bootstrap 20"])
     assert code == 0
     board = (tmp_path / "t3" / "leaderboard.md").read_text()
     assert "| gme-qwen2-vl-2b |" in board and "| qwen3-vl-2b |" in board
     assert "| Qwen3-VL-2B | paper (published) |" in board  # beside the paper's rows
     notes = {}
-    for name in ("gme-qwen2-vl-2b", "qwen3-vl-2b", "embed-rl-4b"):
+    for name in ("gme-qwen2-vl-2b", "qwen3-vl-2b", "embed-rl-4b", "vlm2vec-qwen2vl-2b"):
         rows = json.loads((tmp_path / "t3" / name / "results.json").read_text())["results"]
         assert rows and all("own_lengths" in r for r in rows)
         notes[name] = rows[0]["notes"]
-    # a verified profile's results say nothing; an unverified one's say so (Embed-RL-4B: a Qwen3-VL too)
+    # a verified profile's results say nothing; an unverified one's say so
     assert not any(note.startswith("profile unverified:") for note in notes["qwen3-vl-2b"])
-    assert any(note.startswith("profile unverified:") for note in notes["embed-rl-4b"])
+    assert not any(note.startswith("profile unverified:") for note in notes["embed-rl-4b"])
+    assert any(note.startswith("profile unverified:") for note in notes["vlm2vec-qwen2vl-2b"])
