@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Iterator, Sequence
 
-from mmlongembed.documents import VISUAL_KINDS
+from mmlongembed.documents import VISUAL_KINDS, image_data
 from mmlongembed.errors import UserError
 from mmlongembed.manifest import file_sha256
 from mmlongembed.layout import (
@@ -157,7 +157,9 @@ def images_array(rows: list[dict], dictionary: dict[bytes, int], store: list[byt
                 store.append(image)
             indices.append(index)
         offsets.append(len(indices))
-    values = pa.DictionaryArray.from_arrays(pa.array(indices, pa.int32()), pa.array(store, pa.binary()))
+    # a stored image is read here, for its row group only (``documents.image_data``)
+    values = pa.DictionaryArray.from_arrays(pa.array(indices, pa.int32()),
+                                            pa.array([image_data(image) for image in store], pa.binary()))
     struct = pa.StructArray.from_arrays([values, pa.nulls(len(indices), pa.string())], names=["bytes", "path"])
     return pa.ListArray.from_arrays(pa.array(offsets, pa.int32()), struct)
 
@@ -172,6 +174,8 @@ def value_bytes(value) -> int:
         return sum(value_bytes(v) for v in value)
     if isinstance(value, dict):
         return sum(value_bytes(v) for v in value.values())
+    if hasattr(value, "__len__"):  # a stored image: the size of the bytes it stands for
+        return len(value)
     return 8
 
 
