@@ -85,6 +85,37 @@ def _govreport_sources(tmp_path):
     return GovReportConfig(sources=str(tmp_path / "src"), lengths=(2048, 4096), max_queries_per_pool=4)
 
 
+def test_the_validator_lets_each_pool_go_before_it_reads_the_next(tmp_path, monkeypatch):
+    """The validator holds one pool's rows (and images) at a time: the pool it checked last is let
+    go before the next is read (it was held until the read returned, two pools at once)."""
+    import gc
+    import weakref
+
+    from mmlongembed import build_checks, parallel
+    from mmlongembed.build import run_build
+    from mmlongembed.builder import get_builder
+
+    out = run_build(get_builder("govreport"), _govreport_sources(tmp_path), tmp_path / "out", progress=False,
+                    quiet=True)
+    # the generic checks (which read each pool again, in workers) left out: the builder's checks
+    # and the audit read the pools here, one after another
+    monkeypatch.setattr(parallel, "available_cores", lambda: 1)
+    monkeypatch.setattr(build_checks, "_generic_checks", lambda root, specs, row, threads: ([], 0))
+    read_pool, held, alive_at_read = build_checks.read_pool, [], []
+
+    def watched(root, specs, row):
+        gc.collect()
+        alive_at_read.append(sum(ref() is not None for ref in held))
+        tables = read_pool(root, specs, row)
+        held.append(weakref.ref(tables))
+        return tables
+
+    monkeypatch.setattr(build_checks, "read_pool", watched)
+    result = build_checks.validate_tables(out, configs_from_card(out / "README.md"), "govreport")
+    assert not result.problems and len(held) == result.checked["pools"] >= 2
+    assert alive_at_read == [0] * len(held)
+
+
 def test_a_pool_that_cannot_be_read_back_is_the_one_line_problem_and_the_card_still_renders(tmp_path, monkeypatch):
     from mmlongembed import build, build_checks
     from mmlongembed.builder import get_builder
