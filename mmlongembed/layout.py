@@ -176,8 +176,8 @@ def _read_rows(path: Path, spec: ConfigSpec) -> dict[str, list]:
 def images_by_row(column, interned: dict[bytes, bytes]) -> list:
     """An images column (list<struct<bytes, path>>) as Python rows, each distinct image one bytes
     object (``interned``: content -> the object, shared across row groups). Where the bytes are
-    dictionary-encoded, each dictionary value is made a Python object once, not once per row
-    placing it."""
+    dictionary-encoded, each dictionary value the rows place is made a Python object once, not
+    once per row placing it (and a value no row of theirs places, another pool's, not at all)."""
     import pyarrow as pa
     import pyarrow.compute as pc
 
@@ -193,8 +193,10 @@ def images_by_row(column, interned: dict[bytes, bytes]) -> list:
         flat = chunk.flatten()  # the struct of every placed image, in row order
         fields = dict(zip((f.name for f in element), flat.flatten()))  # each field, flat's offset applied
         data = fields.pop("bytes")
-        values = [interned.setdefault(v, v) if v else v for v in data.dictionary.to_pylist()]
         indices = data.indices.to_pylist()
+        # only the values these rows place: a shard's row group also holds other pools' images
+        values = {i: data.dictionary[i].as_py() for i in set(indices) - {None}}
+        values = {i: interned.setdefault(v, v) if v else v for i, v in values.items()}
         others = {name: values_.to_pylist() for name, values_ in fields.items()}
         present = flat.is_valid().to_pylist()
         images = [({"bytes": None if i is None else values[i], **{n: v[j] for n, v in others.items()}}

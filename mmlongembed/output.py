@@ -357,6 +357,11 @@ def write_tables(pools: Sequence[Pool], root: Path, *, seed: int, builder: str, 
         bar.close()
     stats.distinct_images = len(distinct)
     stats.distinct_image_bytes = sum(len(b) for b in distinct)
+    # the row groups' Arrow buffers go back to the system now, not when the allocator gets to it:
+    # the validator's workers fork from this process next, and would start as large
+    import pyarrow as pa
+
+    pa.default_memory_pool().release_unused()
     specs += [spec for pool in pools for spec in pool_specs[pool.name]]
     return Written(specs, stats, files)
 

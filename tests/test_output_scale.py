@@ -232,10 +232,13 @@ def test_the_reader_makes_each_image_of_a_row_group_once_not_once_per_placement(
     import tracemalloc
 
     image = photo(7, side=300)  # about 100 KB of noise
-    root = write_fixture_build(tmp_path / "build", [pool_with_images(256, [image], n_queries=12)])
+    # a pool of another length in the same shard (they share the photo), with photos of its own
+    others = [image, *(photo(k, side=300) for k in range(8, 12))]
+    root = write_fixture_build(tmp_path / "build", [pool_with_images(256, [image], n_queries=12),
+                                                    pool_with_images(512, others, n_queries=2)])
     spec = configs_from_card(root / "README.md")["fixture-easy-256-corpus"]
     with pq.ParquetFile(root / spec.path) as handle:
-        assert handle.num_row_groups == 1
+        assert handle.num_row_groups == 1 and handle.metadata.num_rows == 24 + 4
     tracemalloc.start()
     try:
         rows = read_config(root, spec)
@@ -244,8 +247,9 @@ def test_the_reader_makes_each_image_of_a_row_group_once_not_once_per_placement(
         tracemalloc.stop()
     placed = [im["bytes"] for row in rows["images"] for im in row]
     assert len(placed) == 24 and all(b == image for b in placed)
-    # 24 placements of ~100 KB: once per placement is past 2.4 MB; once, with the rows, about 0.2 MB
-    assert peak < 4 * len(image), (peak, len(image))
+    # 24 placements of ~100 KB: once per placement is past 2.4 MB; the other pool's four photos
+    # 0.4 MB; this pool's one photo once, with the rows, about 0.2 MB
+    assert peak < 3 * len(image), (peak, len(image))
 
 
 def test_a_replacement_page_equal_to_a_positive_page_skips_the_hard_query(tmp_path):
