@@ -157,9 +157,10 @@ def images_array(rows: list[dict], dictionary: dict[bytes, int], store: list[byt
                 store.append(image)
             indices.append(index)
         offsets.append(len(indices))
-    # a stored image is read here, for its row group only (``documents.image_data``)
-    values = pa.DictionaryArray.from_arrays(pa.array(indices, pa.int32()),
-                                            pa.array([image_data(image) for image in store], pa.binary()))
+    # a stored image is read here, for its row group only (``documents.image_data``), one at a
+    # time into the Arrow array (a generator: no list of the row group's bytes beside it)
+    values = pa.DictionaryArray.from_arrays(pa.array(indices, pa.int32()), pa.array(
+        (image_data(image) for image in store), pa.binary(), size=len(store)))
     struct = pa.StructArray.from_arrays([values, pa.nulls(len(indices), pa.string())], names=["bytes", "path"])
     return pa.ListArray.from_arrays(pa.array(offsets, pa.int32()), struct)
 
