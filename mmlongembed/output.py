@@ -27,6 +27,7 @@ from typing import Iterator, Sequence
 from mmlongembed.documents import VISUAL_KINDS, image_data
 from mmlongembed.errors import UserError
 from mmlongembed.manifest import file_sha256
+from mmlongembed.media.page_store import StoredPage
 from mmlongembed.layout import (
     AUDIT_COLUMNS, CANDIDATE_KIND, MODEL_COLUMNS, PARTS, POOL_COLUMN, QUERY_KIND, READ_BACK_LIMIT, ROW_GROUP_BYTES,
     SPLIT, ConfigSpec, OpaqueIds, config_name)
@@ -175,7 +176,7 @@ def value_bytes(value) -> int:
         return sum(value_bytes(v) for v in value)
     if isinstance(value, dict):
         return sum(value_bytes(v) for v in value.values())
-    if hasattr(value, "__len__"):  # a stored image: the size of the bytes it stands for
+    if isinstance(value, StoredPage):  # a stored image: the size of the bytes it stands for
         return len(value)
     return 8
 
