@@ -56,6 +56,7 @@ bench: $(STAMP)
 	$(BIN)/python bench/harness_throughput.py
 	$(BIN)/python bench/hotpotqa_build.py
 	$(BIN)/python bench/release_build.py
+	$(BIN)/python bench/read_memory.py
 
 # Every builder at the paper's size (hours on 2 cores; docs/SCALE.md). A short run:
 # make bench-scale SCALE_ARGS="--scale 0.1 --builders govreport hotpotqa"

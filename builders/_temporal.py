@@ -13,6 +13,7 @@ translating first.
 
 from __future__ import annotations
 
+import functools
 import json
 import math
 import statistics
@@ -42,6 +43,9 @@ from mmlongembed.tokens import default_counter, fit_image_size, image_tokens
 INSTRUCTION = ("Given a description of a sequence of events, retrieve the video whose frames show exactly "
                "these events in this order.")
 CANDIDATE_FORM = "frames"  # pool fact: candidates are ordered frame images (harness: needs "image" only)
+# videos whose frames the planner holds at once (the last ones it read): it comes back to a video
+# for its hard variants right after its runs, so a few suffice
+PLANNING_VIDEOS_HELD = 8
 # A downloaded video may run a little shorter or longer than the annotated one (a re-encode, a trimmed
 # end); further off, it is another cut of the video or another video, and its events would be cut to
 # fit frames they do not describe (real case: 50-176 s annotations over 1-30 s clips).
@@ -310,21 +314,25 @@ class TemporalBuilder(Builder):
         bands = [LengthBand.halving(t) for t in sorted(set(config.lengths))]
         context = PoolContext(self.name, config, default_counter(), report)
         chosen, fitting = runs_by_band(sources.records, sources.meta, bands, context)
-        frames: dict[str, object] = {}
 
+        # The planner looks at many more videos than the pools use (runs that fail, negatives
+        # passed over): it reads them from the frame store with only the last few held, and the
+        # plan keeps the frames of the videos the pools place, nothing more.
+        @functools.lru_cache(maxsize=PLANNING_VIDEOS_HELD)
         def video(video_id: str):
-            if video_id not in frames:
-                frames[video_id] = sources.store.get(sources.keys[video_id], video_id)
-            return frames[video_id]
+            return sources.store.get(sources.keys[video_id], video_id)
 
         plans = {band.name: BandPlanner(band, chosen[band.name], fitting[band.name], video, context).plan()
                  for band in bands}
         texts = self._query_texts(plans, chosen, config, report)
         kept = {band.name: [(vid, hard, negatives) for vid, hard, negatives in plans[band.name]
                             if vid in texts[band.name]] for band in bands}
+        frames: dict[str, object] = {}
         for vid, _, negatives in (entry for plan in kept.values() for entry in plan):
             for used in (vid, *(run.video_id for run in negatives)):
-                video(used)
+                if used not in frames:
+                    frames[used] = video(used)
+        video.cache_clear()
         return TemporalPlan(sources.synthetic, bands, chosen, kept, texts, frames)
 
     def build_pools(self, planned: TemporalPlan, config: TemporalConfig, report: BuildReport) -> list[Pool]:

@@ -37,7 +37,7 @@ from mmlongembed.rng import seeded_order
 from mmlongembed.pools import EASY_NEGATIVE, HARD_NEGATIVE, POSITIVE, Candidate, LengthBand, Pool, Query, pool_name
 from mmlongembed.readers.mmlongbench import (
     DOC_HUB, DOC_HUB_SAMPLES, FORM_JSONL, FORM_NAMES, OpenPdfs, PagedDocument, Sources, hub_doc_root, measure_pages,
-    load_placed_pages, read_paged_sources, render_pages, source_roots)
+    placed_page_bytes, read_paged_sources, render_pages, source_roots)
 from mmlongembed.tokens import default_counter
 
 INSTRUCTION = "Given this summary, retrieve the original corresponding long document."  # paper Table 6
@@ -158,15 +158,18 @@ class MMLongBenchBuilder(Builder):
         return halving_limit(max(sum(costs) for costs in sources.costs.values()), "the longest document")
 
     def output_estimate(self, sources: Sources, config: MMLongBenchConfig) -> OutputEstimate | None:
-        """The pages the pools place are held until they are written (at least each document's
-        window at the largest length; rendered pages wait in the page store on disk), and the
-        largest candidate is the head window of the longest document at the largest length."""
+        """No page is held while building or writing (pages wait in the page store on disk and the
+        writer reads them a row group at a time); the validator holds one pool's distinct pages at
+        a time: at most the windows of its queries and their negatives, the largest documents'
+        windows at the largest length. The largest candidate is the head window of the longest
+        document at the largest length."""
         if not sources.costs:
             return None
         fmt, largest = config.image_format, max(config.lengths)
-        windows = [min(sum(costs), largest) for costs in sources.costs.values()]
-        held = image_bytes(sum(windows), fmt) + WRITE_AND_READ_BYTES
-        longest_window = max(windows)
+        windows = sorted((min(sum(costs), largest) for costs in sources.costs.values()), reverse=True)
+        one_pool = windows[: config.max_queries_per_pool * (config.negatives_per_query + 1)]
+        held = image_bytes(sum(one_pool), fmt) + WRITE_AND_READ_BYTES
+        longest_window = windows[0]
         return OutputEstimate(image_bytes(longest_window, fmt), held,
                               "shorter --lengths, a smaller --max-image-pixels or --dpi, or --image-format JPEG")
 
@@ -188,8 +191,9 @@ class MMLongBenchBuilder(Builder):
             eligible = [d for d in order if d in windows]
             queries = self._queries(eligible[: context.cap], windows, band, sources, context)
             plans.append(BandPlan(band, eligible, windows, queries))
-        held = load_placed_pages(sources, self._placed_pages(plans))
-        report.notes.append(f"page store: {held / 1e6:.1f} MB of pages held for the pools' windows and variants")
+        pages, size = placed_page_bytes(sources, self._placed_pages(plans))
+        report.notes.append(f"page store: {pages} distinct pages ({size / 1e6:.1f} MB) for the pools' windows and "
+                            "variants, read from disk as each row group is written")
         return Planned(sources, plans)
 
     @staticmethod
@@ -237,7 +241,8 @@ class MMLongBenchBuilder(Builder):
 
     def _page_document(self, document: PagedDocument, indices: list[int], label: str, sources: Sources) -> Document:
         stored = sources.pages[document.id]
-        segments = tuple(image_segment(stored[k].data, stored[k].height, stored[k].width, origin=f"page:{k}")
+        # the stored page is the segment's image: its bytes are read when its row group is written
+        segments = tuple(image_segment(stored[k], stored[k].height, stored[k].width, origin=f"page:{k}")
                          for k in indices)
         return Document(id=f"{document.id}@{label}", segments=segments)
 
@@ -276,7 +281,7 @@ class MMLongBenchBuilder(Builder):
             # the positive shows would let the variant keep what it was to lose
             shown = set(positive.render()[1])
             stored = sources.pages[doc_id]
-            if any(stored[k].data in shown for page_plan in plans for k in range(*page_plan.donor)):
+            if any(stored[k] in shown for page_plan in plans for k in range(*page_plan.donor)):
                 raise Skip(f"hard_{band.name}_replacement_page_equals_a_positive_page")
             group = f"q:{doc_id}"
             if not guard.admit(group, positive, made):

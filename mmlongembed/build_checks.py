@@ -306,8 +306,9 @@ def validate_tables(root: Path, specs: dict[str, ConfigSpec], builder_name: str,
                     own.append((row, None, [Problem(row["pool"], "files", str(error))], None))
                     continue
                 found = list(builder.validate_pool(row, tables.corpus, tables.queries, tables.qrels))
-                sizes = (len(tables.corpus["_id"]), len(tables.queries["_id"]))  # the tables are let go
+                sizes = (len(tables.corpus["_id"]), len(tables.queries["_id"]))
                 own.append((row, sizes, found, audit_pool(tables.corpus, tables.qrels, tables.queries, builder.design_signals)))
+                del tables  # one pool's images held at a time: let this one go before the next is read
                 bar.update(generic.rows_done() - bar.n)
             topped_up = 0  # rows the pools table promised beyond those recounted
             for k, (row, sizes, found, audit) in enumerate(own):

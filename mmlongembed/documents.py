@@ -3,7 +3,10 @@
 A document's length is the sum of its segments' counts. Text segments are sentences (see
 ``mmlongembed.text``) that carry whether they close a paragraph, so operations can cut and pad
 at paragraph or sentence boundaries and never inside a word. Images are kept encoded (bytes)
-with their stored size; operations move them around without decoding.
+with their stored size; operations move them around without decoding. An image may also be a
+stored image that stands for its bytes (the page store's ``StoredPage``: equal, hashed and sized
+as its bytes, read from disk when written), so that a build holds no page until it writes it;
+``image_data`` gives the bytes of either.
 """
 
 from __future__ import annotations
@@ -26,7 +29,7 @@ class Segment:
     tokens: int
     text: str = ""
     paragraph_end: bool = False
-    image: bytes | None = None
+    image: bytes | None = None  # or a stored image standing for its bytes (``image_data``)
     height: int = 0
     width: int = 0
     timestamp: float | None = None
@@ -92,6 +95,12 @@ def text_segments(text: str, counter: TokenCounter, origin: str = "source") -> l
 
 def text_document(doc_id: str, text: str, counter: TokenCounter, origin: str = "source", **meta) -> Document:
     return Document(id=doc_id, segments=tuple(text_segments(text, counter, origin)), meta=meta)
+
+
+def image_data(image) -> bytes:
+    """The bytes of a segment's image: bytes as they are; a stored image (``.data``: the page
+    store's ``StoredPage``) read now, and held only as long as the caller holds them."""
+    return image if isinstance(image, bytes) else image.data
 
 
 def image_segment(

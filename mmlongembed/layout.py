@@ -141,15 +141,23 @@ def read_config(root: Path, spec: ConfigSpec) -> dict[str, list]:
         raise UserError(f"{spec.path}: not a readable parquet file ({type(error).__name__}: {first[:200]})") from None
 
 
+IMAGE_BYTES_PATH = "images.list.element.bytes"  # the parquet column of the images' bytes
+
+
 def _read_rows(path: Path, spec: ConfigSpec) -> dict[str, list]:
     """``read_config``'s rows, read a row group at a time (memory bounded by a row group, and no
     column chunk is decoded whole past what Arrow can hold); an image placed by several rows is
-    one bytes object in what is returned, as it is one value in the file's dictionary."""
+    one bytes object in what is returned, as it is one value in the file's dictionary. The
+    images' bytes are read as a dictionary (``images_by_row``), so a row group's images are held
+    once each, never once per placement, on their way to Python."""
     import pyarrow.compute as pc
     import pyarrow.parquet as pq
 
     interned: dict[bytes, bytes] = {}
-    with pq.ParquetFile(path) as handle:
+    with pq.ParquetFile(path) as probe:
+        paths = {probe.schema.column(k).path for k in range(len(probe.schema))}
+    as_dictionary = [IMAGE_BYTES_PATH] if IMAGE_BYTES_PATH in paths else None
+    with pq.ParquetFile(path, read_dictionary=as_dictionary) as handle:
         names = list(spec.columns) if spec.columns else [n for n in handle.schema_arrow.names]
         read = names + ([POOL_COLUMN] if spec.pool is not None and POOL_COLUMN not in names else [])
         out: dict[str, list] = {name: [] for name in names}
@@ -158,13 +166,49 @@ def _read_rows(path: Path, spec: ConfigSpec) -> dict[str, list]:
             if spec.pool is not None:
                 table = table.filter(pc.field(POOL_COLUMN) == spec.pool)
             # to_pydict is where damaged bytes in a page surface (UnicodeDecodeError...)
-            for name, values in table.select(names).to_pydict().items():
-                if name == "images":
-                    values = [[{**image, "bytes": interned.setdefault(image["bytes"], image["bytes"])}
-                               if image and image.get("bytes") else image for image in row] if row else row
-                              for row in values]
-                out[name] += values
+            for name in names:
+                column = table.column(name)
+                out[name] += images_by_row(column, interned) if name == "images" else column.to_pylist()
+            del table  # let the row group go before the next is read
     return out
+
+
+def images_by_row(column, interned: dict[bytes, bytes]) -> list:
+    """An images column (list<struct<bytes, path>>) as Python rows, each distinct image one bytes
+    object (``interned``: content -> the object, shared across row groups). Where the bytes are
+    dictionary-encoded, each dictionary value the rows place is made a Python object once, not
+    once per row placing it (and a value no row of theirs places, another pool's, not at all)."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    rows: list = []
+    for chunk in column.chunks:
+        element = chunk.type.value_type if pa.types.is_list(chunk.type) else None
+        if element is None or not pa.types.is_struct(element) or element.get_field_index("bytes") < 0 \
+                or not pa.types.is_dictionary(element.field("bytes").type):
+            rows += [[{**image, "bytes": interned.setdefault(image["bytes"], image["bytes"])}
+                      if image and image.get("bytes") else image for image in row] if row else row
+                     for row in chunk.to_pylist()]
+            continue
+        flat = chunk.flatten()  # the struct of every placed image, in row order
+        fields = dict(zip((f.name for f in element), flat.flatten()))  # each field, flat's offset applied
+        data = fields.pop("bytes")
+        indices = data.indices.to_pylist()
+        # only the values these rows place: a shard's row group also holds other pools' images
+        values = {i: data.dictionary[i].as_py() for i in set(indices) - {None}}
+        values = {i: interned.setdefault(v, v) if v else v for i, v in values.items()}
+        others = {name: values_.to_pylist() for name, values_ in fields.items()}
+        present = flat.is_valid().to_pylist()
+        images = [({"bytes": None if i is None else values[i], **{n: v[j] for n, v in others.items()}}
+                   if present[j] else None) for j, i in enumerate(indices)]
+        start = 0
+        for length in pc.list_value_length(chunk).to_pylist():
+            if length is None:
+                rows.append(None)
+                continue
+            rows.append(images[start:start + length])
+            start += length
+    return rows
 
 
 @dataclass

@@ -24,9 +24,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Iterator, Sequence
 
-from mmlongembed.documents import VISUAL_KINDS
+from mmlongembed.documents import VISUAL_KINDS, image_data
 from mmlongembed.errors import UserError
 from mmlongembed.manifest import file_sha256
+from mmlongembed.media.page_store import StoredPage
 from mmlongembed.layout import (
     AUDIT_COLUMNS, CANDIDATE_KIND, MODEL_COLUMNS, PARTS, POOL_COLUMN, QUERY_KIND, READ_BACK_LIMIT, ROW_GROUP_BYTES,
     SPLIT, ConfigSpec, OpaqueIds, config_name)
@@ -157,7 +158,10 @@ def images_array(rows: list[dict], dictionary: dict[bytes, int], store: list[byt
                 store.append(image)
             indices.append(index)
         offsets.append(len(indices))
-    values = pa.DictionaryArray.from_arrays(pa.array(indices, pa.int32()), pa.array(store, pa.binary()))
+    # a stored image is read here, for its row group only (``documents.image_data``), one at a
+    # time into the Arrow array (a generator: no list of the row group's bytes beside it)
+    values = pa.DictionaryArray.from_arrays(pa.array(indices, pa.int32()), pa.array(
+        (image_data(image) for image in store), pa.binary(), size=len(store)))
     struct = pa.StructArray.from_arrays([values, pa.nulls(len(indices), pa.string())], names=["bytes", "path"])
     return pa.ListArray.from_arrays(pa.array(offsets, pa.int32()), struct)
 
@@ -172,6 +176,8 @@ def value_bytes(value) -> int:
         return sum(value_bytes(v) for v in value)
     if isinstance(value, dict):
         return sum(value_bytes(v) for v in value.values())
+    if isinstance(value, StoredPage):  # a stored image: the size of the bytes it stands for
+        return len(value)
     return 8
 
 
@@ -353,6 +359,11 @@ def write_tables(pools: Sequence[Pool], root: Path, *, seed: int, builder: str, 
         bar.close()
     stats.distinct_images = len(distinct)
     stats.distinct_image_bytes = sum(len(b) for b in distinct)
+    # the row groups' Arrow buffers go back to the system now, not when the allocator gets to it:
+    # the validator's workers fork from this process next, and would start as large
+    import pyarrow as pa
+
+    pa.default_memory_pool().release_unused()
     specs += [spec for pool in pools for spec in pool_specs[pool.name]]
     return Written(specs, stats, files)
 

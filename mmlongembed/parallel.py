@@ -55,6 +55,18 @@ def _die_with(parent: int) -> None:
         os._exit(1)
 
 
+def return_free_memory() -> None:
+    """Hand the C heap's free pages back to the system (glibc's ``malloc_trim``; nothing elsewhere).
+    A forked worker starts with the parent's resident pages: what a build freed before (a row
+    group written, a pool checked) would otherwise count in every worker it forks."""
+    try:
+        import ctypes
+
+        ctypes.CDLL(None).malloc_trim(0)
+    except (AttributeError, OSError):  # not glibc
+        pass
+
+
 def _counting(done) -> Callable[[int], None]:
     """``advance(n)``: adds to a counter in shared memory (a worker's progress)."""
 
@@ -127,6 +139,7 @@ class _Crew:
         self._busy: dict[int, object] = {}  # member -> key of its task
         self._queue: list[tuple[object, object]] = []
         _WORK = (function, self.done)
+        return_free_memory()
         try:
             for member in range(n):
                 here, there = context.Pipe()
@@ -275,6 +288,7 @@ class Beside:
         self._done = context.Value("q", 0)
         self._connection, sending = context.Pipe(duplex=False)
         _BESIDE = (function, self._done)
+        return_free_memory()
         try:
             self._process = context.Process(target=_run_beside, args=(sending, os.getpid()), daemon=True)
             self._process.start()

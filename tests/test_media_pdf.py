@@ -92,6 +92,31 @@ def test_image_files_are_fitted_and_reencoded(tmp_path):
     assert (resized.height, resized.width) == (33, 47)
 
 
+def test_the_render_cache_holds_the_images_used_last_up_to_its_byte_budget():
+    """A build at the sources' full size renders more images than memory holds (MMDocRAG: every
+    quote image of 4K questions): the renderer keeps the ones used last, up to its budget, and
+    renders one asked for again after it left to the same bytes."""
+    import numpy as np
+
+    def noise(seed: int) -> bytes:
+        buffer = io.BytesIO()
+        pixels = (np.random.default_rng(seed).random((120, 160, 3)) * 255).astype("uint8")
+        Image.fromarray(pixels).save(buffer, format="PNG")
+        return buffer.getvalue()
+
+    sources = [noise(k) for k in range(3)]
+    probe = PageRenderer(RenderSettings())
+    size = max(len(probe.image_data(data, f"{k}.png").data) for k, data in enumerate(sources))
+    renderer = PageRenderer(RenderSettings(), cache_bytes=2 * size)  # room for two of the three
+    first = [renderer.image_data(data, f"{k}.png") for k, data in enumerate(sources)]
+    assert renderer.renders == 3
+    assert renderer.image_data(sources[2], "2.png") is first[2]  # held: not rendered again
+    assert renderer.renders == 3
+    again = renderer.image_data(sources[0], "0.png")  # the one used longest ago left the cache
+    assert renderer.renders == 4 and again is not first[0] and again.data == first[0].data
+    assert renderer.image_data(sources[2], "2.png") is first[2]  # the one used last stayed
+
+
 @pytest.mark.realdata
 def test_sample_pdfs_render_at_predicted_sizes():
     documents = shared_data_dir("mmlongbench_doc", "documents")

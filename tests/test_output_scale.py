@@ -85,6 +85,37 @@ def _govreport_sources(tmp_path):
     return GovReportConfig(sources=str(tmp_path / "src"), lengths=(2048, 4096), max_queries_per_pool=4)
 
 
+def test_the_validator_lets_each_pool_go_before_it_reads_the_next(tmp_path, monkeypatch):
+    """The validator holds one pool's rows (and images) at a time: the pool it checked last is let
+    go before the next is read (it was held until the read returned, two pools at once)."""
+    import gc
+    import weakref
+
+    from mmlongembed import build_checks, parallel
+    from mmlongembed.build import run_build
+    from mmlongembed.builder import get_builder
+
+    out = run_build(get_builder("govreport"), _govreport_sources(tmp_path), tmp_path / "out", progress=False,
+                    quiet=True)
+    # the generic checks (which read each pool again, in workers) left out: the builder's checks
+    # and the audit read the pools here, one after another
+    monkeypatch.setattr(parallel, "available_cores", lambda: 1)
+    monkeypatch.setattr(build_checks, "_generic_checks", lambda root, specs, row, threads: ([], 0))
+    read_pool, held, alive_at_read = build_checks.read_pool, [], []
+
+    def watched(root, specs, row):
+        gc.collect()
+        alive_at_read.append(sum(ref() is not None for ref in held))
+        tables = read_pool(root, specs, row)
+        held.append(weakref.ref(tables))
+        return tables
+
+    monkeypatch.setattr(build_checks, "read_pool", watched)
+    result = build_checks.validate_tables(out, configs_from_card(out / "README.md"), "govreport")
+    assert not result.problems and len(held) == result.checked["pools"] >= 2
+    assert alive_at_read == [0] * len(held)
+
+
 def test_a_pool_that_cannot_be_read_back_is_the_one_line_problem_and_the_card_still_renders(tmp_path, monkeypatch):
     from mmlongembed import build, build_checks
     from mmlongembed.builder import get_builder
@@ -155,11 +186,17 @@ def test_a_peak_beyond_the_memory_available_is_refused_in_one_line_naming_what_t
     capacity.check_output(capacity.OutputEstimate(10 << 20, 20 << 30, "x"), [8192])  # fits: nothing said
 
 
-def test_rendered_pages_wait_on_disk_and_only_the_pages_pools_place_are_held(tmp_path):
+def test_no_page_is_held_in_memory_until_the_row_group_placing_it_is_written(tmp_path):
+    """MMLongBench at its real size held every placed page (453 MB) from the summary step through
+    validation: pages now stay in the page store until the writer reads them, a row group at a
+    time, and the store goes when the pools placing its pages go."""
     pytest.importorskip("pypdfium2")
+    import gc
+
     from builders._mmlongbench_fixtures import write_paged_sources
     from builders.mmlongbench import MMLongBenchBuilder, MMLongBenchConfig
     from mmlongembed.builder import BuildReport
+    from mmlongembed.media.page_store import StoredPage
 
     write_paged_sources(tmp_path / "src", n_documents=8, pages=(14, 22))
     builder = MMLongBenchBuilder()
@@ -167,17 +204,55 @@ def test_rendered_pages_wait_on_disk_and_only_the_pages_pools_place_are_held(tmp
                                dpi=36.0, max_image_pixels=160 * 230)
     report = BuildReport(progress=False)
     sources = builder.load_sources(config, report)
-    store = sources.store.root
+    store = sources.store
     pages = [page for document in sources.pages.values() for page in document]
-    assert not any(page.loaded for page in pages)  # rendering kept none in memory
-    assert len({page.sha256 for page in pages}) == len(list(store.glob("*.img")))
-    planned = builder.run_steps(sources, config, report)
-    held = [page for page in pages if page.loaded]
-    assert 0 < len(held) < len(pages)  # the pages beyond every window and variant are never read back
-    assert not store.exists()  # the store is gone once the placed pages are read
-    pools = builder.build_pools(planned, config, report)
-    placed = {id(s.image) for pool in pools for c in pool.candidates for s in c.document.segments}
-    assert placed <= {id(page.data) for page in held}  # a page placed many times is one bytes object
+    assert len({page.sha256 for page in pages}) == len(list(store.root.glob("*.img")))
+    pools = builder.build_pools(builder.run_steps(sources, config, report), config, report)
+    assert store.reads == 0  # planning and assembling the pools read no page back
+    placed = [s.image for pool in pools for c in pool.candidates for s in c.document.segments]
+    assert placed and all(isinstance(image, StoredPage) for image in placed)
+    distinct = set(placed)
+    # the row groups are sized by the bytes a stored page stands for, as by the bytes themselves
+    assert output.value_bytes({"images": placed[:3]}) == sum(len(image.data) for image in placed[:3])
+    reads = store.reads
+    written = output.write_tables(pools, tmp_path / "out", seed=0, builder=builder.name, progress=False)
+    # each distinct page read once per row group placing it (one row group here), never per placement
+    assert store.reads - reads == len(distinct) < len(placed)
+    assert written.storage.distinct_images == len(distinct)
+    specs = {spec.name: spec for spec in written.specs}
+    rows = read_config(tmp_path / "out", next(s for n, s in specs.items() if n.endswith("-corpus")))
+    assert {im["bytes"] for row in rows["images"] for im in row} <= {page.data for page in distinct}
+    root = store.root
+    del sources, store, pages, pools, placed, distinct, written
+    gc.collect()
+    assert not root.exists()  # the store goes with the last pool placing its pages
+
+
+def test_the_reader_makes_each_image_of_a_row_group_once_not_once_per_placement(tmp_path):
+    """The validator reads a pool a row group at a time; a page placed by every candidate of a
+    row group was made a Python object once per placement (the whole row group's placements at
+    once) before it was interned: it is now read through the file's dictionary."""
+    import tracemalloc
+
+    image = photo(7, side=300)  # about 100 KB of noise
+    # a pool of another length in the same shard (they share the photo), with photos of its own
+    others = [image, *(photo(k, side=300) for k in range(8, 12))]
+    root = write_fixture_build(tmp_path / "build", [pool_with_images(256, [image], n_queries=12),
+                                                    pool_with_images(512, others, n_queries=2)])
+    spec = configs_from_card(root / "README.md")["fixture-easy-256-corpus"]
+    with pq.ParquetFile(root / spec.path) as handle:
+        assert handle.num_row_groups == 1 and handle.metadata.num_rows == 24 + 4
+    tracemalloc.start()
+    try:
+        rows = read_config(root, spec)
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    placed = [im["bytes"] for row in rows["images"] for im in row]
+    assert len(placed) == 24 and all(b == image for b in placed)
+    # 24 placements of ~100 KB: once per placement is past 2.4 MB; the other pool's four photos
+    # 0.4 MB; this pool's one photo once, with the rows, about 0.2 MB
+    assert peak < 3 * len(image), (peak, len(image))
 
 
 def test_a_replacement_page_equal_to_a_positive_page_skips_the_hard_query(tmp_path):
@@ -200,7 +275,8 @@ def test_a_replacement_page_equal_to_a_positive_page_skips_the_hard_query(tmp_pa
     n, page_plans = plan.windows[doc_id]
     pages = planned.sources.pages[doc_id]
     donor = page_plans[0].donor
-    pages[donor[0]]._data = pages[n - 1].data  # a repeated page: a donor page shows the window's last page
+    repeated = pages[donor[0]]  # a repeated page: a donor page shows the window's last page
+    repeated.path, repeated.sha256 = pages[n - 1].path, pages[n - 1].sha256
     pools = builder.build_pools(planned, config, report)
     hard = next(p for p in pools if p.difficulty == "hard")
     assert f"q:{doc_id}" not in {q.id for q in hard.queries} and hard.queries

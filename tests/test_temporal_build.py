@@ -361,3 +361,30 @@ def test_build_pools_reads_no_file_and_calls_no_llm(tmp_path, monkeypatch):
     manifest = json.loads((out / "manifest.json").read_text())
     assert sorted((p.name, len(p.queries), len(p.candidates)) for p in pools if p.queries) == sorted(
         (p["pool"], p["queries"], p["candidates"]) for p in manifest["pools"])
+
+
+def test_the_plan_holds_the_frames_of_the_videos_the_pools_place_and_no_others(tmp_path, monkeypatch):
+    """Memory bounded by what is written (issue 24): the planner reads more videos than the pools
+    place (runs that fail, negatives passed over, queries the LLM step rejects); their frames are
+    read from the store and let go, and the plan holds only those of the videos its pools use."""
+    from builders import _temporal
+    from builders.activitynet import ActivityNetBuilder
+    from mmlongembed.builder import BuildReport
+
+    builder = ActivityNetBuilder()
+    config = builder.example_config(tmp_path / "sources")
+    report = BuildReport(progress=False)
+    sources = builder.load_sources(config, report)
+    rewrite = _temporal.rewrite_captions
+
+    def rejecting_one(items, *args):  # the LLM step rejects the first query it is given
+        written = rewrite(items, *args)
+        written.pop(items[0][0])
+        return written
+
+    monkeypatch.setattr(_temporal, "rewrite_captions", rejecting_one)
+    planned = builder.run_steps(sources, config, report)
+    placed = {vid for plan in planned.plans.values() for query, _, negatives in plan
+              for vid in (query, *(run.video_id for run in negatives))}
+    assert placed and set(planned.frames) == placed
+    assert planned.plans and all(planned.plans.values())

@@ -20,6 +20,7 @@ import math
 import re
 import threading
 import time
+from collections import OrderedDict
 from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
@@ -262,23 +263,33 @@ class PdfFile:
             self._document = None
 
 
+# What a renderer's cache may hold: the images it made last, up to this many bytes. A build at the
+# sources' full size renders far more than this (MMDocRAG: every quote image of 4K questions); an
+# image asked for again after it left is rendered again, to the same bytes.
+RENDER_CACHE_BYTES = 256 << 20
+
+
 @dataclass
 class PageRenderer:
-    """Renders pages, page regions and image files once per build (cache by file sha256, page,
-    region and settings) and counts what it did."""
+    """Renders pages, page regions and image files once per build while they are in its cache
+    (by file sha256, page, region and settings; the images used last, up to ``cache_bytes``)
+    and counts what it did."""
 
     settings: RenderSettings = field(default_factory=RenderSettings)
     renders: int = 0
     rendered_pages: int = 0
     seconds: float = 0.0
-    _cache: dict = field(default_factory=dict, repr=False)
+    cache_bytes: int = RENDER_CACHE_BYTES
+    _cache: OrderedDict = field(default_factory=OrderedDict, repr=False)
+    _held: int = field(default=0, repr=False)  # bytes of the images in the cache
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
 
     def _cached(self, key: tuple, make) -> StoredImage:
         with self._lock:
             found = self._cache.get(key)
-        if found is not None:
-            return found
+            if found is not None:
+                self._cache.move_to_end(key)
+                return found
         start = time.perf_counter()
         made = make()
         with self._lock:
@@ -286,7 +297,15 @@ class PageRenderer:
             if found is made:
                 self.renders += 1
                 self.seconds += time.perf_counter() - start
+                self._held += len(made.data)
+                self._evict()
         return found
+
+    def _evict(self) -> None:
+        """Drop the images used longest ago until the cache is within its budget (the newest stays)."""
+        while self._held > self.cache_bytes and len(self._cache) > 1:
+            _, oldest = self._cache.popitem(last=False)
+            self._held -= len(oldest.data)
 
     def page(self, pdf: PdfFile, index: int) -> StoredImage:
         """Page ``index`` (0-based) rendered, fitted and encoded; its size is the predicted one."""
@@ -369,6 +388,7 @@ class PageRenderer:
         the counts stay."""
         with self._lock:
             self._cache.clear()
+            self._held = 0
 
     def stats(self) -> dict:
         per_second = self.rendered_pages / self.seconds if self.seconds > 0 else None

@@ -81,7 +81,7 @@ class Sources:
     files: list[Path] = field(default_factory=list)
     roots: list[Path] = field(default_factory=list)
     # filled by decode_pages: doc id -> each page's token cost at its stored size, its stored
-    # image (in the page store: its bytes are read when a pool places it), and (for documents
+    # image (in the page store: its bytes are read when the row group placing it is written), and (for documents
     # whose summary the summary step writes) its text layer
     costs: dict[str, list[int]] = field(default_factory=dict)
     pages: dict[str, tuple[StoredPage, ...]] = field(default_factory=dict)
@@ -311,15 +311,9 @@ def render_pages(sources: Sources, settings: RenderSettings, pdfs: OpenPdfs, rep
     return renderer.stats()
 
 
-def load_placed_pages(sources: Sources, placed: dict[str, set[int]]) -> int:
-    """Read from the page store the pages that pools may place (doc id -> page indices), so that
-    assembling the pools reads no file, then remove the store: a page left unread is never
-    held. Returns the bytes now held."""
-    held = 0
-    for doc_id, indices in placed.items():
-        for k in sorted(indices):
-            held += len(sources.pages[doc_id][k].data)
-    if sources.store is not None:
-        sources.store.close()
-        sources.store = None
-    return held
+def placed_page_bytes(sources: Sources, placed: dict[str, set[int]]) -> tuple[int, int]:
+    """(distinct pages, their bytes) of the pages that pools may place (doc id -> page indices):
+    what the writer will read back from the page store, a row group at a time. Nothing is read
+    here; the store stays until the pools that place its pages are let go."""
+    pages = {sources.pages[doc_id][k] for doc_id, indices in placed.items() for k in indices}
+    return len(pages), sum(page.size for page in pages)
