@@ -28,7 +28,7 @@ EMB_TOKEN = "<emb>"
 # Qwen3-VL-Instruct's image processor bounds (preprocessor_config.json: shortest_edge, longest_edge)
 PROCESSOR_PIXELS = (65536, 16777216)
 SIDES = {"queries": INSTRUCTION, "documents": ""}  # side -> the instruction its items are handed
-weights_fingerprint = qwen3_vl.weights_fingerprint
+weights_summary, weights_differ = qwen3_vl.weights_summary, qwen3_vl.weights_differ
 
 
 def inputs() -> list[dict]:

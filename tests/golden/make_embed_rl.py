@@ -173,7 +173,7 @@ def main(argv: list[str] | None = None) -> int:
         dataset_module = _module("uvrb_dataset_official", work / "official" / DATASET_FILE)
         eval_module = _module("eval_uvrb_recall_official", work / "official" / EVAL_FILE)
         directory = golden.make_tiny_embed_rl(work / "tiny")
-        fingerprint = golden.weights_fingerprint(directory)
+        weights = golden.weights_summary(directory)
         add_processor_files(directory)
         checkpoint_video_bounds(directory)
         runs = run_official(eval_module, messages_per_side(dataset_module, work / "data"), directory)
@@ -183,7 +183,7 @@ def main(argv: list[str] | None = None) -> int:
         "ran_with": {"transformers": transformers.__version__, "torch": torch.__version__,
                      "qwen_vl_utils": _distribution_version("qwen-vl-utils"),
                      "torchvision": _distribution_version("torchvision")},
-        "weights_fingerprint": fingerprint, "inputs_fingerprint": golden.inputs_fingerprint(),
+        "weights": weights, "inputs_fingerprint": golden.inputs_fingerprint(),
         "inputs": [item["kind"] for item in golden.inputs()], "sides": golden.SIDES, **runs}
     args.out.write_text(json.dumps(record, indent=1) + "\n")
     print(f"wrote {args.out}: {OFFICIAL_REPO}@{commit}")

@@ -172,7 +172,7 @@ def main(argv: list[str] | None = None) -> int:
         file, commit = official_source(args.official.resolve(), args.commit, work)
         file_sha256 = hashlib.sha256(file.read_bytes()).hexdigest()
         directory = golden.make_tiny_qwen3_vl(work / "tiny")
-        fingerprint = golden.weights_fingerprint(directory)
+        weights = golden.weights_summary(directory)
         add_processor_files(directory)
         runs = run_official(file, directory)
     record = {
@@ -181,7 +181,7 @@ def main(argv: list[str] | None = None) -> int:
         "ran_with": {"transformers": transformers.__version__, "torch": torch.__version__,
                      "qwen_vl_utils": _distribution_version("qwen-vl-utils"),
                      "torchvision": _distribution_version("torchvision")},
-        "weights_fingerprint": fingerprint, "inputs_fingerprint": golden.inputs_fingerprint(),
+        "weights": weights, "inputs_fingerprint": golden.inputs_fingerprint(),
         "inputs": [item["kind"] for item in golden.inputs()], "sides": golden.SIDES, **runs}
     args.out.write_text(json.dumps(record, indent=1) + "\n")
     print(f"wrote {args.out}: {OFFICIAL_REPO}:{OFFICIAL_PATH}@{commit}")
