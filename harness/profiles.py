@@ -266,7 +266,7 @@ _RZEN_SOURCE = _mteb("rzen_embed_model.py")
 # (MMEBModel._pooling 'last'), L2-normalised;
 # load_processor's min_pixels/max_pixels arguments (256..1280 cells) do not reach the image processor, so
 # Qwen2-VL-2B-Instruct's own bounds decide: 4..16384 cells of 28 px.
-_VLM2VEC_Q = SideForm("{content}", "user text prefix, after the leading images, space-joined",
+_VLM2VEC_Q = SideForm("{content}", "text, after the leading images, space-joined (no chat template)",
                       instruction_after_leading_images=True, instruction_joiner=" ", after_leading_images=" ")
 _VLM2VEC_D = SideForm("{content}", "none", after_leading_images=" ")
 _VLM2VEC_SOURCE = _mteb("vlm2vec_models.py")
