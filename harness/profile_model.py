@@ -151,12 +151,14 @@ class ProfileModel(DenseModel):
 
     def _form_extras(self) -> dict:
         """What else a side's form adds around the content (Embed-RL's suffix, the token after the pooled
-        one, the instruction's joiner, its added tokens): part of the cache key where a profile has any."""
+        one, the instruction's joiner, its added tokens; VLM2Vec's space after the leading images): part of the cache key where a profile has any."""
         extras = {}
         for side, form in (("query", self.profile.query), ("document", self.profile.document)):
             if form.content_suffix or form.after_pooled or form.instruction_joiner:
                 extras[f"{side}_form"] = {"content_suffix": form.content_suffix, "after_pooled": form.after_pooled,
                                           "instruction_joiner": form.instruction_joiner}
+            if form.after_leading_images:  # VLM2Vec's space after the leading images
+                extras.setdefault(f"{side}_form", {})["after_leading_images"] = form.after_leading_images
         if self.profile.added_tokens:
             extras["added_tokens"] = list(self.profile.added_tokens)
         return extras

@@ -68,6 +68,9 @@ class SideForm:
     # Embed-RL: the template's text after the pooled token (its `<emb>`, then "<|im_end|>\n"): in the input
     # the model reads, but the pooled state (causal attention) is the one before it
     after_pooled: str = ""
+    # VLM2Vec: put between an item's leading images and the words after them (its model card writes
+    # f"{image_token} {instruction} {text}": " Represent" is then one token, as in the official input)
+    after_leading_images: str = ""
 
     def _instruction(self, instruction: str) -> str:
         instruction = (instruction or "").strip() or self.default_instruction
@@ -84,16 +87,19 @@ class SideForm:
 
     def content(self, text: str, instruction: str, placeholder: str) -> str:
         """The item's text, with the instruction placed in it where the form says so."""
-        if not self.instruction_after_leading_images:
+        if not (self.instruction_after_leading_images or self.after_leading_images):
             return text + self.content_suffix
         leading = 0
         while text.startswith(placeholder, leading * len(placeholder)):
             leading += 1
         cut = leading * len(placeholder)
-        placed = self._instruction(instruction)
-        if placed and text[cut:]:
-            placed += self.instruction_joiner
-        return text[:cut] + placed + text[cut:] + self.content_suffix
+        words = text[cut:]
+        if self.instruction_after_leading_images:
+            placed = self._instruction(instruction)
+            words = placed + self.instruction_joiner + words if placed and words else placed + words
+        if cut and words:
+            words = self.after_leading_images + words
+        return text[:cut] + words + self.content_suffix
 
 
 def _ends_in_punctuation(text: str) -> bool:
@@ -252,11 +258,36 @@ _RZEN_Q = SideForm(CHAT.replace("{system}", DEFAULT_SYSTEM).replace("{user}", "{
 _RZEN_D = SideForm(CHAT.replace("{system}", DEFAULT_SYSTEM).replace("{user}", "{content}") + "<|endoftext|>", "none")
 _RZEN_SOURCE = _mteb("rzen_embed_model.py")
 
-# ---- VLM2Vec (Qwen2-VL LoRA): no chat template; "<image tokens> <instruction> <text>"; full forward
-# (mrope), left padding, last position (mteb's VLM2Vec-V2.0 wrapper, the same codebase).
-_VLM2VEC_Q = SideForm("{instruction} {content}", "user turn prefix")
-_VLM2VEC_D = SideForm("{content}", "none")
+# ---- VLM2Vec-Qwen2VL-2B (a LoRA on Qwen2-VL-2B-Instruct), as its official code runs it (TIGER-AI-Lab/VLM2Vec,
+# branch v1, the code of the model card's example examples/qwen2vl/demo-qwen2vl-2b.py): no chat template, each
+# image a bare <|image_pad|> (no vision start/end), the text f"{image tokens} {instruction} {text}"; the whole
+# model's forward, whose rope index finds images by <|vision_start|> and so, finding none, gives every token
+# 1-D positions (its modeling_qwen2_vl.py get_rope_index): "sequential"; the last real token's final state
+# (MMEBModel._pooling 'last'), L2-normalised;
+# load_processor's min_pixels/max_pixels arguments (256..1280 cells) do not reach the image processor, so
+# Qwen2-VL-2B-Instruct's own bounds decide: 4..16384 cells of 28 px.
+_VLM2VEC_Q = SideForm("{content}", "text, after the leading images, space-joined (no chat template)",
+                      instruction_after_leading_images=True, instruction_joiner=" ", after_leading_images=" ")
+_VLM2VEC_D = SideForm("{content}", "none", after_leading_images=" ")
 _VLM2VEC_SOURCE = _mteb("vlm2vec_models.py")
+_VLM2VEC_REPO, _VLM2VEC_COMMIT = "TIGER-AI-Lab/VLM2Vec", "28fdbdd68a66374ec1b53207ad7a24b9979f1ab6"  # branch v1
+_VLM2VEC_DEMO = Source(_VLM2VEC_REPO, "examples/qwen2vl/demo-qwen2vl-2b.py", _VLM2VEC_COMMIT)
+_VLM2VEC_MODEL = Source(_VLM2VEC_REPO, "src/model.py", _VLM2VEC_COMMIT)
+_VLM2VEC_UTILS = Source(_VLM2VEC_REPO, "src/model_utils.py", _VLM2VEC_COMMIT)
+_VLM2VEC_ROPE = Source(_VLM2VEC_REPO, "src/vlm_backbone/qwen2_vl/modeling_qwen2_vl.py", _VLM2VEC_COMMIT)
+_VLM2VEC_VERIFIED = Verification(
+    f"the official MMEBModel, load_processor and Qwen2_VL_process_fn ({_VLM2VEC_REPO}@{_VLM2VEC_COMMIT[:12]}, "
+    "branch v1, under its transformers 4.46.3) on a tiny Qwen2-VL, golden vectors tests/golden/vlm2vec.json",
+    9.0e-8, "tests/test_profiles_vlm2vec.py")
+_VLM2VEC_NOTES = (
+    "the official code has no frame or video input (v1 is images only): a frame sequence is fed as its images "
+    "in order, each a bare <|image_pad|>, as the official processor takes an image list",
+    "the official eval (eval.py) first resizes every image to 1344 x 1344 (its image_resolution 'high' default); "
+    "the model card's example feeds images as they are, as this profile does",
+    "MMEB's image candidates carry 'Represent the given image.'; the model card's text candidate is bare, as "
+    "documents are here; images inside the text (not leading) stay at their placeholders, with no space added",
+    "the official code truncates nowhere by default (max_len None); this benchmark's rule is the paper's: the "
+    "32768-token window, middle dropped")
 
 # ---- Qwen3-VL-Embedding: system prompt = instruction ("Represent the user's input." by default),
 # "." appended; images before the text; 32-px cells within [4, 1800] cells; the whole model's forward
@@ -399,11 +430,11 @@ def _profiles() -> list[ModelProfile]:
             ("4B", 2560, ("dimension: 2560, Qwen3-VL-4B's hidden size, as Table 2 gives",)))]
     vlm2vec = ModelProfile(
         "vlm2vec-qwen2vl-2b", "VLM2Vec-Qwen2VL-2B", "TIGER-Lab/VLM2Vec-Qwen2VL-2B", "7717dee", "qwen2_vl", 32768,
-        1536, "bfloat16", "2B", _VLM2VEC_Q, _VLM2VEC_D, _qwen2_limits(4, 1003520 // 784), "images", "mrope",
-        _facts(_VLM2VEC_SOURCE, _card("TIGER-Lab/VLM2Vec-Qwen2VL-2B", "7717dee")),
-        image_markup="<|image_pad|>",
-        unverified_reason=("mteb has no VLM2Vec-Qwen2VL-2B entry; the form is its VLM2Vec-V2.0 wrapper's (same "
-                           "codebase, a LoRA on Qwen2-VL-2B-Instruct), not yet run side by side"),
+        1536, "bfloat16", "2B", _VLM2VEC_Q, _VLM2VEC_D, _qwen2_limits(4, 16384), "images", "sequential",
+        _facts(_VLM2VEC_SOURCE, _card("TIGER-Lab/VLM2Vec-Qwen2VL-2B", "7717dee"), prompt=_VLM2VEC_DEMO,
+               pooling=_VLM2VEC_MODEL, images=_VLM2VEC_UTILS, frames=_VLM2VEC_UTILS, positions=_VLM2VEC_ROPE,
+               official=_VLM2VEC_DEMO),
+        image_markup="<|image_pad|>", verified=_VLM2VEC_VERIFIED, notes=_VLM2VEC_NOTES,
         training_data=_trained(("MMEB-train",), _card("TIGER-Lab/VLM2Vec-Qwen2VL-2B", "7717dee")))
     qwen3 = [ModelProfile(
         f"qwen3-vl-{size.lower()}", f"Qwen3-VL-{size}", f"Qwen/Qwen3-VL-Embedding-{size}", revision, "qwen3_vl",

@@ -33,6 +33,8 @@ def facts(profile) -> str:
             lines.append(f"- {side}: instruction in the {form.instruction_place}; pooling {form.pooling}; "
                          f"normalised {form.normalise}; prompt {json.dumps(form.template)}"
                          + (f"; content followed by {json.dumps(form.content_suffix)}" if form.content_suffix else "")
+                         + (f"; {json.dumps(form.after_leading_images)} after the leading images"
+                            if form.after_leading_images else "")
                          + (f"; pooled at the token before {json.dumps(form.after_pooled)}" if form.after_pooled
                             else ""))
     if profile.images is not None:

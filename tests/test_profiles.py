@@ -37,7 +37,8 @@ def test_mmle_models_lists_table2_columns_status_and_sources(capsys):
     out = capsys.readouterr().out
     assert "| model | paper's name | context length | size | embedding dim | group | family | verified |" in out
     assert "| gme-qwen2-vl-2b | GME-Qwen2-VL-2B | 32768 | 2B | 1536 |" in out
-    assert "no: mteb has no VLM2Vec-Qwen2VL-2B entry" in out
+    assert "| vlm2vec-qwen2vl-2b | VLM2Vec-Qwen2VL-2B | 32768 | 2B | 1536 |" in out
+    assert "yes: the official MMEBModel" in out and "no: not runnable: its modelling code" in out
     assert "- source of prompt: embeddings-benchmark/mteb:mteb/models/model_implementations/gme_v_models.py@" in out
     assert main(["models", "gme-qwen2-vl-2b", "--json"]) == 0
     record = json.loads(capsys.readouterr().out)[0]
@@ -140,7 +141,6 @@ def test_table3_dry_run_on_tiny_models_of_two_families(tmp_path, capsys):
         rows = json.loads((tmp_path / "t3" / name / "results.json").read_text())["results"]
         assert rows and all("own_lengths" in r for r in rows)
         notes[name] = rows[0]["notes"]
-    # a verified profile's results say nothing; an unverified one's say so
-    assert not any(note.startswith("profile unverified:") for note in notes["qwen3-vl-2b"])
-    assert not any(note.startswith("profile unverified:") for note in notes["embed-rl-4b"])
-    assert any(note.startswith("profile unverified:") for note in notes["vlm2vec-qwen2vl-2b"])
+    # a verified profile's results say nothing (an unverified one's say so: tests/test_profiles_vlm2vec.py)
+    for name in ("qwen3-vl-2b", "embed-rl-4b", "vlm2vec-qwen2vl-2b"):
+        assert not any(note.startswith("profile unverified:") for note in notes[name]), name
