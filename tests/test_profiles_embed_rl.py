@@ -15,14 +15,15 @@ import json
 import numpy as np
 import pytest
 
-from harness.data import Item
 from harness.profiles import ImageLimits, get_profile
+from tests._golden_profiles import GoldenCheck
 from tests.golden import embed_rl as golden
 
 torch = pytest.importorskip("torch")
 pytestmark = pytest.mark.slow  # one tiny model built and run on eight inputs per profile
 
 GATE = 1e-5
+check = GoldenCheck(golden)
 PROFILES = ("embed-rl-2b", "embed-rl-4b")
 
 
@@ -41,40 +42,16 @@ def tiny(tmp_path_factory):
     return golden.make_tiny_embed_rl(tmp_path_factory.mktemp("tiny-embed-rl") / "model")
 
 
-def _items(side: str, instruction: str | None = None) -> list[tuple[str, Item]]:
-    instruction = golden.SIDES[side] if instruction is None else instruction
-    return [(item["kind"], Item(f"i{k}", item["text"], item["images"], instruction, side == "queries"))
-            for k, item in enumerate(golden.inputs())]
 
 
-def _model(profile, directory):
-    from harness.models import RunSettings
-    from harness.profile_model import ProfileModel
-
-    return ProfileModel(profile, RunSettings(progress=False), str(directory))
 
 
-def _differences(profile, directory, goldens, side, instruction=None, kinds=None) -> dict[str, float]:
-    """Per input kind, the max abs difference between the profile's normalised embedding (one item at
-    a time; the frame input embedded as a frame-sequence pool's item is) and the golden vector."""
-    model = _model(profile, directory)
-    expected = dict(zip(goldens["inputs"], np.asarray(goldens[side]["vectors"])))
-    differences = {}
-    for kind, item in _items(side, instruction):
-        if kinds is None or kind in kinds:
-            model.frame_sequences = kind.endswith("frames")
-            vector = model.embed([item])[0][0]
-            differences[kind] = float(np.abs(vector / np.linalg.norm(vector) - expected[kind]).max())
-    return differences
 
 
 def test_the_goldens_match_this_tiny_model_and_these_inputs(tiny, goldens):
     """Fails when the tiny model (seed, config, tokenizer) or the inputs drift from what the official
     code ran on: regenerate the goldens then (docs/MODELS.md)."""
-    regenerate = "the goldens were made on another tiny model or inputs: regenerate them (docs/MODELS.md)"
-    assert not golden.weights_differ(goldens["weights"], golden.weights_summary(tiny)), regenerate
-    assert goldens["inputs_fingerprint"] == golden.inputs_fingerprint(), regenerate
-    assert goldens["inputs"] == [item["kind"] for item in golden.inputs()]
+    check.assert_made_from(goldens, tiny)
     official = goldens["official"]
     assert official["repo"] == "ZoengHN/Embed-RL" and len(official["commit"]) == 40
     assert official["paths"] == ["eval/uvrb_eval/uvrb_dataset.py", "eval/uvrb_eval/eval_uvrb_recall.py"]
@@ -86,7 +63,7 @@ def test_the_goldens_match_this_tiny_model_and_these_inputs(tiny, goldens):
 @pytest.mark.parametrize("side", ["queries", "documents"])
 def test_profile_matches_the_official_code(name, side, tiny, goldens):
     profile = get_profile(name)
-    differences = _differences(profile, tiny, goldens, side)
+    differences = check.differences(profile, tiny, goldens, side)
     worst = max(differences.values())
     assert worst <= GATE, f"{name} {side}: max |diff| per input {differences}"
     assert profile.verified is not None and worst <= profile.verified.max_abs_diff <= GATE
@@ -95,9 +72,9 @@ def test_profile_matches_the_official_code(name, side, tiny, goldens):
 def test_the_profile_writes_the_official_token_ids(tiny, goldens):
     """The prompt, the <emb> turn, image slots and video blocks token for token (".Sum" is one token:
     the suffix is tokenized with the text before it, as the chat template's output is)."""
-    model = _model(get_profile("embed-rl-2b"), tiny)
+    model = check.model(get_profile("embed-rl-2b"), tiny)
     for side in golden.SIDES:
-        for (kind, item), expected in zip(_items(side), goldens[side]["input_ids"]):
+        for (kind, item), expected in zip(check.items(side), goldens[side]["input_ids"]):
             model.frame_sequences = kind.endswith("frames")
             assert model.encode_item(item).ids == expected, f"{side}, {kind}"
 
@@ -111,10 +88,10 @@ def test_a_tokenizer_without_emb_gets_it_added_and_weights_without_its_row_are_r
 
     spare = golden.make_tiny_embed_rl(tmp_path / "spare")
     qwen3_tokenizer().save_pretrained(spare)  # the checkpoint's tokenizer without <emb>
-    model = _model(get_profile("embed-rl-2b"), spare)
+    model = check.model(get_profile("embed-rl-2b"), spare)
     assert model._ids("<emb>") == [len(qwen3_tokenizer())]
     with pytest.raises(UserError, match="no embedding for <emb>"):
-        _model(get_profile("embed-rl-2b"), make_tiny(tmp_path / "plain", "qwen3_vl"))
+        check.model(get_profile("embed-rl-2b"), make_tiny(tmp_path / "plain", "qwen3_vl"))
 
 
 def _wrong(**changes):
@@ -126,8 +103,8 @@ def test_instruction_on_the_document_side_fails_the_gate(tiny, goldens):
     candidate without its prompt; a profile that puts it in is caught."""
     right = get_profile("embed-rl-2b")
     handed = {"instruction": golden.INSTRUCTION}
-    assert max(_differences(right, tiny, goldens, "documents", **handed).values()) <= GATE
-    wrong = _differences(_wrong(document=right.query), tiny, goldens, "documents", **handed)
+    assert max(check.differences(right, tiny, goldens, "documents", **handed).values()) <= GATE
+    wrong = check.differences(_wrong(document=right.query), tiny, goldens, "documents", **handed)
     assert min(wrong.values()) > 1e-3, wrong
 
 
@@ -136,7 +113,7 @@ def test_wrong_pooling_fails_the_gate(change, tiny, goldens):
     """Mean pooling, or the last token's state (the final newline) instead of <emb>'s."""
     right = get_profile("embed-rl-2b")
     wrong = _wrong(document=dataclasses.replace(right.document, **change))
-    differences = _differences(wrong, tiny, goldens, "documents")
+    differences = check.differences(wrong, tiny, goldens, "documents")
     assert min(differences.values()) > 1e-3, differences
 
 
@@ -144,15 +121,15 @@ def test_28_pixel_cells_instead_of_32_fail_the_gate(tiny, goldens):
     """The 128..768-cell image budget written in Qwen2-VL's 28-px cells: the images are resized to
     other sizes and priced in other counts, caught."""
     cells = ImageLimits(14, 2, 64 * 28 * 28, 16384 * 28 * 28, pre_resize=(128 * 28 * 28, 768 * 28 * 28))
-    differences = _differences(_wrong(images=cells), tiny, goldens, "queries", kinds={"image", "small image"})
+    differences = check.differences(_wrong(images=cells), tiny, goldens, "queries", kinds={"image", "small image"})
     assert min(differences.values()) > 1e-3, differences
 
 
 def test_the_cache_key_names_the_suffix_and_the_pooled_token(tiny):
     """Two forms that differ only around the content (the pooled token) are two cache entries."""
-    right = _model(get_profile("embed-rl-2b"), tiny).identity()
+    right = check.model(get_profile("embed-rl-2b"), tiny).identity()
     document = dataclasses.replace(get_profile("embed-rl-2b").document, after_pooled="")
-    wrong = _model(_wrong(document=document), tiny).identity()
+    wrong = check.model(_wrong(document=document), tiny).identity()
     assert right["document_form"]["after_pooled"] == "<|im_end|>\n" and right["added_tokens"] == ["<emb>"]
     assert right != wrong
 

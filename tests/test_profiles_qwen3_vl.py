@@ -17,12 +17,14 @@ import pytest
 
 from harness.data import Item
 from harness.profiles import ImageLimits, get_profile
+from tests._golden_profiles import GoldenCheck
 from tests.golden import qwen3_vl as golden
 
 torch = pytest.importorskip("torch")
 pytestmark = pytest.mark.slow  # one tiny model built and run on ten inputs per profile: about a minute
 
 GATE = 1e-5
+check = GoldenCheck(golden)
 PROFILES = ("qwen3-vl-2b", "qwen3-vl-8b")
 
 
@@ -41,38 +43,14 @@ def tiny(tmp_path_factory):
     return golden.make_tiny_qwen3_vl(tmp_path_factory.mktemp("tiny-qwen3-vl") / "model")
 
 
-def _items(side: str, instruction: str | None = None) -> list[tuple[str, Item]]:
-    """(kind, item) of each input on `side`; `instruction`: hand the items another instruction."""
-    instruction = golden.SIDES[side] if instruction is None else instruction
-    return [(item["kind"], Item(f"i{k}", item["text"], item["images"], instruction, side == "queries"))
-            for k, item in enumerate(golden.inputs())]
 
 
-def _differences(profile, directory, goldens, side, instruction=None, kinds=None) -> dict[str, float]:
-    """Per input kind, the max abs difference between the profile's embedding (one item at a time,
-    normalised as the harness does; the frame input embedded as a frame-sequence pool's candidate
-    is) and the golden vector."""
-    from harness.models import RunSettings
-    from harness.profile_model import ProfileModel
-
-    model = ProfileModel(profile, RunSettings(progress=False), str(directory))
-    expected = dict(zip(goldens["inputs"], np.asarray(goldens[side]["vectors"])))
-    differences = {}
-    for kind, item in _items(side, instruction):
-        if kinds is None or kind in kinds:
-            model.frame_sequences = kind == "frames"
-            vector = model.embed([item])[0][0]
-            differences[kind] = float(np.abs(vector / np.linalg.norm(vector) - expected[kind]).max())
-    return differences
 
 
 def test_the_goldens_match_this_tiny_model_and_these_inputs(tiny, goldens):
     """Fails when the tiny model (seed, config, tokenizer) or the inputs drift from what the official
     code ran on: regenerate the goldens then (docs/MODELS.md)."""
-    regenerate = "the goldens were made on another tiny model or inputs: regenerate them (docs/MODELS.md)"
-    assert not golden.weights_differ(goldens["weights"], golden.weights_summary(tiny)), regenerate
-    assert goldens["inputs_fingerprint"] == golden.inputs_fingerprint(), regenerate
-    assert goldens["inputs"] == [item["kind"] for item in golden.inputs()]
+    check.assert_made_from(goldens, tiny)
     official = goldens["official"]
     assert (official["repo"], official["path"]) == ("QwenLM/Qwen3-VL-Embedding", "src/models/qwen3_vl_embedding.py")
     assert len(official["commit"]) == 40
@@ -101,7 +79,7 @@ def test_the_weights_check_tolerates_another_cpus_last_bits_not_another_model(go
 @pytest.mark.parametrize("side", ["queries", "documents"])
 def test_profile_matches_the_official_code(name, side, tiny, goldens):
     profile = get_profile(name)
-    differences = _differences(profile, tiny, goldens, side)
+    differences = check.differences(profile, tiny, goldens, side)
     worst = max(differences.values())
     assert worst <= GATE, f"{name} {side}: max |diff| per input {differences}"
     assert profile.verified is not None and worst <= profile.verified.max_abs_diff <= GATE
@@ -115,7 +93,7 @@ def test_the_profile_writes_the_official_token_ids(tiny, goldens):
 
     model = ProfileModel(get_profile("qwen3-vl-2b"), RunSettings(progress=False), str(tiny))
     for side in golden.SIDES:
-        for (kind, item), expected in zip(_items(side), goldens[side]["input_ids"]):
+        for (kind, item), expected in zip(check.items(side), goldens[side]["input_ids"]):
             model.frame_sequences = kind == "frames"
             assert model.encode_item(item).ids == expected, f"{side}, {kind}"
 
@@ -129,15 +107,15 @@ def test_instruction_on_the_document_side_fails_the_gate(tiny, goldens):
     official code embeds a document without one; a profile that puts it in is caught."""
     right = get_profile("qwen3-vl-2b")
     handed = {"instruction": golden.INSTRUCTION}
-    assert max(_differences(right, tiny, goldens, "documents", **handed).values()) <= GATE
-    wrong = _differences(_wrong(document=right.query), tiny, goldens, "documents", **handed)
+    assert max(check.differences(right, tiny, goldens, "documents", **handed).values()) <= GATE
+    wrong = check.differences(_wrong(document=right.query), tiny, goldens, "documents", **handed)
     assert min(wrong.values()) > 1e-3, wrong
 
 
 def test_mean_pooling_fails_the_gate(tiny, goldens):
     right = get_profile("qwen3-vl-2b")
     wrong = _wrong(document=dataclasses.replace(right.document, pooling="mean"))
-    differences = _differences(wrong, tiny, goldens, "documents")
+    differences = check.differences(wrong, tiny, goldens, "documents")
     assert min(differences.values()) > 1e-3, differences
 
 
@@ -146,7 +124,7 @@ def test_28_pixel_cells_instead_of_32_fail_the_gate(tiny, goldens):
     image under the minimum is enlarged less (one row of cells instead of two), caught; the larger
     images are not touched by the minimum and still match."""
     wrong = _wrong(images=ImageLimits(14, 2, 4 * 28 * 28, 1800 * 28 * 28))
-    differences = _differences(wrong, tiny, goldens, "queries", kinds={"image", "small image"})
+    differences = check.differences(wrong, tiny, goldens, "queries", kinds={"image", "small image"})
     assert differences["small image"] > 1e-3, differences
     assert differences["image"] <= GATE, differences
 

@@ -12,17 +12,17 @@ from __future__ import annotations
 import dataclasses
 import json
 
-import numpy as np
 import pytest
 
-from harness.data import Item
 from harness.profiles import ImageLimits, get_profile
+from tests._golden_profiles import GoldenCheck
 from tests.golden import vlm2vec as golden
 
 torch = pytest.importorskip("torch")
 pytestmark = pytest.mark.slow  # one tiny model built and run on ten inputs per profile
 
 GATE = 1e-5
+check = GoldenCheck(golden)
 NAME = "vlm2vec-qwen2vl-2b"
 
 
@@ -41,31 +41,10 @@ def tiny(tmp_path_factory):
     return golden.make_tiny_vlm2vec(tmp_path_factory.mktemp("tiny-vlm2vec") / "model")
 
 
-def _items(side: str, instruction: str | None = None) -> list[tuple[str, Item]]:
-    instruction = golden.SIDES[side] if instruction is None else instruction
-    return [(item["kind"], Item(f"i{k}", item["text"], item["images"], instruction, side == "queries"))
-            for k, item in enumerate(golden.inputs())]
 
 
-def _model(profile, directory):
-    from harness.models import RunSettings
-    from harness.profile_model import ProfileModel
-
-    return ProfileModel(profile, RunSettings(progress=False), str(directory))
 
 
-def _differences(profile, directory, goldens, side, instruction=None, kinds=None) -> dict[str, float]:
-    """Per input kind, the max abs difference between the profile's normalised embedding (one item at a
-    time; the frame input as a frame-sequence pool's item) and the golden vector."""
-    model = _model(profile, directory)
-    expected = dict(zip(goldens["inputs"], np.asarray(goldens[side]["vectors"])))
-    differences = {}
-    for kind, item in _items(side, instruction):
-        if kinds is None or kind in kinds:
-            model.frame_sequences = kind.endswith("frames")
-            vector = model.embed([item])[0][0]
-            differences[kind] = float(np.abs(vector / np.linalg.norm(vector) - expected[kind]).max())
-    return differences
 
 
 def _wrong(**changes):
@@ -75,10 +54,7 @@ def _wrong(**changes):
 def test_the_goldens_match_this_tiny_model_and_these_inputs(tiny, goldens):
     """Fails when the tiny model or the inputs drift from what the official code ran on: regenerate the
     goldens then (docs/MODELS.md)."""
-    regenerate = "the goldens were made on another tiny model or inputs: regenerate them (docs/MODELS.md)"
-    assert goldens["weights_fingerprint"] == golden.weights_fingerprint(tiny), regenerate
-    assert goldens["inputs_fingerprint"] == golden.inputs_fingerprint(), regenerate
-    assert goldens["inputs"] == [item["kind"] for item in golden.inputs()]
+    check.assert_made_from(goldens, tiny)
     official = goldens["official"]
     assert official["repo"] == "TIGER-AI-Lab/VLM2Vec" and len(official["commit"]) == 40
     assert {"src/model.py", "src/model_utils.py"} <= set(official["paths"])
@@ -90,7 +66,7 @@ def test_the_goldens_match_this_tiny_model_and_these_inputs(tiny, goldens):
 @pytest.mark.parametrize("side", ["queries", "documents"])
 def test_profile_matches_the_official_code(side, tiny, goldens):
     profile = get_profile(NAME)
-    differences = _differences(profile, tiny, goldens, side)
+    differences = check.differences(profile, tiny, goldens, side)
     worst = max(differences.values())
     assert worst <= GATE, f"{side}: max |diff| per input {differences}"
     assert profile.verified is not None and worst <= profile.verified.max_abs_diff <= GATE
@@ -99,9 +75,9 @@ def test_profile_matches_the_official_code(side, tiny, goldens):
 def test_the_profile_writes_the_official_token_ids(tiny, goldens):
     """Bare <|image_pad|> slots, a space after the leading images, the instruction before the text: token
     for token the official processor's input_ids (" Represent" is one token)."""
-    model = _model(get_profile(NAME), tiny)
+    model = check.model(get_profile(NAME), tiny)
     for side in golden.SIDES:
-        for (kind, item), expected in zip(_items(side), goldens[side]["input_ids"]):
+        for (kind, item), expected in zip(check.items(side), goldens[side]["input_ids"]):
             model.frame_sequences = kind.endswith("frames")
             assert model.encode_item(item).ids == expected, f"{side}, {kind}"
 
@@ -111,8 +87,8 @@ def test_instruction_on_the_document_side_fails_the_gate(tiny, goldens):
     bare); a profile that puts it in is caught."""
     right = get_profile(NAME)
     handed = {"instruction": golden.INSTRUCTION}
-    assert max(_differences(right, tiny, goldens, "documents", **handed).values()) <= GATE
-    wrong = _differences(_wrong(document=right.query), tiny, goldens, "documents", **handed)
+    assert max(check.differences(right, tiny, goldens, "documents", **handed).values()) <= GATE
+    wrong = check.differences(_wrong(document=right.query), tiny, goldens, "documents", **handed)
     assert min(wrong.values()) > 1e-3, wrong
 
 
@@ -121,7 +97,7 @@ def test_the_instruction_before_the_images_fails_the_gate(tiny, goldens):
     every query with an image."""
     query = dataclasses.replace(get_profile(NAME).query, template="{instruction} {content}",
                                 instruction_after_leading_images=False, after_leading_images="")
-    differences = _differences(_wrong(query=query), tiny, goldens, "queries",
+    differences = check.differences(_wrong(query=query), tiny, goldens, "queries",
                                kinds={"image", "text and images", "frames", "small image"})
     assert min(differences.values()) > 1e-3, differences
 
@@ -129,14 +105,14 @@ def test_the_instruction_before_the_images_fails_the_gate(tiny, goldens):
 def test_wrong_pooling_fails_the_gate(tiny, goldens):
     right = get_profile(NAME)
     wrong = _wrong(document=dataclasses.replace(right.document, pooling="mean"))
-    differences = _differences(wrong, tiny, goldens, "documents")
+    differences = check.differences(wrong, tiny, goldens, "documents")
     assert min(differences.values()) > 1e-3, differences
 
 
 def test_32_pixel_cells_instead_of_28_fail_the_gate(tiny, goldens):
     """The 4..16384-cell budget written in 32-px cells: the images are resized to other sizes, caught."""
     cells = ImageLimits(16, 2, 4 * 32 * 32, 16384 * 32 * 32)
-    differences = _differences(_wrong(images=cells), tiny, goldens, "queries", kinds={"image", "small image"})
+    differences = check.differences(_wrong(images=cells), tiny, goldens, "queries", kinds={"image", "small image"})
     assert min(differences.values()) > 1e-3, differences
 
 
@@ -144,7 +120,7 @@ def test_the_models_own_3d_rope_index_fails_the_gate(tiny, goldens):
     """The official text has no <|vision_start|>, so its model's rope index finds no image and numbers
     every token in 1-D; the model's 3-D (mrope) positions for the image tokens are caught (the tiny model's
     two layers move less with positions than with inputs: over ten times the gate, not 1e-3)."""
-    differences = _differences(_wrong(positions="mrope"), tiny, goldens, "documents", kinds={"image", "small image"})
+    differences = check.differences(_wrong(positions="mrope"), tiny, goldens, "documents", kinds={"image", "small image"})
     assert min(differences.values()) > 10 * GATE, differences
 
 
@@ -157,7 +133,7 @@ def test_an_unverified_profile_says_so_in_its_results(tiny):
 
     settings = RunSettings(batch_size=8, progress=False)
     unverified = _wrong(verified=None, unverified_reason="not yet run side by side")
-    scores = _model(unverified, tiny).score_pool(FramePool(), EmbeddingCache(None), settings)
+    scores = check.model(unverified, tiny).score_pool(FramePool(), EmbeddingCache(None), settings)
     assert "profile unverified: not yet run side by side" in scores.notes
-    verified = _model(get_profile(NAME), tiny).score_pool(FramePool(), EmbeddingCache(None), settings)
+    verified = check.model(get_profile(NAME), tiny).score_pool(FramePool(), EmbeddingCache(None), settings)
     assert not any(note.startswith("profile unverified:") for note in verified.notes)

@@ -14,11 +14,10 @@ instruction (a UVRB prompt, as the official UVRB eval prefixes it), documents no
 
 from __future__ import annotations
 
-import hashlib
-import json
 from pathlib import Path
 
 from tests.golden import qwen3_vl
+from tests.golden.common import fingerprint_of, weights_differ, weights_summary  # noqa: F401 (the goldens' API)
 
 GOLDEN_FILE = Path(__file__).with_name("embed_rl.json")
 DATASET = "DREAM-E"  # a UVRB dataset of the official eval: its query prompt is the instruction used here
@@ -28,7 +27,6 @@ EMB_TOKEN = "<emb>"
 # Qwen3-VL-Instruct's image processor bounds (preprocessor_config.json: shortest_edge, longest_edge)
 PROCESSOR_PIXELS = (65536, 16777216)
 SIDES = {"queries": INSTRUCTION, "documents": ""}  # side -> the instruction its items are handed
-weights_summary, weights_differ = qwen3_vl.weights_summary, qwen3_vl.weights_differ
 
 
 def inputs() -> list[dict]:
@@ -62,10 +60,4 @@ def make_tiny_embed_rl(directory: Path) -> Path:
 
 
 def inputs_fingerprint() -> str:
-    """sha256 over the inputs (kind, text, image bytes) and the instruction of each side."""
-    digest = hashlib.sha256(json.dumps(SIDES, sort_keys=True).encode())
-    for item in inputs():
-        digest.update(json.dumps([item["kind"], item["text"]]).encode())
-        for image in item["images"]:
-            digest.update(hashlib.sha256(image).digest())
-    return digest.hexdigest()
+    return fingerprint_of(inputs(), SIDES)

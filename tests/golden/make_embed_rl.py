@@ -28,7 +28,6 @@ goldens are fp32) and its corpus is videos only. Shims, each outside the officia
 
 from __future__ import annotations
 
-import argparse
 import hashlib
 import importlib.util
 import json
@@ -37,6 +36,7 @@ import tempfile
 from pathlib import Path
 
 from tests.golden import embed_rl as golden
+from tests.golden.common import golden_parser, write_goldens
 from tests.golden.make_qwen3_vl import (_distribution_version, add_processor_files, torchvision_transforms_only,
                                         video_placeholder_as_in_transformers_4)
 
@@ -155,12 +155,10 @@ def run_official(eval_module, messages: dict[str, list], directory: Path) -> dic
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--official", required=True, type=Path,
-                        help=f"a clone of {OFFICIAL_REPO} (work tree or bare git directory)")
-    parser.add_argument("--commit", default="HEAD", help="the commit to run (default: the checkout's HEAD)")
-    parser.add_argument("--out", type=Path, default=golden.GOLDEN_FILE, help="where the goldens are written")
+    parser = golden_parser(__doc__.splitlines()[0], OFFICIAL_REPO, golden.GOLDEN_FILE)
     args = parser.parse_args(argv)
+    if args.official is None:
+        parser.error("--official is required")
     torchvision_transforms_only()
     video_placeholder_as_in_transformers_4()
     import torch
@@ -177,16 +175,12 @@ def main(argv: list[str] | None = None) -> int:
         add_processor_files(directory)
         checkpoint_video_bounds(directory)
         runs = run_official(eval_module, messages_per_side(dataset_module, work / "data"), directory)
-    record = {
-        "official": {"repo": OFFICIAL_REPO, "paths": [DATASET_FILE, EVAL_FILE], "commit": commit, "sha256": digests,
-                     "shim": {"module": CONSTANTS_SHIM[0], "from": CONSTANTS_SHIM[1]}},
-        "ran_with": {"transformers": transformers.__version__, "torch": torch.__version__,
-                     "qwen_vl_utils": _distribution_version("qwen-vl-utils"),
-                     "torchvision": _distribution_version("torchvision")},
-        "weights": weights, "inputs_fingerprint": golden.inputs_fingerprint(),
-        "inputs": [item["kind"] for item in golden.inputs()], "sides": golden.SIDES, **runs}
-    args.out.write_text(json.dumps(record, indent=1) + "\n")
-    print(f"wrote {args.out}: {OFFICIAL_REPO}@{commit}")
+    write_goldens(args.out, golden, {"repo": OFFICIAL_REPO, "paths": [DATASET_FILE, EVAL_FILE], "commit": commit,
+                                     "sha256": digests,
+                                     "shim": {"module": CONSTANTS_SHIM[0], "from": CONSTANTS_SHIM[1]}},
+                  {"transformers": transformers.__version__, "torch": torch.__version__,
+                   "qwen_vl_utils": _distribution_version("qwen-vl-utils"),
+                   "torchvision": _distribution_version("torchvision")}, weights, runs)
     return 0
 
 

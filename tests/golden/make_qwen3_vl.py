@@ -28,10 +28,8 @@ Shims, each outside the official code's logic:
 
 from __future__ import annotations
 
-import argparse
 import hashlib
 import importlib.util
-import json
 import subprocess
 import sys
 import tempfile
@@ -39,6 +37,7 @@ import types
 from pathlib import Path
 
 from tests.golden import qwen3_vl as golden
+from tests.golden.common import golden_parser, write_goldens
 
 OFFICIAL_REPO = "QwenLM/Qwen3-VL-Embedding"
 OFFICIAL_PATH = "src/models/qwen3_vl_embedding.py"
@@ -155,12 +154,10 @@ def run_official(file: Path, directory: Path) -> dict:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--official", required=True, type=Path,
-                        help=f"a clone of {OFFICIAL_REPO} (work tree or bare git directory)")
-    parser.add_argument("--commit", default="HEAD", help="the commit to run (default: the checkout's HEAD)")
-    parser.add_argument("--out", type=Path, default=golden.GOLDEN_FILE, help="where the goldens are written")
+    parser = golden_parser(__doc__.splitlines()[0], OFFICIAL_REPO, golden.GOLDEN_FILE)
     args = parser.parse_args(argv)
+    if args.official is None:
+        parser.error("--official is required")
     torchvision_transforms_only()
     video_placeholder_as_in_transformers_4()
     import torch
@@ -175,16 +172,10 @@ def main(argv: list[str] | None = None) -> int:
         weights = golden.weights_summary(directory)
         add_processor_files(directory)
         runs = run_official(file, directory)
-    record = {
-        "official": {"repo": OFFICIAL_REPO, "path": OFFICIAL_PATH, "commit": commit,
-                     "sha256": file_sha256},
-        "ran_with": {"transformers": transformers.__version__, "torch": torch.__version__,
-                     "qwen_vl_utils": _distribution_version("qwen-vl-utils"),
-                     "torchvision": _distribution_version("torchvision")},
-        "weights": weights, "inputs_fingerprint": golden.inputs_fingerprint(),
-        "inputs": [item["kind"] for item in golden.inputs()], "sides": golden.SIDES, **runs}
-    args.out.write_text(json.dumps(record, indent=1) + "\n")
-    print(f"wrote {args.out}: {OFFICIAL_REPO}:{OFFICIAL_PATH}@{commit}")
+    write_goldens(args.out, golden, {"repo": OFFICIAL_REPO, "path": OFFICIAL_PATH, "commit": commit, "sha256": file_sha256},
+                  {"transformers": transformers.__version__, "torch": torch.__version__,
+                   "qwen_vl_utils": _distribution_version("qwen-vl-utils"),
+                   "torchvision": _distribution_version("torchvision")}, weights, runs)
     return 0
 
 

@@ -31,6 +31,7 @@ import tempfile
 from pathlib import Path
 
 from tests.golden import vlm2vec as golden
+from tests.golden.common import golden_parser, write_goldens
 
 OFFICIAL_REPO = "TIGER-AI-Lab/VLM2Vec"
 PATHS = ["src/model.py", "src/model_utils.py", "src/vlm_backbone/qwen2_vl/modeling_qwen2_vl.py",
@@ -111,12 +112,9 @@ def run_official(official: Path, directory: Path) -> dict:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--official", type=Path, help=f"a clone of {OFFICIAL_REPO} (work tree or bare git directory)")
+    parser = golden_parser(__doc__.splitlines()[0], OFFICIAL_REPO, golden.GOLDEN_FILE, default_commit="v1")
     parser.add_argument("--official-python", default=sys.executable,
                         help="an interpreter with transformers==4.46.3 (the official code's pin) for the official part")
-    parser.add_argument("--commit", default="v1", help="the commit to run (default: the v1 branch, the checkpoint's code)")
-    parser.add_argument("--out", type=Path, default=golden.GOLDEN_FILE, help="where the goldens are written")
     parser.add_argument("--child", nargs=3, metavar=("OFFICIAL_SRC", "TINY", "OUT"), help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     import torch
@@ -135,20 +133,17 @@ def main(argv: list[str] | None = None) -> int:
         (work / "official").mkdir()
         commit, digests = official_source(args.official.resolve(), args.commit, work / "official")
         tiny = golden.make_tiny_vlm2vec(work / "tiny")
-        fingerprint = golden.weights_fingerprint(tiny)
+        weights = golden.weights_summary(tiny)
         subprocess.run([args.official_python, "-m", "tests.golden.make_vlm2vec", "--child", str(work / "official"),
                         str(tiny), str(work / "runs.json")], check=True)
         runs = json.loads((work / "runs.json").read_text())
         ran_with = subprocess.run([args.official_python, "-c", "import transformers, torch; "
                                    "print(transformers.__version__, torch.__version__)"],
                                   capture_output=True, text=True, check=True).stdout.split()
-    record = {
-        "official": {"repo": OFFICIAL_REPO, "paths": PATHS, "commit": commit, "ref": args.commit, "sha256": digests},
-        "ran_with": {"transformers": ran_with[0], "torch": ran_with[1], "tiny_built_with": transformers.__version__},
-        "weights_fingerprint": fingerprint, "inputs_fingerprint": golden.inputs_fingerprint(),
-        "inputs": [item["kind"] for item in golden.inputs()], "sides": golden.SIDES, **runs}
-    args.out.write_text(json.dumps(record, indent=1) + "\n")
-    print(f"wrote {args.out}: {OFFICIAL_REPO}@{commit}")
+    write_goldens(args.out, golden, {"repo": OFFICIAL_REPO, "paths": PATHS, "commit": commit, "ref": args.commit,
+                                     "sha256": digests},
+                  {"transformers": ran_with[0], "torch": ran_with[1], "tiny_built_with": transformers.__version__},
+                  weights, runs)
     return 0
 
 

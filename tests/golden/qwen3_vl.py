@@ -9,9 +9,9 @@ embedder places every image before the text, so the images lead here; the frames
 
 from __future__ import annotations
 
-import hashlib
-import json
 from pathlib import Path
+
+from tests.golden.common import fingerprint_of, weights_differ, weights_summary  # noqa: F401 (the goldens' API)
 
 GOLDEN_FILE = Path(__file__).with_name("qwen3_vl.json")
 INSTRUCTION = "Find the passage that answers the question"  # no final stop: the official code adds "."
@@ -52,45 +52,5 @@ def make_tiny_qwen3_vl(directory: Path) -> Path:
     return make_tiny(Path(directory), "qwen3_vl")
 
 
-WEIGHTS_TOLERANCE = 1e-4  # relative, on a tensor's sum and sum of squares
-
-
-def weights_summary(directory: Path) -> dict:
-    """What identifies the tiny model behind the goldens: per tensor its dtype, shape, sum and sum of
-    squares (float64), and the sha256 of the tokenizer's vocabulary. Not a hash of the bytes: another
-    CPU may draw the seeded weights a few ULPs apart (torch's vectorised normal sampler), which moves no
-    embedding near the gate, while another seed, config or tokenizer moves these sums far
-    (``weights_differ``)."""
-    from safetensors.torch import load_file
-    from transformers import AutoTokenizer
-
-    tensors = {}
-    for file in sorted(Path(directory).glob("*.safetensors")):
-        for name, tensor in sorted(load_file(str(file)).items()):
-            values = tensor.double()
-            tensors[name] = [str(tensor.dtype), list(tensor.shape), float(values.sum()), float((values * values).sum())]
-    vocab = AutoTokenizer.from_pretrained(str(directory)).get_vocab()
-    return {"tensors": tensors, "vocab_sha256": hashlib.sha256(json.dumps(sorted(vocab.items())).encode()).hexdigest()}
-
-
-def weights_differ(recorded: dict, measured: dict) -> list[str]:
-    """The tensors (or the vocabulary) in which ``measured`` is not the model ``recorded`` describes."""
-    import math
-
-    problems = [] if recorded["vocab_sha256"] == measured["vocab_sha256"] else ["the tokenizer's vocabulary"]
-    for name in sorted(set(recorded["tensors"]) | set(measured["tensors"])):
-        a, b = recorded["tensors"].get(name), measured["tensors"].get(name)
-        if a is None or b is None or a[:2] != b[:2] or not all(
-                math.isclose(x, y, rel_tol=WEIGHTS_TOLERANCE, abs_tol=WEIGHTS_TOLERANCE) for x, y in zip(a[2:], b[2:])):
-            problems.append(name)
-    return problems
-
-
 def inputs_fingerprint() -> str:
-    """sha256 over the inputs (kind, text, image bytes) and the instruction of each side."""
-    digest = hashlib.sha256(json.dumps(SIDES, sort_keys=True).encode())
-    for item in inputs():
-        digest.update(json.dumps([item["kind"], item["text"]]).encode())
-        for image in item["images"]:
-            digest.update(hashlib.sha256(image).digest())
-    return digest.hexdigest()
+    return fingerprint_of(inputs(), SIDES)

@@ -10,11 +10,10 @@ the minimum budget); queries carry the model card's instruction, documents none.
 
 from __future__ import annotations
 
-import hashlib
-import json
 from pathlib import Path
 
 from tests.golden import qwen3_vl
+from tests.golden.common import fingerprint_of, weights_differ, weights_summary  # noqa: F401 (the goldens' API)
 
 GOLDEN_FILE = Path(__file__).with_name("vlm2vec.json")
 # the model card's query instruction (TIGER-AI-Lab/VLM2Vec v1: examples/qwen2vl/demo-qwen2vl-2b.py)
@@ -24,7 +23,6 @@ IMAGE_TOKEN = "<|image_pad|>"  # the official vlm_image_tokens[QWEN2_VL]
 # Qwen/Qwen2-VL-2B-Instruct's preprocessor_config.json (min_pixels, max_pixels): 4..16384 cells of 28 px
 PROCESSOR_PIXELS = (3136, 12845056)
 SIDES = {"queries": INSTRUCTION, "documents": ""}  # side -> the instruction its items are handed
-weights_fingerprint = qwen3_vl.weights_fingerprint
 
 
 def inputs() -> list[dict]:
@@ -57,10 +55,4 @@ def make_tiny_vlm2vec(directory: Path) -> Path:
 
 
 def inputs_fingerprint() -> str:
-    """sha256 over the inputs (kind, text, image bytes) and the instruction of each side."""
-    digest = hashlib.sha256(json.dumps(SIDES, sort_keys=True).encode())
-    for item in inputs():
-        digest.update(json.dumps([item["kind"], item["text"]]).encode())
-        for image in item["images"]:
-            digest.update(hashlib.sha256(image).digest())
-    return digest.hexdigest()
+    return fingerprint_of(inputs(), SIDES)

@@ -1,0 +1,48 @@
+"""Checking a profile against golden vectors of its model's official code (tests/golden/<family>.py):
+the golden inputs as harness items, the profile's embedding of each (one item at a time, normalised as
+the harness does; a frame input embedded as a frame-sequence pool's item is), and its distance from
+the golden vector."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from harness.data import Item
+
+REGENERATE = "the goldens were made on another tiny model or inputs: regenerate them (docs/MODELS.md)"
+
+
+class GoldenCheck:
+    def __init__(self, golden):
+        self.golden = golden  # the family's module: inputs(), SIDES, weights_summary(), ...
+
+    def items(self, side: str, instruction: str | None = None) -> list[tuple[str, Item]]:
+        """(kind, item) of each input on `side`; `instruction`: hand the items another instruction."""
+        instruction = self.golden.SIDES[side] if instruction is None else instruction
+        return [(item["kind"], Item(f"i{k}", item["text"], item["images"], instruction, side == "queries"))
+                for k, item in enumerate(self.golden.inputs())]
+
+    @staticmethod
+    def model(profile, directory):
+        from harness.models import RunSettings
+        from harness.profile_model import ProfileModel
+
+        return ProfileModel(profile, RunSettings(progress=False), str(directory))
+
+    def differences(self, profile, directory, goldens, side, instruction=None, kinds=None) -> dict[str, float]:
+        """Per input kind, the max abs difference between the profile's embedding and the golden vector."""
+        model = self.model(profile, directory)
+        expected = dict(zip(goldens["inputs"], np.asarray(goldens[side]["vectors"])))
+        differences = {}
+        for kind, item in self.items(side, instruction):
+            if kinds is None or kind in kinds:
+                model.frame_sequences = kind.endswith("frames")
+                vector = model.embed([item])[0][0]
+                differences[kind] = float(np.abs(vector / np.linalg.norm(vector) - expected[kind]).max())
+        return differences
+
+    def assert_made_from(self, goldens, tiny) -> None:
+        """The goldens were made on this tiny model (up to another CPU's last bits) and these inputs."""
+        assert not self.golden.weights_differ(goldens["weights"], self.golden.weights_summary(tiny)), REGENERATE
+        assert goldens["inputs_fingerprint"] == self.golden.inputs_fingerprint(), REGENERATE
+        assert goldens["inputs"] == [item["kind"] for item in self.golden.inputs()]
