@@ -42,12 +42,6 @@ def tiny(tmp_path_factory):
     return golden.make_tiny_embed_rl(tmp_path_factory.mktemp("tiny-embed-rl") / "model")
 
 
-
-
-
-
-
-
 def test_the_goldens_match_this_tiny_model_and_these_inputs(tiny, goldens):
     """Fails when the tiny model (seed, config, tokenizer) or the inputs drift from what the official
     code ran on: regenerate the goldens then (docs/MODELS.md)."""

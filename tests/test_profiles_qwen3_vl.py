@@ -43,10 +43,6 @@ def tiny(tmp_path_factory):
     return golden.make_tiny_qwen3_vl(tmp_path_factory.mktemp("tiny-qwen3-vl") / "model")
 
 
-
-
-
-
 def test_the_goldens_match_this_tiny_model_and_these_inputs(tiny, goldens):
     """Fails when the tiny model (seed, config, tokenizer) or the inputs drift from what the official
     code ran on: regenerate the goldens then (docs/MODELS.md)."""

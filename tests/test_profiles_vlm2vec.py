@@ -41,12 +41,6 @@ def tiny(tmp_path_factory):
     return golden.make_tiny_vlm2vec(tmp_path_factory.mktemp("tiny-vlm2vec") / "model")
 
 
-
-
-
-
-
-
 def _wrong(**changes):
     return dataclasses.replace(get_profile(NAME), **changes)
 

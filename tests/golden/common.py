@@ -55,12 +55,14 @@ def fingerprint_of(items: list[dict], sides: dict) -> str:
     return digest.hexdigest()
 
 
-def golden_parser(description: str, repo: str, golden_file: Path, default_commit: str = "HEAD"):
+def golden_parser(description: str, repo: str, golden_file: Path, default_commit: str = "HEAD",
+                  official_required: bool = True):
     """The options every golden script takes: the official checkout, the commit to run, the output."""
     import argparse
 
     parser = argparse.ArgumentParser(description=description)
-    parser.add_argument("--official", type=Path, help=f"a clone of {repo} (work tree or bare git directory)")
+    parser.add_argument("--official", type=Path, required=official_required,
+                        help=f"a clone of {repo} (work tree or bare git directory)")
     parser.add_argument("--commit", default=default_commit,
                         help=f"the commit to run (default: {default_commit}{' of the checkout' if default_commit == 'HEAD' else ''})")
     parser.add_argument("--out", type=Path, default=golden_file, help="where the goldens are written")

@@ -112,7 +112,8 @@ def run_official(official: Path, directory: Path) -> dict:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = golden_parser(__doc__.splitlines()[0], OFFICIAL_REPO, golden.GOLDEN_FILE, default_commit="v1")
+    parser = golden_parser(__doc__.splitlines()[0], OFFICIAL_REPO, golden.GOLDEN_FILE, default_commit="v1",
+                           official_required=False)  # not in the child process
     parser.add_argument("--official-python", default=sys.executable,
                         help="an interpreter with transformers==4.46.3 (the official code's pin) for the official part")
     parser.add_argument("--child", nargs=3, metavar=("OFFICIAL_SRC", "TINY", "OUT"), help=argparse.SUPPRESS)
