@@ -63,8 +63,12 @@ MEASURED = textwrap.dedent("""
 """)
 
 
-def measure(code: str, timeout: float) -> dict:
-    """Run ``code`` in a fresh interpreter: its wall and CPU time and peak RSS, or why it failed."""
+FAILED_STEPS = Path(tempfile.gettempdir()) / "mmle-paper-scale-failures"  # outlives the run's work folder
+
+
+def measure(code: str, timeout: float, step: str = "step") -> dict:
+    """Run ``code`` in a fresh interpreter: its wall and CPU time and peak RSS, or why it failed (the
+    last line of its error output; the whole of it is kept in FAILED_STEPS/<step>.stderr)."""
     try:
         proc = subprocess.run([sys.executable, "-c", MEASURED.format(repo=str(REPO), code=textwrap.dedent(code))],
                               capture_output=True, text=True, cwd=REPO, timeout=timeout,
@@ -74,7 +78,10 @@ def measure(code: str, timeout: float) -> dict:
     line = next((x for x in proc.stdout.splitlines() if x.startswith("MEASURED=")), None)
     if proc.returncode or line is None:
         tail = (proc.stderr.strip().splitlines() or ["(no output)"])[-1]
-        return {"error": f"exit {proc.returncode}: {tail[:300]}"}
+        FAILED_STEPS.mkdir(exist_ok=True)
+        kept = FAILED_STEPS / f"{step}.stderr"
+        kept.write_text(proc.stderr, encoding="utf-8")
+        return {"error": f"exit {proc.returncode}: {tail[:300]} (all of it: {kept})"}
     return {**json.loads(line.split("=", 1)[1]), "stdout": proc.stdout}
 
 
@@ -181,20 +188,20 @@ def run_one(name: str, n: int, work: Path, timeout: float) -> dict:
         import json
         from bench.paper_scale import write_sources
         print("CONFIG=" + json.dumps(write_sources({name!r}, __import__("pathlib").Path({str(root / 'src')!r}), {n})))
-    """, timeout)
+    """, timeout, f"{name}-{n}-sources")
     if "error" in generated:
         return {"n": n, "error": f"sources: {generated['error']}"}
     config = json.loads(next(x for x in generated["stdout"].splitlines() if x.startswith("CONFIG="))[7:])
     build = measure(BUILD.format(name=name, config=config, out=str(root / "out"),
-                                 translations=str(root / "src" / "translations.json")), timeout)
+                                 translations=str(root / "src" / "translations.json")), timeout, f"{name}-{n}-build")
     result = {"n": n, "generate_s": generated["wall_s"], **{k: v for k, v in build.items() if k != "stdout"}}
     if "error" in build:
         return result
     out = next(x for x in build["stdout"].splitlines() if x.startswith("OUT="))[4:]
     result["bytes"] = sum(p.stat().st_size for p in Path(out).rglob("*") if p.is_file())
     result["queries"] = sum(p["queries"] for p in json.loads((Path(out) / "manifest.json").read_text())["pools"])
-    loaded = measure(LOAD.format(out=out, cache=str(root / "hf-cache")), timeout)
-    checked = measure(VALIDATE.format(out=out), timeout)
+    loaded = measure(LOAD.format(out=out, cache=str(root / "hf-cache")), timeout, f"{name}-{n}-load")
+    checked = measure(VALIDATE.format(out=out), timeout, f"{name}-{n}-validate")
     result["load"] = loaded.get("error") or f"{loaded['wall_s']:.1f} s, {loaded['peak_mb']:.0f} MB"
     result["validate"] = checked.get("error") or f"{checked['wall_s']:.1f} s, {checked['peak_mb']:.0f} MB"
     return result

@@ -53,8 +53,7 @@ def main() -> None:
     parser.add_argument("--placements", type=int, default=12, help="candidates (each places every photo)")
     parser.add_argument("--side", type=int, default=800, help="photo side in pixels (noise JPEG)")
     args = parser.parse_args()
-    from mmlongembed.testing import write_fixture_build
-    from tests.test_layout_storage import photo, pool_with_images
+    from mmlongembed.testing import photo, pool_with_images, write_fixture_build
 
     images = [photo(k, side=args.side) for k in range(args.images)]
     with tempfile.TemporaryDirectory(prefix="mmle-read-memory-") as tmp:

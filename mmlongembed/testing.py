@@ -232,3 +232,36 @@ def paged_document_spec(rng: np.random.Generator, doc: int, n_pages: int, size=(
     return pages
 
 
+def photo(seed: int, side: int = 96) -> bytes:
+    """A noise JPEG photo (distinct per seed): an image that does not compress away."""
+    import io
+
+    from PIL import Image
+
+    pixels = (np.random.default_rng(seed).random((side, side, 3)) * 255).astype("uint8")
+    buffer = io.BytesIO()
+    Image.fromarray(pixels).save(buffer, format="JPEG", quality=90)
+    return buffer.getvalue()
+
+
+def pool_with_images(target: int, images: list[bytes], n_queries: int = 3, dataset: str = "fixture"):
+    """A small pool whose every candidate (a few words, then ``images``) places all of ``images``."""
+    from mmlongembed.documents import image_segment, text_document
+    from mmlongembed.pools import EASY_NEGATIVE, POSITIVE, Candidate, LengthBand, Pool, Query
+    from mmlongembed.tokens import default_counter
+
+    counter = default_counter()
+    pool = Pool(name=f"{dataset}-easy-{target}", task="logical_summarization", dataset=dataset, difficulty="easy",
+                band=LengthBand(target=target, lo=1, hi=10 ** 6), modality="mixed")
+    for q in range(n_queries):
+        pool.queries.append(Query(id=f"q{q}", text=f"Question {q} about stones?", instruction="Find it.",
+                                  source_id=str(q), n_tokens=counter.count(f"Question {q} about stones?")))
+        for k, role in enumerate((POSITIVE, EASY_NEGATIVE)):
+            cid = f"d{q}-{k}"
+            words = text_document(cid, f"Document {q} {k} speaks of river stones and lanterns.", counter)
+            pictures = tuple(image_segment(image, 96, 96) for image in images)
+            document = words.with_segments(words.segments + pictures)
+            pool.candidates.append(Candidate(id=cid, document=document, role=role, group=f"q{q}", source_id=cid,
+                                             n_tokens=document.tokens))
+        pool.qrels.append((f"q{q}", f"d{q}-0", 1))
+    return pool

@@ -43,6 +43,7 @@ class GoldenCheck:
 
     def assert_made_from(self, goldens, tiny) -> None:
         """The goldens were made on this tiny model (up to another CPU's last bits) and these inputs."""
-        assert not self.golden.weights_differ(goldens["weights"], self.golden.weights_summary(tiny)), REGENERATE
-        assert goldens["inputs_fingerprint"] == self.golden.inputs_fingerprint(), REGENERATE
+        differ = self.golden.weights_differ(goldens["weights"], self.golden.weights_summary(tiny))
+        assert not differ, f"{REGENERATE}; the weights differ in {', '.join(differ[:5])} ({len(differ)} in all)"
+        assert goldens["inputs_fingerprint"] == self.golden.inputs_fingerprint(), f"{REGENERATE}; the inputs differ"
         assert goldens["inputs"] == [item["kind"] for item in self.golden.inputs()]

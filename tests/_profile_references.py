@@ -15,6 +15,7 @@ with the benchmark's `<|image|>` placeholder, and returns fp32 embeddings.
 
 from __future__ import annotations
 
+import contextlib
 from types import SimpleNamespace
 
 import numpy as np
@@ -171,11 +172,31 @@ def colpali_classes():
         stub = sys.modules[name] = types.ModuleType(name)
         stub.smart_resize = image_processing_pil_qwen2_vl.smart_resize
     try:
-        from colpali_engine.models import ColQwen2_5, ColQwen2_5_Processor
+        with _transformers_conversion_mappings_kept():
+            from colpali_engine.models import ColQwen2_5, ColQwen2_5_Processor
     finally:
         if stub is not None:
             del sys.modules[name]
     return ColQwen2_5, ColQwen2_5_Processor
+
+
+@contextlib.contextmanager
+def _transformers_conversion_mappings_kept():
+    """colpali_engine registers, on import, checkpoint key renamings in transformers for whole model
+    types (ColQwen3's for every "qwen3_vl" model): every Qwen3-VL saved later in the process would
+    carry its keys. ColQwen2.5 needs none of them, so transformers' registry is put back as it was."""
+    from transformers import conversion_mapping
+
+    conversion_mapping.get_checkpoint_conversion_mapping("qwen3_vl")  # builds the registry if not yet built
+    registry = dict(conversion_mapping._checkpoint_conversion_mapping_cache)
+    users = set(conversion_mapping.USER_REGISTERED_MAPPINGS)
+    try:
+        yield
+    finally:
+        conversion_mapping._checkpoint_conversion_mapping_cache.clear()
+        conversion_mapping._checkpoint_conversion_mapping_cache.update(registry)
+        conversion_mapping.USER_REGISTERED_MAPPINGS.clear()
+        conversion_mapping.USER_REGISTERED_MAPPINGS.update(users)
 
 
 class _PilOnlyTorchvision:

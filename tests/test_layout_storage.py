@@ -3,42 +3,9 @@ several lengths, is stored once, and `load_dataset` still returns it in every ro
 
 from __future__ import annotations
 
-import io
-
-import numpy as np
-from PIL import Image
-
-from mmlongembed.documents import image_segment, text_document
 from mmlongembed.layout import configs_from_card
 from mmlongembed.output import plan_shards
-from mmlongembed.pools import EASY_NEGATIVE, POSITIVE, Candidate, LengthBand, Pool, Query
-from mmlongembed.testing import write_fixture_build
-from mmlongembed.tokens import default_counter
-
-
-def photo(seed: int, side: int = 96) -> bytes:
-    pixels = (np.random.default_rng(seed).random((side, side, 3)) * 255).astype("uint8")
-    buffer = io.BytesIO()
-    Image.fromarray(pixels).save(buffer, format="JPEG", quality=90)
-    return buffer.getvalue()
-
-
-def pool_with_images(target: int, images: list[bytes], n_queries: int = 3, dataset: str = "fixture") -> Pool:
-    counter = default_counter()
-    pool = Pool(name=f"{dataset}-easy-{target}", task="logical_summarization", dataset=dataset, difficulty="easy",
-                band=LengthBand(target=target, lo=1, hi=10 ** 6), modality="mixed")
-    for q in range(n_queries):
-        pool.queries.append(Query(id=f"q{q}", text=f"Question {q} about stones?", instruction="Find it.",
-                                  source_id=str(q), n_tokens=counter.count(f"Question {q} about stones?")))
-        for k, role in enumerate((POSITIVE, EASY_NEGATIVE)):
-            cid = f"d{q}-{k}"
-            words = text_document(cid, f"Document {q} {k} speaks of river stones and lanterns.", counter)
-            pictures = tuple(image_segment(image, 96, 96) for image in images)
-            document = words.with_segments(words.segments + pictures)
-            pool.candidates.append(Candidate(id=cid, document=document, role=role, group=f"q{q}", source_id=cid,
-                                             n_tokens=document.tokens))
-        pool.qrels.append((f"q{q}", f"d{q}-0", 1))
-    return pool
+from mmlongembed.testing import photo, pool_with_images, write_fixture_build
 
 
 def test_lengths_that_share_images_share_a_shard_and_text_lengths_do_not():

@@ -10,8 +10,7 @@ import pytest
 
 from mmlongembed import output
 from mmlongembed.layout import configs_from_card, read_config
-from mmlongembed.testing import write_fixture_build
-from tests.test_layout_storage import photo, pool_with_images
+from mmlongembed.testing import photo, pool_with_images, write_fixture_build
 
 BUDGET = 300_000  # bytes a row group may hold decoded: four candidates of three 160x160 noise photos
 
