@@ -42,7 +42,8 @@ def declared_training_data(model) -> list[str]:
     names = [str(getattr(entry, "dataset", entry)) for entry in declared]
     profile_name = getattr(profile, "name", None)
     extra = overlaps_declared_by(profile_name) if isinstance(profile_name, str) else []
-    return names + [source for source in extra if _folded(source) not in {_folded(n) for n in names}]
+    named = {_folded(n) for n in names}
+    return names + [source for source in extra if _folded(source) not in named]
 
 
 def column_source_names(column: str) -> tuple[str, ...]:

