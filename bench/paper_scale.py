@@ -239,9 +239,11 @@ def main() -> None:
                         help="the reference build is this many times smaller (default 8; 1 skips it; so does a "
                              "size of 4 units or fewer)")
     parser.add_argument("--timeout", type=float, default=5400, help="time limit per step in seconds (default 5400)")
-    parser.add_argument("--work", type=Path, default=None, help="where to write sources and builds (default: a "
-                        "temporary directory, removed at the end)")
+    parser.add_argument("--work", type=Path, default=None, help="where to write sources and builds (made if missing; "
+                        "default: a temporary directory, removed at the end)")
     args = parser.parse_args()
+    if args.work:
+        args.work.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(prefix="mmle-scale-", dir=args.work) as tmp:
         for name in args.builders:
             n = max(4, round(PAPER_SIZE[name] * args.scale))
