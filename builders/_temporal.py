@@ -322,7 +322,9 @@ class TemporalBuilder(Builder):
         def video(video_id: str):
             return sources.store.get(sources.keys[video_id], video_id)
 
-        plans = {band.name: BandPlanner(band, chosen[band.name], fitting[band.name], video, context).plan()
+        frame_tokens = {vid: image_tokens(m["frame_height"], m["frame_width"]) for vid, m in sources.meta.items()}
+        plans = {band.name: BandPlanner(band, chosen[band.name], fitting[band.name], frame_tokens, video,
+                                        context).plan()
                  for band in bands}
         texts = self._query_texts(plans, chosen, config, report)
         kept = {band.name: [(vid, hard, negatives) for vid, hard, negatives in plans[band.name]

@@ -14,7 +14,8 @@ provenance), without trusting the builder:
    `reversal` (all blocks reversed, or every frame reversed), `front_shuffle` (a non-identity
    permutation of the first floor(m/2) blocks, the rest in place) or `back_shuffle` (the
    converse); the three variants differ pairwise and from the positive, frame by frame;
-5. easy negatives come from other videos and are in time order;
+5. easy negatives come from other videos, are in time order and have their positive's length to
+   the nearest frame (the same frames wherever the videos' frames are one size);
 6. no video appears in two groups of the pool, and no frame of one group in another.
 """
 
@@ -104,7 +105,7 @@ def _candidate_rows(problem, corpus: dict) -> tuple[list[dict], list[Problem]]:
         text = corpus["text"][i]
         provenance = json.loads(corpus["provenance"][i] or "{}")
         row = {"id": cid, "role": corpus["role"][i], "group": corpus["group"][i],
-               "video": corpus["video_id"][i], "grid": list(corpus["grid_index"][i] or []),
+               "video": corpus["video_id"][i], "n_tokens": corpus["n_tokens"][i], "grid": list(corpus["grid_index"][i] or []),
                "pts": list(corpus["frame_pts"][i] or []), "block_of": list(corpus["block_of_frame"][i] or []),
                "variant": corpus["variant"][i], "provenance": provenance,
                "hashes": [hashlib.sha256(im["bytes"]).hexdigest() for im in images]}
@@ -134,6 +135,11 @@ def _check_group(problem, group: str, members: list[dict], positive: dict, fps: 
         if row["role"] == EASY_NEGATIVE:
             if row["video"] == positive["video"]:
                 yield problem("easy_other_video", f"{row['id']}: from the query's own video {row['video']}")
+            frame_tokens = row["n_tokens"] / max(1, len(row["hashes"]))
+            if abs(row["n_tokens"] - positive["n_tokens"]) > frame_tokens / 2:
+                yield problem("easy_length", f"{row['id']}: {row['n_tokens']} tokens beside its positive's "
+                                             f"{positive['n_tokens']} (an easy negative has the positive's length, "
+                                             "to the nearest frame)")
             yield from _check_chronological(problem, row, fps, strict_blocks=False)
             continue
         if row["role"] != HARD_NEGATIVE:

@@ -14,8 +14,8 @@ import math
 from typing import Callable
 
 from mmlongembed.ops.temporal import (
-    HARD_VARIANTS, Run, candidate_runs, caption_similarity, choose_run, distinct_hard_orders, nearest_run,
-    video_events)
+    HARD_VARIANTS, Run, candidate_runs, caption_similarity, choose_run, distinct_hard_orders, length_matched_run,
+    matching_frame_count, video_events)
 from mmlongembed.pool_plan import PoolContext
 from mmlongembed.rng import seeded_order
 from mmlongembed.pools import LengthBand
@@ -27,12 +27,12 @@ Plan = list[tuple[str, dict, list[Run]]]  # (query video, variant -> block order
 
 def runs_by_band(records: list[VideoRecord], meta: dict[str, dict], bands: list[LengthBand],
                  context: PoolContext) -> tuple[dict[str, dict[str, Run]], dict[str, dict[str, list[Run]]]]:
-    """(band -> video -> its query run, band -> video -> its runs in the band): a query run has
-    the most blocks among the band's runs with at least ``min_blocks`` (a seeded choice among
-    ties); any run in the band may stand as an easy negative."""
+    """(band -> video -> its query run, band -> video -> its runs): a query run has the most
+    blocks among the band's runs with at least ``min_blocks`` (a seeded choice among ties); a
+    video with a run in the band may stand as an easy negative, cut from any of its runs."""
     config, report = context.config, context.report
     chosen: dict[str, dict[str, Run]] = {band.name: {} for band in bands}  # band -> video -> query run
-    fitting: dict[str, dict[str, list[Run]]] = {band.name: {} for band in bands}  # band -> video -> easy runs
+    fitting: dict[str, dict[str, list[Run]]] = {band.name: {} for band in bands}  # band -> video -> all its runs
     for record in records:
         facts = meta[record.video_id]
         duration = min(record.duration or math.inf, facts["duration"])
@@ -50,7 +50,7 @@ def runs_by_band(records: list[VideoRecord], meta: dict[str, dict], bands: list[
             in_band = [r for r in runs if band.contains(r.n_frames * per_frame)]
             if not in_band:
                 continue
-            fitting[band.name][record.video_id] = in_band
+            fitting[band.name][record.video_id] = runs
             placed = True
             rng = context.rng(band.name, record.video_id, "run")
             run = choose_run(in_band, lambda r: len(r.blocks) >= config.min_blocks, rng)
@@ -63,19 +63,20 @@ def runs_by_band(records: list[VideoRecord], meta: dict[str, dict], bands: list[
 
 
 class BandPlanner:
-    """One band's plan: queries (each with its hard orders) and their easy negatives, each the
-    run of another video nearest in frames to the positive; a video serves the band once (as a
-    query or as one negative), and no frame's bytes sit in two of its groups."""
+    """One band's plan: queries (each with its hard orders) and their easy negatives, each a run
+    of another video cut to the positive's length; a video serves the band once (as a query or
+    as one negative), and no frame's bytes sit in two of its groups."""
 
     def __init__(self, band: LengthBand, query_runs: dict[str, Run], fitting: dict[str, list[Run]],
-                 video: Callable[[str], object], context: PoolContext):
+                 frame_tokens: dict[str, int], video: Callable[[str], object], context: PoolContext):
         self.band, self.query_runs, self.fitting, self.video, self.context = band, query_runs, fitting, video, context
+        self.frame_tokens = frame_tokens  # video -> tokens of one of its frames
         self._hashes: dict[tuple, set] = {}
         self.taken: set[str] = set()  # frames already in the band's groups: byte-identical frames of two
         #                               videos (black intros) must not sit in two groups
 
     def frames_of(self, run: Run) -> set:
-        key = (run.video_id, run.key)
+        key = (run.video_id, run.key, run.n_frames)  # a cut run has its run's key
         if key not in self._hashes:
             by_grid = {f.grid_index: f.image for f in self.video(run.video_id).frames}
             self._hashes[key] = {hashlib.sha256(by_grid[j]).hexdigest() for j in run.grid}
@@ -124,12 +125,18 @@ class BandPlanner:
         (counted) when there are too few; a video whose frames are taken is used up."""
         config, report, band = self.context.config, self.context.report, self.band.name
         positive = self.query_runs[vid]
+        positive_tokens = positive.n_frames * self.frame_tokens[vid]
         captions = " ".join(positive.sentences)
         picks: list[Run] = []
         for other in supply:
             if other in used:
                 continue
-            run = nearest_run(self.fitting[other], positive.n_frames, self.context.rng(band, vid, other, "easy_run"))
+            n_frames = matching_frame_count(positive_tokens, self.frame_tokens[other], self.band)
+            run = None if n_frames is None else length_matched_run(
+                self.fitting[other], n_frames, config.easy_min_blocks, config.fps,
+                self.context.rng(band, vid, other, "easy_run"))
+            if run is None:  # no run as long as this positive: left for a shorter one
+                continue
             if caption_similarity(captions, " ".join(run.sentences)) >= config.caption_similarity_max:
                 report.skip("blacklisted_negative_similar_captions", f"{other} for {vid} ({band})")
                 continue

@@ -1,5 +1,5 @@
-"""The `activitynet` builder on the six real sample videos with annotations this test writes
-(marked SYNTHETIC: they are made up, never published): the build through the CLI (what
+"""The `activitynet` builder on the six real sample videos and three generated clips, with
+annotations this test writes (marked SYNTHETIC: they are made up, never published): the build through the CLI (what
 `make build-dataset` runs), its invariants and what the validator catches, byte-identical
 rebuilds, storage, and scoring the temporal pools with the tiny random VLM."""
 
@@ -50,15 +50,37 @@ ANNOTATIONS = {
         ([6, 8], "Pedestrians cross behind the bikes."), ([8, 10], "The street empties near a plaza.")]),
     "v_realshort": ("imageio_realshort.mp4", 1.2, [([0, 0.6], "A phone camera pans."), ([0.6, 1.2], "It stops.")]),
 }
+# Noise clips of the real clips' frame size at SMALL_FRAMES (160x90, 15 tokens a frame) and longer
+# than most of them: an easy negative has its positive's frames, and only the 30 s clip could
+# otherwise stand beside a positive high in the 256-token band.
+SCENES = ("A potter shapes wet clay", "A chef slices red peppers", "A diver checks an oxygen gauge")
+GENERATED = {f"v_noise{v}": (24.0, [([2.0 * k, 2.0 * k + 2.0], f"{scene}, take {chr(97 + k)}{v}.")
+                                    for k in range(12)]) for v, scene in enumerate(SCENES)}
 LENGTHS = ("128", "256")
 SMALL_FRAMES = str(160 * 90)  # 15 tokens per 16:9 frame
 
 
-def write_sources(root: Path) -> Path:
-    (root / "videos").mkdir(parents=True)
-    annotations = {}
+def sample_clips(folder: Path) -> dict[str, tuple[Path, float, list]]:
+    """video id -> (clip, duration, events): the real sample clips linked into ``folder`` and the
+    generated ones written there."""
+    from mmlongembed.testing import write_test_video
+
+    folder.mkdir(parents=True, exist_ok=True)
+    clips = {}
     for video_id, (name, duration, events) in ANNOTATIONS.items():
-        (root / "videos" / f"{video_id}{Path(name).suffix}").symlink_to(shared_data_dir("videos", name))
+        (folder / name).symlink_to(shared_data_dir("videos", name))
+        clips[video_id] = (folder / name, duration, events)
+    for v, (video_id, (duration, events)) in enumerate(GENERATED.items()):
+        clips[video_id] = (write_test_video(folder / f"{video_id}.mp4", duration, seed=700 + v, size=(160, 90)),
+                           duration, events)
+    return clips
+
+
+def write_sources(root: Path) -> Path:
+    annotations = {}
+    for video_id, (clip, duration, events) in sample_clips(root / "clips").items():
+        (root / "videos").mkdir(parents=True, exist_ok=True)
+        (root / "videos" / f"{video_id}{clip.suffix}").symlink_to(clip)
         annotations[video_id] = {"duration": duration, "timestamps": [span for span, _ in events],
                                  "sentences": [" " + text for _, text in events]}
     (root / "val_1.json").write_text(json.dumps(annotations), encoding="utf-8")
@@ -89,7 +111,7 @@ def test_build_validates_passes_the_audit_and_documents_itself(built):
         "activitynet-easy-256": (1, 4), "activitynet-hard-256": (1, 4)}
     assert all(a["passed"] for a in manifest["label_free_audit"].values())
     # the 1.2 s clip: two events, enough for an easy negative, but its two frames fit no band
-    assert manifest["report"]["skipped"] == {"no_run_in_any_band": 1}
+    assert manifest["report"]["skipped"] == {"no_run_in_any_band": 1, "easy_not_enough_negatives": 1}
     assert manifest["sources"]["decoder"]["name"] == "pyav" and "libavcodec" in manifest["sources"]["decoder"][
         "ffmpeg_libraries"]
     assert manifest["sources"]["frames"]["max_pixels"] == int(SMALL_FRAMES) and manifest["sources"]["synthetic"]
@@ -178,6 +200,12 @@ def test_the_checks_catch_plausible_wrong_constructions(built):
     positive_video = easy.corpus["video_id"][easy.corpus["role"].index("positive")]
     checks = _tamper(easy, neg, video_id=positive_video)
     assert "easy_other_video" in checks
+    # an easy negative a frame shorter than its positive (a run merely near it in length)
+    shorter = {column: list(easy.corpus[column][neg][:-1]) for column in ("images", "grid_index", "frame_pts",
+                                                                          "block_of_frame")}
+    per_frame = easy.corpus["n_tokens"][neg] // len(easy.corpus["images"][neg])
+    assert _tamper(easy, neg, n_tokens=easy.corpus["n_tokens"][neg] - per_frame, text=IMAGE_PLACEHOLDER * len(
+        shorter["images"]), **shorter) == ["easy_length"]
 
 
 def test_same_config_and_seed_give_byte_identical_data(built, tmp_path):
@@ -203,9 +231,10 @@ def test_undecodable_clip_and_missing_audio_are_counted_skips(built, tmp_path, c
         target = sources / "videos" / path.name
         if path.stem == "v_chaplin":
             target.write_bytes(b"garbage, not a video")
-        else:
+        elif path.stem not in GENERATED:
             target.symlink_to(path.resolve())
-    # too few videos are left for any pool: one line naming every counted skip, no traceback
+    # too few videos are left for any pool (the real clips alone, one of them broken): one line
+    # naming every counted skip, no traceback
     assert cli_main(build_args(sources, tmp_path / "out", tmp_path / "store", "--audio")) == 2
     error = capsys.readouterr().err
     assert "'undecodable_video:unreadable_container': 1" in error and "'no_audio_track': 1" in error  # bikes
@@ -270,28 +299,31 @@ def test_frame_sequence_pools_need_only_images_but_are_selected_as_video():
     assert clips.modalities == {"text", "video"}  # whole clips would need a video-capable model
 
 
-def test_easy_negatives_need_fewer_blocks_and_match_the_positive_in_frames(tmp_path):
+def test_easy_negatives_need_fewer_blocks_and_have_exactly_the_positives_frames(tmp_path):
     """Queries need runs of four events (both halves shuffle); an easy negative is never shuffled,
-    so a video with only two or three events in the band still serves as one, with the run of its
-    video nearest in frames to the positive beside it (not its first or its longest run)."""
-    import math
-
-    from mmlongembed.ops.temporal import candidate_runs, video_events
-    from mmlongembed.pools import LengthBand
+    so a video with only two or three events still serves as one. It has exactly its positive's
+    frames, cut from the head of the shortest run of its video at least that long (an in-band run
+    or a longer one); a video whose runs are all shorter serves no positive of that length. (The
+    old rule, the run nearest in frames, gave shorter negatives beside a positive high in its band:
+    "pick the longest" found the positive.)"""
     from mmlongembed.testing import write_test_video
 
-    four_events = [[2.0 * k, 2.0 * k + 2.0] for k in range(6)]  # 4-block runs: 8 frames
-    few_events = [  # runs of 2+ events in (16, 32] tokens = 5..8 frames of 4 tokens, nearest to 8 first
-        [[0, 1], [1, 6], [6, 9]],        # 6 or 8 frames -> 8 (a 2-event run, not the first)
-        [[0, 2], [2, 5], [5, 10]],       # 5 or 8 -> 8
-        [[0, 3], [3, 6], [6, 8]],        # 6 or 5 -> 6
-        [[0, 4], [4, 5], [5, 7]],        # 5 or 7 -> 7 (the 3-event run would be 7 too)
-        [[0, 2], [2, 4], [4, 5]],        # 4 (too short), 3 events: 5 -> 5
-        [[0, 3], [3, 9]],                # 9: no run in the band at all
-    ] * 2
+    four_events = [[2.0 * k, 2.0 * k + 2.0] for k in range(6)]  # 4-block runs: 8 frames, the band's top
+    # runs of 2+ events, frames per run; the band (16, 32] tokens is 5..8 frames of 4 tokens
+    serve = [
+        [[0, 1], [1, 6], [6, 9]],        # 6, 8, 9: the 2-event run (1,2) as it is
+        [[0, 3], [3, 6], [6, 8]],        # 6, 5, 8: the whole 3-event run
+        [[0, 3], [3, 6], [6, 10]],       # 6, 7 in the band; the 10-frame run cut to 8 (3 blocks)
+    ]
+    too_short = [
+        [[0, 4], [4, 5], [5, 7]],        # 5, 3, 7: in the band, never 8
+        [[0, 2], [2, 4], [4, 5]],        # 4, 3, 5
+    ]
+    no_band = [[[0, 3], [3, 9]]]         # 9 only: no run in the band at all
+    cases = [four_events] * 4 + (serve + too_short + no_band) * 2
     root = tmp_path / "sources"
     annotations = {}
-    for v, spans in enumerate([four_events] * 4 + few_events):
+    for v, spans in enumerate(cases):
         video_id = f"v_case{v:02d}"
         duration = float(spans[-1][1] + 1)
         write_test_video(root / "videos" / f"{video_id}.mp4", duration, seed=900 + v, audio=False)
@@ -300,7 +332,7 @@ def test_easy_negatives_need_fewer_blocks_and_match_the_positive_in_frames(tmp_p
                                  "sentences": [f"Someone does {w} carefully." for w in words]}
     (root / "val_1.json").write_text(json.dumps(annotations), encoding="utf-8")
     (root / "SYNTHETIC").write_text("Made-up captions over generated noise videos, written by the test suite.")
-    band = LengthBand.halving(32)
+    short_ids = {f"v_case{v:02d}" for v, spans in enumerate(cases) if spans in too_short}
 
     def build(name: str, *extra: str):
         args = ["build", "activitynet", "--sources", str(root), "--output", str(tmp_path / name), "--lengths", "32",
@@ -312,26 +344,21 @@ def test_easy_negatives_need_fewer_blocks_and_match_the_positive_in_frames(tmp_p
 
     out, easy = build("relaxed")
     frames = [len(images) for images in easy.corpus["images"]]
-    positives = {g: frames[i] for i, (g, r) in enumerate(zip(easy.corpus["group"], easy.corpus["role"]))
-                 if r == "positive"}
-    assert len(positives) == 3  # 14 videos, 12 with a run in the band: 3 groups of four
-    for i, role in enumerate(easy.corpus["role"]):
-        blocks = json.loads(easy.corpus["provenance"][i])["blocks"]
-        vid = easy.corpus["video_id"][i]
-        if role == "positive":
-            assert len(blocks) >= 4 and frames[i] == 8
-            continue
-        a = annotations[vid]
-        events, _ = video_events(a["timestamps"], a["sentences"], a["duration"])
-        in_band = [r.n_frames for r in candidate_runs(vid, events, "tolerate", 0.5, 1.0, math.ceil(a["duration"]), 2)
-                   if band.contains(4 * r.n_frames)]
-        target = positives[easy.corpus["group"][i]]
-        assert abs(frames[i] - target) == min(abs(n - target) for n in in_band), vid
-    assert any(len(json.loads(p)["blocks"]) < 4 for p in easy.corpus["provenance"])
+    roles, groups = easy.corpus["role"], easy.corpus["group"]
+    positives = {g: frames[i] for i, (g, r) in enumerate(zip(groups, roles)) if r == "positive"}
+    assert len(positives) >= 2 and set(positives.values()) == {8}
+    negatives = [i for i, r in enumerate(roles) if r == "easy_negative"]
+    assert len(negatives) == 3 * len(positives)
+    assert [frames[i] for i in negatives] == [positives[groups[i]] for i in negatives]
+    assert len(set(easy.corpus["n_tokens"])) == 1  # hence the same tokens: length tells nothing
+    assert not short_ids & {easy.corpus["video_id"][i] for i in negatives}
+    blocks = [json.loads(easy.corpus["provenance"][i])["blocks"] for i in negatives]
+    assert any(len(b) < 4 for b in blocks)
+    assert all(sum(block["n_frames"] for block in b) == 8 for b in blocks)  # a cut block records what it shows
     skipped = json.loads((out / "manifest.json").read_text())["report"]["skipped"]
     assert skipped["no_run_in_any_band"] == 2
 
-    # the old rule: every candidate needs four events, so three videos stand idle beside one query
+    # the old rule: every candidate needs four events, so the three-event videos stand idle
     strict_out, strict = build("strict", "--easy-min-blocks", "4")
     assert strict.corpus["role"].count("positive") == 1
     assert json.loads((strict_out / "manifest.json").read_text())["report"]["skipped"]["no_admissible_chain"] == 12

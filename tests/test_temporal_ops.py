@@ -12,7 +12,8 @@ import pytest
 from mmlongembed.media.video import grid_times, nearest_on_grid
 from mmlongembed.ops.temporal import (
     HARD_VARIANTS, MARGIN_RULES, Event, arrange, blocks_of, candidate_runs, caption_similarity, chains, choose_run,
-    follows, front_size, grid_in, hard_order, nearest_run, order_problem, video_events)
+    cut_run, follows, front_size, grid_in, hard_order, length_matched_run, matching_frame_count, order_problem,
+    video_events)
 from mmlongembed.pools import LengthBand
 from tests._realdata import shared_data_dir
 
@@ -90,14 +91,35 @@ def test_choose_run_prefers_most_blocks_in_band_and_is_seeded():
     assert choose_run(runs, lambda r: False, np.random.default_rng(0)) is None
 
 
-def test_nearest_run_matches_frames_then_draws_among_ties():
+def test_length_matched_run_cuts_the_shortest_long_enough_run_to_exactly_the_frames_asked():
     events = [ev(0, 0.0, 1.0), ev(1, 1.0, 6.0), ev(2, 6.0, 9.0), ev(3, 9.0, 12.0)]
     runs = candidate_runs("v", events, "tolerate", 0.5, 1.0, 13, 2)  # frames: (0,1) 6, (1,2) 8, (2,3) 6,
-    assert nearest_run(runs, 8, np.random.default_rng(0)).key == (1, 2)  # (0,1,2) 9, (1,2,3) 11, all 12
-    assert nearest_run(runs, 12, np.random.default_rng(0)).key == (0, 1, 2, 3)
-    for target, tied in ((6, {(0, 1), (2, 3)}), (10, {(0, 1, 2), (1, 2, 3)})):
-        assert {nearest_run(runs, target, np.random.default_rng(s)).key for s in range(20)} == tied
-    assert nearest_run(runs, 10, np.random.default_rng(3)) == nearest_run(runs, 10, np.random.default_rng(3))
+    #                                                                   (0,1,2) 9, (1,2,3) 11, all 12
+    for target in range(2, 13):
+        for seed in range(10):
+            run = length_matched_run(runs, target, 2, 1.0, np.random.default_rng(seed))
+            assert run is not None and run.n_frames == target, target  # never merely near: exactly
+            assert any(r.grid[:target] == run.grid for r in runs)  # the head of one of its runs, in time order
+    exact = length_matched_run(runs, 8, 2, 1.0, np.random.default_rng(0))
+    assert exact.key == (1, 2) and exact.blocks == runs[[r.key for r in runs].index((1, 2))].blocks
+    cut = length_matched_run(runs, 7, 2, 1.0, np.random.default_rng(0))  # (1,2)'s 8 frames, one off
+    assert cut.key == (1, 2) and cut.blocks[-1].grid == (6, 7) and cut.blocks[-1].end == 8.0
+    assert length_matched_run(runs, 10, 2, 1.0, np.random.default_rng(0)).key == (1, 2, 3)  # 11, not 12
+    # two frames keep two blocks only from (0,1) (1 + 5 frames); (2,3) ties it in surplus but its
+    # cut would be one block, fewer than an easy negative's two
+    assert {length_matched_run(runs, 2, 2, 1.0, np.random.default_rng(s)).key for s in range(20)} == {(0, 1)}
+    assert {length_matched_run(runs, 6, 2, 1.0, np.random.default_rng(s)).key for s in range(20)} == {(0, 1), (2, 3)}
+    assert length_matched_run(runs, 13, 2, 1.0, np.random.default_rng(0)) is None  # the video is too short
+    assert cut_run(runs[0], runs[0].n_frames, 1.0) == runs[0]
+
+
+def test_matching_frame_count_is_the_positives_own_or_within_half_a_frame_in_the_band():
+    band = LengthBand.halving(256)  # (128, 256]
+    assert matching_frame_count(240, 15, band) == 16  # frames of one size: the same count
+    assert matching_frame_count(240, 18, band) == 13  # 234 tokens, 6 off; 14 frames would be 252, 12 off
+    assert matching_frame_count(243, 18, band) == 13  # 234 and 252 tie at 9 off: the fewer
+    assert matching_frame_count(256, 30, band) is None  # 240 is 16 off (over half a frame), 270 leaves the band
+    assert matching_frame_count(130, 60, band) is None  # 120 leaves the band below, 180 is 50 off
 
 
 @pytest.mark.parametrize("m", range(4, 13))

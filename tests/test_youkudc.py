@@ -63,15 +63,16 @@ def test_translation_step_through_the_loopback_server(tmp_path):
 
 
 def write_youku_release(root: Path) -> dict[str, str]:
-    """The release layout over the real clips; captions are NeedleBench's Chinese sentences."""
-    from tests.test_temporal_build import ANNOTATIONS
+    """The release layout over the activitynet test's clips (the real sample clips and generated
+    ones); captions are NeedleBench's Chinese sentences."""
+    from tests.test_temporal_build import sample_clips
 
-    sentences = [(zh, en) for _, zh, en in parallel_items() if len(zh) < 60]
+    # whole sentences: the fake rewrite tells the captions apart by their full stops
+    sentences = [(zh, en) for _, zh, en in parallel_items() if len(zh) < 60 and en.rstrip().endswith(".")]
     (root / "meta_files").mkdir(parents=True)
-    (root / "data_files" / "Demo" / "test").mkdir(parents=True)
     rows, table, k = [], {}, 0
-    for video_id, (name, duration, events) in ANNOTATIONS.items():
-        (root / "data_files" / "Demo" / "test" / name).symlink_to(shared_data_dir("videos", name))
+    for video_id, (clip, duration, events) in sample_clips(root / "data_files" / "Demo" / "test").items():
+        name = clip.name
         captions = []
         for span, _ in events:
             zh, en = sentences[k * 7 % len(sentences)]
