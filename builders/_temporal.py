@@ -2,8 +2,8 @@
 
 A query describes a sequence of events; its positive shows them, in order, as 1-FPS frames;
 the hard negatives show the very same frames with the event blocks reversed, the front half
-shuffled or the back half shuffled; the easy negatives are runs of other videos of the same
-length band. The segment logic and the shuffles are pure operations (``mmlongembed.ops.temporal``),
+shuffled or the back half shuffled; the easy negatives are runs of other videos cut to the
+positive's length. The segment logic and the shuffles are pure operations (``mmlongembed.ops.temporal``),
 the band's plan (query runs, queries, easy negatives) is ``_temporal_plan``, the source readers are
 in ``mmlongembed.readers`` (``dense_captions``, ``youku``), decoding lives in ``mmlongembed.media``
 (each video decoded once into a content-keyed frame store, locally or as a Ray Data job). A

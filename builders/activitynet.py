@@ -2,7 +2,7 @@
 
 The query rewrites a run of consecutive caption events of one video into one paragraph whose
 order is carried by transition words; the positive is the run's 1-FPS frames in time order.
-The easy pool adds three runs of other videos of the same length band; the hard pool adds the
+The easy pool adds three runs of other videos cut to the positive's length; the hard pool adds the
 positive's own frames with its event blocks reversed, its front half shuffled or its back half
 shuffled, so only the order of events tells them apart. Easy and hard pools of a length share
 their queries.
@@ -36,7 +36,7 @@ class ActivityNetBuilder(TemporalBuilder):
     summary = (
         "Temporal Summarization: a rewritten sequence of caption events -> the run's 1-FPS frames in order; hard "
         "negatives are the same frames with the event blocks reversed, front-half or back-half shuffled; easy "
-        "negatives are other videos' runs of the same band"
+        "negatives are other videos' runs cut to the positive's length"
     )
     source_formats = (
         "ActivityNet Captions JSON + a folder of videos named by id (`pip install .[video]`; see "
