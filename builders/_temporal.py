@@ -432,6 +432,8 @@ class TemporalBuilder(Builder):
         }
         if variant == "reversal":
             provenance["reversal"] = config.reversal
+        if role == EASY_NEGATIVE:
+            provenance["frames_cut"] = run.cut_frames  # left off the end of its video's run
         extra = {"video_id": run.video_id, "grid_index": [int(j) for j in grid],
                  "frame_pts": [round(segments[j].timestamp, 6) for j in grid], "block_of_frame": block_of}
         if config.audio:
@@ -458,8 +460,10 @@ class TemporalBuilder(Builder):
             frames = [len(c.document.segments) for c in pool.candidates]
             seconds = [c.provenance["seconds"] for c in pool.candidates]
             blocks = [len(c.provenance["blocks"]) for c in pool.candidates]
+            cut = [c.provenance["frames_cut"] for c in pool.candidates if c.role == EASY_NEGATIVE]
             per_pool.append({"pool": pool.name, "frames": _percentiles(frames), "seconds": _percentiles(seconds),
-                             "blocks": _percentiles(blocks)})
+                             "blocks": _percentiles(blocks),
+                             "easy_cut": f"{sum(1 for n in cut if n)} of {len(cut)}" if cut else "–"})
         prompts = [{"name": p.name, "version": p.version, "hash": p.hash, "role": p.role}
                    for p in (load_prompt("translation"),) * self.translate_captions + (load_prompt("caption_rewrite"),)]
         decoding = next((json.loads(n.split(": ", 1)[1]) for n in report.notes if n.startswith("decoding: ")), {})

@@ -355,6 +355,9 @@ def test_easy_negatives_need_fewer_blocks_and_have_exactly_the_positives_frames(
     blocks = [json.loads(easy.corpus["provenance"][i])["blocks"] for i in negatives]
     assert any(len(b) < 4 for b in blocks)
     assert all(sum(block["n_frames"] for block in b) == 8 for b in blocks)  # a cut block records what it shows
+    cut = {easy.corpus["video_id"][i]: json.loads(easy.corpus["provenance"][i])["frames_cut"] for i in negatives}
+    assert cut == {vid: 2 if cases[int(vid[-2:])] == serve[2] else 0 for vid in cut}  # 10 frames cut to 8
+    assert 2 in cut.values() and "| 2 of 6 |" in (out / "README.md").read_text()  # the card counts them
     skipped = json.loads((out / "manifest.json").read_text())["report"]["skipped"]
     assert skipped["no_run_in_any_band"] == 2
 

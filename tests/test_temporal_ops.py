@@ -103,7 +103,8 @@ def test_length_matched_run_cuts_the_shortest_long_enough_run_to_exactly_the_fra
     exact = length_matched_run(runs, 8, 2, 1.0, np.random.default_rng(0))
     assert exact.key == (1, 2) and exact.blocks == runs[[r.key for r in runs].index((1, 2))].blocks
     cut = length_matched_run(runs, 7, 2, 1.0, np.random.default_rng(0))  # (1,2)'s 8 frames, one off
-    assert cut.key == (1, 2) and cut.blocks[-1].grid == (6, 7) and cut.blocks[-1].end == 8.0
+    assert cut.key == (1, 2) and cut.blocks[-1].grid == (6, 7) and cut.blocks[-1].end == 8.0 and cut.cut_frames == 1
+    assert exact.cut_frames == 0
     assert length_matched_run(runs, 10, 2, 1.0, np.random.default_rng(0)).key == (1, 2, 3)  # 11, not 12
     # two frames keep two blocks only from (0,1) (1 + 5 frames); (2,3) ties it in surplus but its
     # cut would be one block, fewer than an easy negative's two

@@ -81,6 +81,7 @@ class Block:
 class Run:
     video_id: str
     blocks: tuple[Block, ...]
+    cut_frames: int = 0  # frames left off the end of the run it was cut from (``cut_run``)
 
     @property
     def n_frames(self) -> int:
@@ -214,7 +215,7 @@ def cut_run(run: Run, n_frames: int, fps: float) -> Run:
             blocks.append(Block(block.event_index, block.start, min(block.end, (grid[-1] + 1) / fps),
                                 block.sentence, grid))
         left -= block.n_frames
-    return Run(run.video_id, tuple(blocks))
+    return Run(run.video_id, tuple(blocks), run.cut_frames + run.n_frames - min(n_frames, run.n_frames))
 
 
 def length_matched_run(runs: Sequence[Run], n_frames: int, min_blocks: int, fps: float,
