@@ -23,7 +23,8 @@ from mmlongembed.documents import Document, text_document
 from mmlongembed.errors import FitError
 from mmlongembed.manifest import files_identity
 from mmlongembed.ops.donor import (
-    SHINGLE_WORDS, content_sha256, exchangeable_offsets, jaccard, replace_span_with_donor, word_shingles)
+    SHINGLE_WORDS, content_sha256, exchangeable_offsets, jaccard, offset_room, replace_span_with_donor,
+    word_shingles)
 from mmlongembed.ops.length import Fitted, truncate_to_band
 from mmlongembed.pool_plan import PoolContext
 from mmlongembed.rng import seeded_order
@@ -170,9 +171,10 @@ class GovReportBuilder(Builder):
                     difficulty="hard", band=band)
         rng = context.rng(f"{self.name}-{band.name}", "order")  # one generator, drawn from in this order:
         fitted = {}
+        top = band.hi - offset_room(band)  # room above a positive for its longer variants
         for rid in seeded_order(members, rng):  # the band's reports, ...
             try:
-                fitted[rid] = truncate_to_band(corpus.documents[rid], band, context.counter)
+                fitted[rid] = truncate_to_band(corpus.documents[rid], band, context.counter, target=top)
             except FitError as error:
                 context.report.skip(f"positive_{error.reason}", rid)
         chosen = self._hard_queries(band, fitted, len(longer), hard.name, corpus, context)
@@ -197,6 +199,7 @@ class GovReportBuilder(Builder):
         # Q queries leave len(fitted) - Q unmodified reports and the longer ones for k*Q negatives.
         cap = min(context.cap, (len(fitted) + n_longer) // (k + 1))
         chosen: list[tuple[str, list]] = []
+        made: set[str] = set()  # the variants' texts (sha256) so far: a pool holds no text twice
         for rid in context.report.bar(list(fitted), f"{pool_label}: hard negatives", "report"):
             if len(chosen) >= cap:
                 break
@@ -205,6 +208,11 @@ class GovReportBuilder(Builder):
             if variants is None:
                 context.report.skip("hard_no_donor_block", rid)
                 continue
+            texts = {content_sha256(variant.document.render()[0]) for _, variant in variants}
+            if texts & made:  # a near-duplicate report, refilled from the same donor block
+                context.report.skip("hard_variant_made_twice", rid)
+                continue
+            made |= texts
             chosen.append((rid, variants))
         return chosen
 
@@ -315,6 +323,8 @@ class GovReportBuilder(Builder):
             "composition": composition,
             "paired": paired,
             "hard_variants": [v for v, _ in HARD_VARIANTS],
+            "offset_room_note": ", ".join(f"{offset_room(band)} tokens ({band.name})" for band in
+                                          (LengthBand.halving(t) for t in sorted(set(config.lengths)))),
             "sources": [{
                 "name": "GovReport (Huang et al., NAACL 2021)", "licence": HUB_SOURCE.licence,
                 "identity": (f"local files under `{Path(config.sources).name}` (sha256 in manifest.json)"

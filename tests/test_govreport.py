@@ -441,3 +441,26 @@ def test_donor_is_the_top_bm25_report_for_the_summary_that_is_neither_the_source
     assert top >= 0.9 * len(donors), (top, len(donors))
     # the rule was exercised: for these queries the best-ranked other report is a near-duplicate
     assert len({source for source, _ in donors} & twin_best) >= 3
+    # a twin refilled from its original's donor block, where the one changed paragraph is replaced,
+    # is its original's variant word for word: the later of the two leaves the pool, counted
+    skipped = json.loads((out / "manifest.json").read_text())["report"]["skipped"]
+    assert skipped.get("hard_variant_made_twice", 0) >= 1
+
+
+def test_positives_end_below_the_band_top_so_variants_are_longer_as_often_as_shorter(built):
+    """A positive cut to the very top of its band could only have shorter variants ("the longest"
+    would find it: P@1 0.48 against 0.25 at GovReport's full size); positives end the largest
+    exchangeable offset below the top, and the variants use that room."""
+    from mmlongembed.ops.donor import offset_room
+    from mmlongembed.pools import LengthBand
+
+    longer = shorter = 0
+    for length in LENGTHS:
+        band = LengthBand.halving(length)
+        rows = _rows(built, f"govreport-hard-{length // 1024}k")
+        positives = {r["group"]: r["n_tokens"] for r in rows if r["role"] == "positive"}
+        assert max(positives.values()) <= band.hi - offset_room(band)
+        lengths = [(r["n_tokens"], positives[r["group"]]) for r in rows if r["role"] == "hard_negative"]
+        longer += sum(n > p for n, p in lengths)
+        shorter += sum(n < p for n, p in lengths)
+    assert longer > 0.3 * (longer + shorter) and shorter > 0.3 * (longer + shorter), (longer, shorter)

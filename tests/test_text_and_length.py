@@ -120,6 +120,28 @@ def test_find_block_matches_characters_as_well_as_tokens_when_asked():
     assert abs(runs[60][1] - 60) < abs(runs[400][1] - 60) and abs(runs[400][1] - 400) < abs(runs[60][1] - 400)
 
 
+def test_find_block_matches_words_as_well_when_asked():
+    """At equal tokens and characters, a donor of longer words would give every variant fewer
+    words than its positive ("the most words" would find it); with a word aim the block follows
+    the host's words."""
+    counter = default_counter()
+    long_words = "Interdepartmental reconciliation notwithstanding comprehensive appropriations. "
+    short_words = "It is so. We go on and on. "
+    doc = text_document("donor", "".join((long_words if k % 2 else short_words) * 3 + "\n" for k in range(40)),
+                        counter)
+    sums, words = prefix_sums(doc.segments), [0]
+    for segment in doc.segments:
+        words.append(words[-1] + len(segment.text.split()))
+    tokens_wanted = 30
+    runs = {}
+    for word_aim in (8, 28):
+        start, end = find_block(doc.segments, tokens_wanted - 6, tokens_wanted + 6, np.random.default_rng(0),
+                                aim=tokens_wanted, word_aim=word_aim, words_per_token=0.75)
+        runs[word_aim] = words[end] - words[start]
+        assert abs(sums[end] - sums[start] - tokens_wanted) <= 6
+    assert abs(runs[8] - 8) < abs(runs[28] - 8) and abs(runs[28] - 28) < abs(runs[8] - 28)
+
+
 def test_span_at_fraction_snaps_to_paragraphs():
     doc = _long_doc()
     start, end = span_at_fraction(doc.segments, 0.25, 0.75)

@@ -42,6 +42,13 @@ def exchangeable_offsets(positive_tokens: int, n_variants: int, rng: np.random.G
     return [int(d - draws[0]) for d in draws[1:]]
 
 
+def offset_room(band: LengthBand) -> int:
+    """How far below the band's top a positive must end for every offset ``exchangeable_offsets``
+    may draw to fit: a positive cut to the very top could only have shorter negatives, and "the
+    longest" would find it."""
+    return 2 * max(0, (hard_negative_tolerance(band.hi) - RECOUNT_MARGIN) // 2)
+
+
 def replace_span_with_donor(
     positive: Document,
     positive_tokens: int,
@@ -69,16 +76,21 @@ def replace_span_with_donor(
     _, tail = edge_whitespace(segments[end - 1].text)
     positive_text = positive.render()[0]
     char_start = len(Document(positive.id, segments[:start]).render()[0])
-    char_end = char_start + len(Document(positive.id, segments[start:end]).render()[0])
+    replaced_text = Document(positive.id, segments[start:end]).render()[0]
+    char_end = char_start + len(replaced_text)
     donor_sums = prefix_sums(donor.segments)
     chars_per_token = len(positive_text) / max(1, positive_tokens)
+    words_per_token = len(positive_text.split()) / max(1, positive_tokens)
+    removed_words = len(replaced_text.split())
     for _ in range(max_attempts):
         aim = min(max(removed + length_offset, need_lo), need_hi)
         # the block's characters follow its tokens at the positive's own density, so the
         # variants' character lengths are as exchangeable with the positive's as their tokens
         char_aim = char_end - char_start + round((aim - removed) * chars_per_token)
+        word_aim = removed_words + round((aim - removed) * words_per_token)  # and so its words
         block_start, block_end = find_block(donor.segments, need_lo, need_hi, rng, aim=aim, char_aim=char_aim,
-                                            chars_per_token=chars_per_token)
+                                            chars_per_token=chars_per_token, word_aim=word_aim,
+                                            words_per_token=words_per_token)
         block = fit_block_edges(donor.segments[block_start:block_end], lead, tail, counter,
                                 origin=f"donor:{donor.id}")
         negative = replace_segments(positive, start, end, block)

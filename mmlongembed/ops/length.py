@@ -150,12 +150,17 @@ def find_block(
     aim: int | None = None,
     char_aim: int | None = None,
     chars_per_token: float = 4.0,
+    word_aim: int | None = None,
+    words_per_token: float = 0.75,
 ) -> tuple[int, int]:
     """A contiguous run ``segments[start:end]`` of text whose token sum lies in
     [need_lo, need_hi], starting at a paragraph start where possible. The run closest to ``aim``
     tokens wins; with ``char_aim``, the run closest to both aims, a character counting as
     ``1 / chars_per_token`` tokens: a block from a denser or sparser donor would otherwise make
     every variant of a positive longer (or shorter) in characters than the positive itself.
+    ``word_aim`` does the same for words (a word counting as ``1 / words_per_token`` tokens): at
+    equal tokens and characters, a donor of longer words would give every variant fewer, longer
+    words than its positive, and "the most words" would find the positive.
 
     Start points are tried in shuffled order: O(n log n), one bisection over prefix sums per start."""
     if need_lo > need_hi or need_hi <= 0:
@@ -163,6 +168,7 @@ def find_block(
     aim = (need_lo + need_hi) // 2 if aim is None else aim
     sums = prefix_sums(segments)
     chars = [0, *accumulate(len(s.text) for s in segments)]
+    words = [0, *accumulate(len(s.text.split()) for s in segments)] if word_aim is not None else []
     text_only = [s.kind == TEXT for s in segments]
     paragraph_starts = [0] + [i + 1 for i, s in enumerate(segments[:-1]) if s.paragraph_end]
     for starts in (paragraph_starts, list(range(len(segments)))):
@@ -177,6 +183,8 @@ def find_block(
                     miss = float(abs(sums[end] - sums[start] - aim))
                     if char_aim is not None:
                         miss += abs(chars[end] - chars[start] - char_aim) / chars_per_token
+                    if word_aim is not None:
+                        miss += abs(words[end] - words[start] - word_aim) / words_per_token
                     if best is None or miss < best[0]:
                         best = (miss, start, end)
                     if miss == 0:
