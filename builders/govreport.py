@@ -26,14 +26,19 @@ from mmlongembed.ops.donor import (
     SHINGLE_WORDS, content_sha256, exchangeable_offsets, jaccard, offset_room, replace_span_with_donor,
     word_shingles)
 from mmlongembed.ops.length import Fitted, truncate_to_band
+from mmlongembed.ops.lexical import exchangeable_sides
 from mmlongembed.pool_plan import PoolContext
 from mmlongembed.rng import seeded_order
 from mmlongembed.pools import EASY_NEGATIVE, HARD_NEGATIVE, POSITIVE, Candidate, LengthBand, Pool, Query, pool_name
 from mmlongembed.readers.govreport import HUB_SOURCE, Report, local_files, local_root, read_reports
 from mmlongembed.tokens import default_counter
+from mmlongembed.wordstats import text_features
 
 INSTRUCTION = "Given this summary, retrieve the original corresponding long document."
 HARD_VARIANTS = (("head25", (0.0, 0.25)), ("tail25", (0.75, 1.0)), ("middle50", (0.25, 0.75)))
+# What a variant's donor is chosen to move as often up as down (``_hard_variants``): a report's
+# style sets its word length, and a quarter to half of one donor moves all three variants alike.
+BALANCED_STATISTIC = "mean_word_length"
 
 
 @dataclass
@@ -255,13 +260,18 @@ class GovReportBuilder(Builder):
 
     def _hard_variants(self, rid: str, positive: Fitted, donors, band: LengthBand, pool_label: str, corpus: Corpus,
                        context: PoolContext):
-        """The three variants (head25, tail25, middle50), each from the best donor that can fill
-        its span; None when one of them cannot be made."""
+        """The three variants (head25, tail25, middle50); None when one of them cannot be made.
+        Each comes from the best-ranked donor of the top BM25 list that can fill its span and
+        moves the mean word length to the side drawn for it (``exchangeable_sides``; the best
+        donor that can fill, when none does): the best donor alone would move all three variants'
+        words the same way, and "the shortest words" would find the positive half the time."""
         variants = []
         offsets = exchangeable_offsets(positive.n_tokens, len(HARD_VARIANTS), context.rng(pool_label, rid, "offsets"))
-        for (variant, fraction), offset in zip(HARD_VARIANTS, offsets):
+        sides = exchangeable_sides(len(HARD_VARIANTS), 1, context.rng(pool_label, rid, "sides"))[:, 0]
+        before = text_features(positive.document.render()[0])[BALANCED_STATISTIC]
+        for (variant, fraction), offset, side in zip(HARD_VARIANTS, offsets, sides):
             rng = context.rng(pool_label, rid, variant)
-            made = None
+            chosen = None
             for rank, donor_id, score in donors:
                 try:
                     made = replace_span_with_donor(
@@ -270,11 +280,14 @@ class GovReportBuilder(Builder):
                 except FitError:
                     continue
                 made.provenance.update(variant=variant, donor_bm25_rank=rank, donor_bm25_score=round(score, 4),
-                                       source_id=rid)
-                break
-            if made is None:
+                                       source_id=rid, word_side={BALANCED_STATISTIC: int(side)})
+                chosen = chosen or made
+                if (text_features(made.document.render()[0])[BALANCED_STATISTIC] - before) * side > 0:
+                    chosen = made
+                    break
+            if chosen is None:
                 return None
-            variants.append((variant, made))
+            variants.append((variant, chosen))
         return variants
 
     # -- checks and card -----------------------------------------------------------------

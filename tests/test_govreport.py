@@ -410,7 +410,8 @@ def with_twins(tmp_path_factory):
 def test_donor_is_the_top_bm25_report_for_the_summary_that_is_neither_the_source_nor_a_near_duplicate(with_twins):
     """Recomputed independently (the reference rank_bm25 over the same tokens, our own shingle
     Jaccard): taking the least similar donor, a random one, or skipping the near-duplicate filter
-    fails here."""
+    fails here. (A variant takes the best donor whose block moves its mean word length to the
+    side drawn for it: see the next test.)"""
     import numpy as np
     from rank_bm25 import BM25Okapi
 
@@ -422,13 +423,18 @@ def test_donor_is_the_top_bm25_report_for_the_summary_that_is_neither_the_source
     ids = [r.id for r in records]
     reference = BM25Okapi([bm25_tokenize(r.report) for r in records])
     text_of = {r.id: r.report for r in records}
-    expected, twin_best = {}, set()
+    expected, twin_best, ranks = {}, set(), {}
+
+    def eligible_rank(source, donor):
+        return ranks[source].get(donor, len(ids))
+
     for r in records:
         scores = reference.get_scores(bm25_tokenize(r.summary))
         ranking = [ids[i] for i in np.lexsort((np.arange(len(ids)), -scores)) if ids[i] != r.id]
         eligible = [other for other in ranking
                     if _shingle_jaccard(text_of[r.id], text_of[other]) < config.near_duplicate_jaccard]
         expected[r.id] = eligible[0]
+        ranks[r.id] = {other: k for k, other in enumerate(eligible)}
         if ranking[0] != eligible[0]:
             twin_best.add(r.id)  # the best match for the summary is a near-duplicate
     donors = [(row["source_id"], json.loads(row["provenance"])["donor_id"])
@@ -437,8 +443,10 @@ def test_donor_is_the_top_bm25_report_for_the_summary_that_is_neither_the_source
     for source, donor in donors:
         assert donor != source
         assert _shingle_jaccard(text_of[source], text_of[donor]) < config.near_duplicate_jaccard
+    # the best eligible donor, unless it would move the words to the side not drawn for the variant
     top = sum(donor == expected[source] for source, donor in donors)
-    assert top >= 0.9 * len(donors), (top, len(donors))
+    assert top >= 0.4 * len(donors), (top, len(donors))
+    assert all(eligible_rank(source, donor) < config.donor_candidates for source, donor in donors)
     # the rule was exercised: for these queries the best-ranked other report is a near-duplicate
     assert len({source for source, _ in donors} & twin_best) >= 3
     # a twin refilled from its original's donor block, where the one changed paragraph is replaced,
@@ -464,3 +472,28 @@ def test_positives_end_below_the_band_top_so_variants_are_longer_as_often_as_sho
         longer += sum(n > p for n, p in lengths)
         shorter += sum(n < p for n, p in lengths)
     assert longer > 0.3 * (longer + shorter) and shorter > 0.3 * (longer + shorter), (longer, shorter)
+
+
+def test_variants_move_the_mean_word_length_to_drawn_sides_so_the_positive_sits_anywhere(built):
+    """One donor for all three variants moves their words alike (all longer, say): "the shortest
+    words" found the positive with P@1 0.53 against 0.25 at GovReport's full size. Each variant's
+    side is drawn so that the positive's rank among its group is uniform, and its donor is the
+    best-ranked one that moves the mean word length that way."""
+    from mmlongembed.wordstats import text_features
+
+    agree, below_counts = [], set()
+    for length in LENGTHS:
+        groups: dict[str, list[dict]] = {}
+        for row in _rows(built, f"govreport-hard-{length // 1024}k"):
+            groups.setdefault(row["group"], []).append(row)
+        for members in groups.values():
+            positive = text_features(next(r for r in members if r["role"] == "positive")["text"])["mean_word_length"]
+            sides = []
+            for row in members:
+                if row["role"] == "hard_negative":
+                    side = json.loads(row["provenance"])["word_side"]["mean_word_length"]
+                    sides.append(side)
+                    agree.append((text_features(row["text"])["mean_word_length"] - positive) * side > 0)
+            below_counts.add(sides.count(-1))
+    assert sum(agree) >= 0.8 * len(agree), (sum(agree), len(agree))
+    assert len(below_counts) >= 3  # the positive's rank varies: not always the edge, not always the middle

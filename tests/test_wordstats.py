@@ -48,3 +48,13 @@ def test_the_balanced_choice_moves_each_statistic_to_its_drawn_side():
     assert choose_balanced(np.array([[0.0, 1.0], [0.0, 1.0]]), np.array([-1, 1])) == 0
     with pytest.raises(ValueError):
         choose_balanced(np.zeros((0, 2)), np.array([1, 1]))
+
+
+def test_exchangeable_sides_put_the_original_at_each_rank_equally_often():
+    from mmlongembed.ops.lexical import exchangeable_sides
+
+    below = [int((exchangeable_sides(3, 2, np.random.default_rng(seed)) == -1).sum(axis=0)[0]) for seed in range(4000)]
+    shares = np.bincount(below, minlength=4) / len(below)
+    assert np.allclose(shares, 0.25, atol=0.03)  # independent +-1 sides would give 1/8, 3/8, 3/8, 1/8
+    sides = exchangeable_sides(3, 2, np.random.default_rng(1))
+    assert sides.shape == (3, 2) and set(np.unique(sides)) <= {-1, 1}

@@ -18,6 +18,19 @@ from __future__ import annotations
 import numpy as np
 
 
+def exchangeable_sides(n_edits: int, n_statistics: int, rng: np.random.Generator) -> np.ndarray:
+    """Sides for ``n_edits`` edits of one original (edits x statistics, +1 or -1) when all of them
+    stand beside it in one group: per statistic, how many edits go below the original is drawn
+    uniformly from 0 to ``n_edits``, so the original's rank among itself and its edits is uniform
+    (independent sides would put it at the group's edge too seldom; one shared side, as edits from
+    one donor all move alike, far too often)."""
+    sides = np.ones((n_edits, n_statistics), dtype=int)
+    for j in range(n_statistics):
+        below = int(rng.integers(n_edits + 1))
+        sides[rng.permutation(n_edits)[:below], j] = -1
+    return sides
+
+
 def choose_balanced(differences: np.ndarray, sides: np.ndarray) -> int:
     """The row of ``differences`` (edits x statistics: the edited document's value minus the
     original's) to take, given ``sides`` (+1 or -1 per statistic: the side the edit should move
