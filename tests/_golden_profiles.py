@@ -5,7 +5,10 @@ the golden vector."""
 
 from __future__ import annotations
 
+import json
+
 import numpy as np
+import pytest
 
 from harness.data import Item
 
@@ -47,3 +50,22 @@ class GoldenCheck:
         assert not differ, f"{REGENERATE}; the weights differ in {', '.join(differ[:5])} ({len(differ)} in all)"
         assert goldens["inputs_fingerprint"] == self.golden.inputs_fingerprint(), f"{REGENERATE}; the inputs differ"
         assert goldens["inputs"] == [item["kind"] for item in self.golden.inputs()]
+
+
+def golden_fixtures(golden, make_tiny, folder: str):
+    """The fixtures of a family's golden test module: the Hub offline (autouse), the committed
+    goldens, and the tiny model (``make_tiny``) built once in a ``folder`` of the module's."""
+
+    @pytest.fixture(autouse=True)
+    def _offline(monkeypatch):
+        monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+
+    @pytest.fixture(scope="module")
+    def goldens():
+        return json.loads(golden.GOLDEN_FILE.read_text())
+
+    @pytest.fixture(scope="module")
+    def tiny(tmp_path_factory):
+        return make_tiny(tmp_path_factory.mktemp(folder) / "model")
+
+    return _offline, goldens, tiny

@@ -10,13 +10,12 @@ fails the gate."""
 from __future__ import annotations
 
 import dataclasses
-import json
 
 import numpy as np
 import pytest
 
 from harness.profiles import ImageLimits, get_profile
-from tests._golden_profiles import GoldenCheck
+from tests._golden_profiles import GoldenCheck, golden_fixtures
 from tests.golden import embed_rl as golden
 
 torch = pytest.importorskip("torch")
@@ -27,19 +26,7 @@ check = GoldenCheck(golden)
 PROFILES = ("embed-rl-2b", "embed-rl-4b")
 
 
-@pytest.fixture(autouse=True)
-def _offline(monkeypatch):
-    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
-
-
-@pytest.fixture(scope="module")
-def goldens():
-    return json.loads(golden.GOLDEN_FILE.read_text())
-
-
-@pytest.fixture(scope="module")
-def tiny(tmp_path_factory):
-    return golden.make_tiny_embed_rl(tmp_path_factory.mktemp("tiny-embed-rl") / "model")
+_offline, goldens, tiny = golden_fixtures(golden, golden.make_tiny_embed_rl, "tiny-embed-rl")
 
 
 def test_the_goldens_match_this_tiny_model_and_these_inputs(tiny, goldens):

@@ -10,14 +10,13 @@ fails the gate."""
 from __future__ import annotations
 
 import dataclasses
-import json
 
 import numpy as np
 import pytest
 
 from harness.data import Item
 from harness.profiles import ImageLimits, get_profile
-from tests._golden_profiles import GoldenCheck
+from tests._golden_profiles import GoldenCheck, golden_fixtures
 from tests.golden import qwen3_vl as golden
 
 torch = pytest.importorskip("torch")
@@ -28,19 +27,7 @@ check = GoldenCheck(golden)
 PROFILES = ("qwen3-vl-2b", "qwen3-vl-8b")
 
 
-@pytest.fixture(autouse=True)
-def _offline(monkeypatch):
-    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
-
-
-@pytest.fixture(scope="module")
-def goldens():
-    return json.loads(golden.GOLDEN_FILE.read_text())
-
-
-@pytest.fixture(scope="module")
-def tiny(tmp_path_factory):
-    return golden.make_tiny_qwen3_vl(tmp_path_factory.mktemp("tiny-qwen3-vl") / "model")
+_offline, goldens, tiny = golden_fixtures(golden, golden.make_tiny_qwen3_vl, "tiny-qwen3-vl")
 
 
 def test_the_goldens_match_this_tiny_model_and_these_inputs(tiny, goldens):

@@ -10,12 +10,11 @@ index, the instruction before the images) fails the gate."""
 from __future__ import annotations
 
 import dataclasses
-import json
 
 import pytest
 
 from harness.profiles import ImageLimits, get_profile
-from tests._golden_profiles import GoldenCheck
+from tests._golden_profiles import GoldenCheck, golden_fixtures
 from tests.golden import vlm2vec as golden
 
 torch = pytest.importorskip("torch")
@@ -26,19 +25,7 @@ check = GoldenCheck(golden)
 NAME = "vlm2vec-qwen2vl-2b"
 
 
-@pytest.fixture(autouse=True)
-def _offline(monkeypatch):
-    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
-
-
-@pytest.fixture(scope="module")
-def goldens():
-    return json.loads(golden.GOLDEN_FILE.read_text())
-
-
-@pytest.fixture(scope="module")
-def tiny(tmp_path_factory):
-    return golden.make_tiny_vlm2vec(tmp_path_factory.mktemp("tiny-vlm2vec") / "model")
+_offline, goldens, tiny = golden_fixtures(golden, golden.make_tiny_vlm2vec, "tiny-vlm2vec")
 
 
 def _wrong(**changes):
