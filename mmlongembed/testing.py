@@ -253,13 +253,13 @@ def pool_with_images(target: int, images: list[bytes], n_queries: int = 3, datas
     counter = default_counter()
     pool = Pool(name=f"{dataset}-easy-{target}", task="logical_summarization", dataset=dataset, difficulty="easy",
                 band=LengthBand(target=target, lo=1, hi=10 ** 6), modality="mixed")
+    pictures = tuple(image_segment(image, 96, 96) for image in images)  # the same segments in every candidate
     for q in range(n_queries):
         pool.queries.append(Query(id=f"q{q}", text=f"Question {q} about stones?", instruction="Find it.",
                                   source_id=str(q), n_tokens=counter.count(f"Question {q} about stones?")))
         for k, role in enumerate((POSITIVE, EASY_NEGATIVE)):
             cid = f"d{q}-{k}"
             words = text_document(cid, f"Document {q} {k} speaks of river stones and lanterns.", counter)
-            pictures = tuple(image_segment(image, 96, 96) for image in images)
             document = words.with_segments(words.segments + pictures)
             pool.candidates.append(Candidate(id=cid, document=document, role=role, group=f"q{q}", source_id=cid,
                                              n_tokens=document.tokens))
