@@ -11,15 +11,18 @@ report, so that a model must read the whole document to tell them apart.
 
 from __future__ import annotations
 
+import functools
+import itertools
 import json
+from array import array
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Iterable
+from typing import Iterable, Iterator
 
 from mmlongembed.bm25 import BM25Index, bm25_tokenize
 from mmlongembed.capacity import LengthLimit, halving_limit, longest_text_tokens
 from mmlongembed.builder import Builder, BuildReport, CommonConfig, Problem, register
-from mmlongembed.documents import Document, text_document
+from mmlongembed.documents import Document, counted_segments, text_pieces
 from mmlongembed.errors import FitError
 from mmlongembed.manifest import files_identity
 from mmlongembed.ops.donor import (
@@ -58,32 +61,45 @@ class GovReportConfig(CommonConfig):
     )
 
 
-@dataclass
 class Corpus:
-    """The reports every pool of a build draws on: tokenised, their summaries, the BM25 index
-    that finds donors, and each report's shingles (made on first use)."""
+    """The reports every pool of a build draws on: their token counts, summaries and the BM25
+    index that finds donors, made in one pass that tokenises each report once. A report's
+    document (its sentences with their counts, kept from that pass) and its shingles are made
+    when a pool uses it, and only the most recent are kept: a full-size corpus is 19K reports,
+    a build uses a few thousand of them."""
 
-    ids: list[str]
-    documents: dict[str, Document]
-    summaries: dict[str, str]
-    index: BM25Index
-    _shingles: dict[str, set] = field(default_factory=dict)
+    DOCUMENTS_KEPT, SHINGLES_KEPT = 256, 1024
 
-    @classmethod
-    def of(cls, records: list[Report], context: PoolContext) -> "Corpus":
-        documents = {r.id: text_document(r.id, r.report, context.counter)
-                     for r in context.report.bar(records, "tokenising reports", "report")}
-        return cls([r.id for r in records], documents, {r.id: r.summary for r in records},
-                   BM25Index.from_texts([r.report for r in records]))
+    def __init__(self, records: list[Report], context: PoolContext):
+        self.ids = [r.id for r in records]
+        self.summaries = {r.id: r.summary for r in records}
+        self._records = {r.id: r for r in records}
+        self._sentence_tokens: dict[str, array] = {}
+        self.tokens: dict[str, int] = {}
 
-    def shingles(self, rid: str) -> set:
-        if rid not in self._shingles:
-            self._shingles[rid] = word_shingles(self.documents[rid].render()[0])
-        return self._shingles[rid]
+        def words_of_each_report():
+            for r in context.report.bar(records, "tokenising reports", "report"):
+                text = r.report
+                pieces = text_pieces(text)
+                counts = array("I", context.counter.count_many([p for p, _ in pieces]))
+                self._sentence_tokens[r.id], self.tokens[r.id] = counts, sum(counts)
+                yield bm25_tokenize(text)
+
+        self.index = BM25Index(words_of_each_report())
+        self.document = functools.lru_cache(self.DOCUMENTS_KEPT)(self._document)
+        self.shingles = functools.lru_cache(self.SHINGLES_KEPT)(self._shingles)
+
+    def _document(self, rid: str) -> Document:
+        """The report's document, its sentences counted in the one pass (``text_segments``' split)."""
+        segments = counted_segments(text_pieces(self._records[rid].report), self._sentence_tokens[rid])
+        return Document(id=rid, segments=tuple(segments), meta={})
+
+    def _shingles(self, rid: str):
+        return word_shingles(self._records[rid].report)
 
     def cut(self, rid: str, fitted: Fitted) -> bool:
         """Whether ``fitted`` is its report cut short."""
-        return fitted.document.tokens < self.documents[rid].tokens
+        return fitted.document.tokens < self.tokens[rid]
 
 
 @register
@@ -94,7 +110,8 @@ class GovReportBuilder(Builder):
     name = "govreport"
     # 1.1: Hub source is the parquet GovReport (ccdv/govreport-summarization)
     # 1.2: the easy and hard pools of one length share their queries (paired)
-    version = "1.2.0"
+    # 1.3: reports are fitted as a pool reaches them; easy negatives are the band's next reports
+    version = "1.3.0"
     # a variant mixing in a quarter to a half of another report has more distinct words and more
     # words used once (the paper's design): reported in the card, not a build failure
     design_signals = ("type_token_ratio", "hapax_share")
@@ -134,10 +151,10 @@ class GovReportBuilder(Builder):
     def build_pools(self, records: list[Report], config: GovReportConfig, report: BuildReport) -> list[Pool]:
         context = PoolContext(self.name, config, default_counter(), report)
         bands = [LengthBand.halving(t) for t in sorted(set(config.lengths))]
-        corpus = Corpus.of(records, context)
+        corpus = Corpus(records, context)
         bucket_of: dict[str, LengthBand] = {}
         for rid in corpus.ids:
-            natural = corpus.documents[rid].tokens
+            natural = corpus.tokens[rid]
             band = next((b for b in bands if b.lo <= natural <= b.hi), bands[-1] if natural > bands[-1].hi else None)
             if band is None:
                 report.skip("too_short_for_any_pool", f"{rid} ({natural} tokens)")
@@ -167,26 +184,32 @@ class GovReportBuilder(Builder):
 
         Reports of the band are taken in one seeded order; a report becomes a query when its three
         hard variants can be built, until the cap or the supply of easy negatives is reached. The
-        easy negatives are the band's reports that are not queries (unmodified), then reports of
-        longer bands cut at a paragraph boundary to a length drawn from the positives' lengths
-        (counted in the card); if too few can be cut, the last queries leave both pools."""
+        easy negatives are the band's next reports in that order that are not queries
+        (unmodified), then reports of longer bands cut at a paragraph boundary to a length drawn
+        from the positives' lengths (counted in the card); if too few can be cut, the last
+        queries leave both pools. Reports are fitted as they are reached, so a build holds the
+        documents its pools use, not the band's."""
         easy = Pool(name=pool_name(self.name, "easy", band), task=self.task, dataset=self.name,
                     difficulty="easy", band=band)
         hard = Pool(name=pool_name(self.name, "hard", band), task=self.task, dataset=self.name,
                     difficulty="hard", band=band)
         rng = context.rng(f"{self.name}-{band.name}", "order")  # one generator, drawn from in this order:
-        fitted = {}
         top = band.hi - offset_room(band)  # room above a positive for its longer variants
-        for rid in seeded_order(members, rng):  # the band's reports, ...
-            try:
-                fitted[rid] = truncate_to_band(corpus.documents[rid], band, context.counter, target=top)
-            except FitError as error:
-                context.report.skip(f"positive_{error.reason}", rid)
-        chosen = self._hard_queries(band, fitted, len(longer), hard.name, corpus, context)
-        chosen, negatives = self._easy_negatives(band, chosen, fitted, longer, rng, corpus, context)  # ... the rest
+
+        def fitted_in_order():
+            for rid in seeded_order(members, rng):  # the band's reports, ...
+                try:
+                    yield rid, truncate_to_band(corpus.document(rid), band, context.counter, target=top)
+                except FitError as error:
+                    context.report.skip(f"positive_{error.reason}", rid)
+
+        fitted = fitted_in_order()
+        chosen, passed = self._hard_queries(band, fitted, len(members) + len(longer), hard.name, corpus, context)
+        chosen, negatives = self._easy_negatives(band, chosen, itertools.chain(passed, fitted), longer, rng, corpus,
+                                                 context)  # ... the rest
         k = context.config.negatives_per_query
-        for q, (rid, variants) in enumerate(chosen):
-            query, positive = self._query(rid, corpus), self._positive(rid, fitted[rid], corpus)
+        for q, (rid, positive_fitted, variants) in enumerate(chosen):
+            query, positive = self._query(rid, corpus), self._positive(rid, positive_fitted, corpus)
             easy.add_query(query, positive, [Candidate(
                 id=f"d:{neg_rid}", document=neg.document, role=EASY_NEGATIVE, group=f"q:{rid}", source_id=neg_rid,
                 n_tokens=neg.n_tokens, provenance={"variant": "other_report", "truncated": truncated})
@@ -196,52 +219,57 @@ class GovReportBuilder(Builder):
                 source_id=rid, n_tokens=made.n_tokens, provenance=made.provenance) for variant, made in variants])
         return easy, hard
 
-    def _hard_queries(self, band: LengthBand, fitted: dict[str, Fitted], n_longer: int, pool_label: str,
-                      corpus: Corpus, context: PoolContext) -> list[tuple[str, list]]:
-        """(report, its hard variants) for the fitted reports, in their order, whose three variants
-        can be made, up to the cap and to what the easy negatives can serve."""
+    def _hard_queries(self, band: LengthBand, fitted: Iterator[tuple[str, Fitted]], n_reports: int,
+                      pool_label: str, corpus: Corpus, context: PoolContext):
+        """(queries as (report, fitted, its hard variants), reports passed over as (report,
+        fitted)): the fitted reports taken in their order, a query each whose three variants can
+        be made, up to the cap and to what the ``n_reports`` of the band and longer ones can serve
+        as easy negatives. Stops reading ``fitted`` there."""
         k = context.config.negatives_per_query
-        # Q queries leave len(fitted) - Q unmodified reports and the longer ones for k*Q negatives.
-        cap = min(context.cap, (len(fitted) + n_longer) // (k + 1))
-        chosen: list[tuple[str, list]] = []
+        cap = min(context.cap, n_reports // (k + 1))  # Q queries leave n - Q reports for k*Q negatives
+        chosen, passed = [], []
         made: set[str] = set()  # the variants' texts (sha256) so far: a pool holds no text twice
-        for rid in context.report.bar(list(fitted), f"{pool_label}: hard negatives", "report"):
-            if len(chosen) >= cap:
-                break
+        bar = context.report.progress_bar(cap, f"{pool_label}: hard negatives", "query")
+        for rid, positive in fitted if cap else ():
             donors = self._donors(rid, corpus, context.config)
-            variants = self._hard_variants(rid, fitted[rid], donors, band, pool_label, corpus, context)
+            variants = self._hard_variants(rid, positive, donors, band, pool_label, corpus, context)
+            texts = {content_sha256(variant.document.render()[0]) for _, variant in variants or ()}
             if variants is None:
                 context.report.skip("hard_no_donor_block", rid)
-                continue
-            texts = {content_sha256(variant.document.render()[0]) for _, variant in variants}
-            if texts & made:  # a near-duplicate report, refilled from the same donor block
+            elif texts & made:  # a near-duplicate report, refilled from the same donor block
                 context.report.skip("hard_variant_made_twice", rid)
+            else:
+                made |= texts
+                chosen.append((rid, positive, variants))
+                bar.update()
+                if len(chosen) >= cap:
+                    break
                 continue
-            made |= texts
-            chosen.append((rid, variants))
-        return chosen
+            passed.append((rid, positive))
+        bar.close()
+        return chosen, passed
 
-    def _easy_negatives(self, band: LengthBand, chosen: list, fitted: dict[str, Fitted], longer: list[str], rng,
-                        corpus: Corpus, context: PoolContext) -> tuple[list, list[tuple[str, Fitted, bool]]]:
+    def _easy_negatives(self, band: LengthBand, chosen: list, unused: Iterable[tuple[str, Fitted]],
+                        longer: list[str], rng, corpus: Corpus, context: PoolContext):
         """(the queries that keep their place, k easy negatives for each in a seeded order, as
-        (report, fitted, cut)): the band's other reports, then longer ones cut to a positive's length."""
+        (report, fitted, cut)): the band's reports that are not queries, as far as needed, then
+        longer ones cut to a positive's length."""
         k = context.config.negatives_per_query
-        query_ids = {rid for rid, _ in chosen}
         negatives: list[tuple[str, Fitted, bool]] = [  # the top band cuts longer reports too
-            (rid, fitted[rid], corpus.cut(rid, fitted[rid])) for rid in fitted if rid not in query_ids]
-        positive_lengths = [fitted[rid].n_tokens for rid, _ in chosen]
+            (rid, fitted, corpus.cut(rid, fitted)) for rid, fitted in itertools.islice(unused, k * len(chosen))]
+        positive_lengths = [positive.n_tokens for _, positive, _ in chosen]
         for i in rng.permutation(len(longer)):
             if len(negatives) >= k * len(chosen):
                 break
             rid = longer[int(i)]
             target = positive_lengths[int(rng.integers(len(positive_lengths)))]
             try:
-                negatives.append((rid, truncate_to_band(corpus.documents[rid], band, context.counter, target=target),
+                negatives.append((rid, truncate_to_band(corpus.document(rid), band, context.counter, target=target),
                                   True))
             except FitError as error:
                 context.report.skip(f"easy_negative_{error.reason}", rid)
         if len(negatives) < k * len(chosen):  # some cuts failed: fewer queries, never fewer negatives each
-            for rid, _ in chosen[len(negatives) // k:]:
+            for rid, _, _ in chosen[len(negatives) // k:]:
                 context.report.skip("not_enough_easy_negatives", rid)
             chosen = chosen[: len(negatives) // k]
         return chosen, seeded_order(negatives, rng)[: k * len(chosen)]
@@ -275,7 +303,7 @@ class GovReportBuilder(Builder):
             for rank, donor_id, score in donors:
                 try:
                     made = replace_span_with_donor(
-                        positive.document, positive.n_tokens, fraction, corpus.documents[donor_id], band,
+                        positive.document, positive.n_tokens, fraction, corpus.document(donor_id), band,
                         context.counter, rng, length_offset=offset)
                 except FitError:
                     continue

@@ -111,7 +111,7 @@ class BM25Model(Model):
     def identity(self) -> dict:
         from mmlongembed import bm25
 
-        return {"model": "bm25", "library": "rank-bm25-rs (BM25Okapi)",
+        return {"model": "bm25", "library": "mmlongembed.bm25 (BM25Okapi scoring, bit-identical to rank_bm25)",
                 "tokenisation": "NFKC, lower case, \\w+ runs, English stop words removed, CJK per character",
                 "k1": bm25.K1, "b": bm25.B, "epsilon": bm25.EPSILON}
 

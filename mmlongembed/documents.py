@@ -80,17 +80,25 @@ class Document:
         return offsets
 
 
-def text_segments(text: str, counter: TokenCounter, origin: str = "source") -> list[Segment]:
-    """Split text into sentence segments (paragraph ends marked), counting each piece once."""
+def text_pieces(text: str) -> list[tuple[str, bool]]:
+    """The text's sentences, each with whether it closes a paragraph: what its segments hold."""
     pieces: list[tuple[str, bool]] = []
     for paragraph in split_paragraphs(text):
         sentences = split_sentences(paragraph)
         pieces.extend((sentence, i == len(sentences) - 1) for i, sentence in enumerate(sentences))
-    counts = counter.count_many([p for p, _ in pieces])
-    return [
-        Segment(kind=TEXT, tokens=n, text=p, paragraph_end=end, origin=origin)
-        for (p, end), n in zip(pieces, counts)
-    ]
+    return pieces
+
+
+def counted_segments(pieces: Sequence[tuple[str, bool]], counts: Iterable[int], origin: str = "source") -> list[Segment]:
+    """Text segments from ``text_pieces`` and their token counts (counted now or kept from before)."""
+    return [Segment(kind=TEXT, tokens=int(n), text=p, paragraph_end=end, origin=origin)
+            for (p, end), n in zip(pieces, counts, strict=True)]
+
+
+def text_segments(text: str, counter: TokenCounter, origin: str = "source") -> list[Segment]:
+    """Split text into sentence segments (paragraph ends marked), counting each piece once."""
+    pieces = text_pieces(text)
+    return counted_segments(pieces, counter.count_many([p for p, _ in pieces]), origin)
 
 
 def text_document(doc_id: str, text: str, counter: TokenCounter, origin: str = "source", **meta) -> Document:

@@ -50,3 +50,20 @@ def test_empty_query_scores_zero():
     index = BM25Index.from_texts(["alpha beta", "gamma"])
     assert index.scores([]).tolist() == [0.0, 0.0]
     assert index.scores(["unknown"]).tolist() == [0.0, 0.0]
+
+
+def test_an_index_read_from_a_generator_scores_as_rank_bm25_with_floored_idfs():
+    """Documents read one at a time (how GovReport indexes 19K reports), with words in more than
+    half of them (negative IDF, floored to EPSILON times the mean): still bit-identical."""
+    from rank_bm25 import BM25Okapi
+
+    rng = np.random.default_rng(4)
+    vocab = [f"w{i}" for i in range(40)]
+    tokenized = [["common", "usual", *rng.choice(vocab, size=rng.integers(5, 60))] for _ in range(120)]
+    tokenized[7] = []  # an empty document among them
+    reference = BM25Okapi(tokenized)
+    assert reference.idf["common"] == 0.25 * reference.average_idf  # the floor applied
+    ours = BM25Index(doc for doc in tokenized)
+    assert ours.size == len(tokenized)
+    for query in (["common"], ["w1", "w1", "usual", "missing"], list(rng.choice(vocab, size=9))):
+        np.testing.assert_array_equal(ours.scores(query), np.asarray(reference.get_scores(query)))

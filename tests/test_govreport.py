@@ -497,3 +497,26 @@ def test_variants_move_the_mean_word_length_to_drawn_sides_so_the_positive_sits_
             below_counts.add(sides.count(-1))
     assert sum(agree) >= 0.8 * len(agree), (sum(agree), len(agree))
     assert len(below_counts) >= 3  # the positive's rank varies: not always the edge, not always the middle
+
+
+def test_a_build_makes_documents_only_for_the_reports_its_pools_use(tmp_path, monkeypatch):
+    """A full-size corpus is 19K reports, a build uses a few thousand: a report's document (its
+    sentences) is made when a pool reaches it, not for every report of a band up front."""
+    import builders.govreport as govreport
+    from mmlongembed.builder import BuildReport
+
+    write_govreport_jsonl(tmp_path / "reports.jsonl", n_reports=120, paragraphs=(12, 30), seed=5)
+    builder = get_builder("govreport")
+    config = GovReportConfig(sources=str(tmp_path), lengths=(4096,), seed=1, max_queries_per_pool=2)
+    records = builder.load_sources(config, BuildReport())
+    made = []
+    document = govreport.Corpus._document
+    monkeypatch.setattr(govreport.Corpus, "_document", lambda self, rid: made.append(rid) or document(self, rid))
+    pools = builder.build_pools(records, config, BuildReport(progress=False))
+    used = {c.source_id for pool in pools for c in pool.candidates}
+    donors = {c.provenance["donor_id"] for pool in pools for c in pool.candidates if "donor_id" in c.provenance}
+    assert [len(pool.queries) for pool in pools] == [2, 2]
+    in_band = sum(2048 < govreport.default_counter().count(r.report) <= 4096 for r in records)
+    assert in_band >= 60  # the old way made all of these
+    # the used reports, their donors and the donors tried that could not fill a span
+    assert used | donors <= set(made) and len(set(made)) <= in_band // 2, (len(set(made)), in_band)

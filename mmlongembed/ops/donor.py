@@ -116,13 +116,19 @@ def replace_span_with_donor(
 SHINGLE_WORDS = 8
 
 
-def word_shingles(text: str) -> set[int]:
-    """The text's runs of ``SHINGLE_WORDS`` words (lower-cased), hashed: what two near-duplicate
-    texts share most of (hashes are compared within one process only)."""
+def word_shingles(text: str) -> np.ndarray:
+    """The text's runs of ``SHINGLE_WORDS`` words (lower-cased), hashed, sorted and each once:
+    what two near-duplicate texts share most of (hashes are compared within one process only).
+    An array of 8 bytes a shingle, not a set of a few dozen: a build keeps many of them."""
     words = text.lower().split()
-    return {hash(" ".join(words[i:i + SHINGLE_WORDS])) for i in range(max(1, len(words) - SHINGLE_WORDS + 1))}
+    count = max(1, len(words) - SHINGLE_WORDS + 1)
+    hashes = (hash(" ".join(words[i:i + SHINGLE_WORDS])) for i in range(count))
+    return np.unique(np.fromiter(hashes, dtype=np.int64, count=count))
 
 
-def jaccard(a: set, b: set) -> float:
-    """|a & b| / |a | b|; 0 when either set is empty."""
-    return len(a & b) / len(a | b) if a and b else 0.0
+def jaccard(a: np.ndarray, b: np.ndarray) -> float:
+    """|a & b| / |a | b| of two ``word_shingles``; 0 when either is empty."""
+    if not len(a) or not len(b):
+        return 0.0
+    shared = len(np.intersect1d(a, b, assume_unique=True))
+    return shared / (len(a) + len(b) - shared)

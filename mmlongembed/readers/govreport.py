@@ -9,6 +9,7 @@ is a counted skip; records come out sorted by id, so their order never depends o
 from __future__ import annotations
 
 import hashlib
+import zlib
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterable, Iterator
@@ -30,10 +31,23 @@ ZEROSCROLLS_SUFFIX = "\n\nSummary:\n"
 
 @dataclass(frozen=True)
 class Report:
+    """One report and its summary. The report's text is held compressed: the donor search reads
+    the whole corpus, so a full-size GovReport (19K reports) is held for the whole build, in a
+    third of the memory its text takes; ``report`` gives the text back."""
+
     id: str
-    report: str
+    packed_report: bytes  # zlib
     summary: str
     origin: str
+    characters: int  # of the report
+
+    @classmethod
+    def of(cls, rid: str, report: str, summary: str, origin: str) -> "Report":
+        return cls(rid, zlib.compress(report.encode()), summary, origin, len(report))
+
+    @property
+    def report(self) -> str:
+        return zlib.decompress(self.packed_report).decode()
 
 
 def _clean(text) -> str:
@@ -76,7 +90,7 @@ def read_local_reports(root: Path, report: BuildReport) -> Iterator[Report]:
                 if isinstance(summary, list):
                     summary = "\n".join(str(p) for p in summary)
                 rid = str(record.get("id") or f"{path.stem}-{number}")
-            yield Report(rid, _clean(body), _clean(summary), f"{path.name}:{number}")
+            yield Report.of(rid, _clean(body), _clean(summary), f"{path.name}:{number}")
     for input_path in sorted(root.rglob("*_input.json")):
         output_path = input_path.with_name(input_path.name.replace("_input.json", "_output.json"))
         inputs, outputs = read_json(input_path, report), read_json(output_path, report) if output_path.exists() else {}
@@ -85,26 +99,26 @@ def read_local_reports(root: Path, report: BuildReport) -> Iterator[Report]:
         for rid, body in inputs.items():
             if isinstance(body, str):
                 body = body.removeprefix(ZEROSCROLLS_PREFIX).removesuffix(ZEROSCROLLS_SUFFIX)
-            yield Report(str(rid), _clean(body), _clean((outputs or {}).get(rid)), input_path.name)
+            yield Report.of(str(rid), _clean(body), _clean((outputs or {}).get(rid)), input_path.name)
 
 
 def read_hub_reports(builder_name: str) -> Iterator[Report]:
     """The Hub's parquet GovReport at its pinned revision (no id column: ids from the text)."""
     for number, r in enumerate(hub_rows(HUB_SOURCE, builder_name), 1):
-        yield Report(str(r.get("id") or _content_id("govreport", r.get("report"))),
-                     _clean(r.get("report", r.get("document"))), _clean(r.get("summary")), f"hub:{number}")
+        yield Report.of(str(r.get("id") or _content_id("govreport", r.get("report"))),
+                        _clean(r.get("report", r.get("document"))), _clean(r.get("summary")), f"hub:{number}")
 
 
 def usable_reports(records: Iterable[Report], report: BuildReport) -> list[Report]:
     """Each report once, with its summary, sorted by id; the others are counted skips."""
     kept, seen, seen_ids = [], {}, {}
     for r in records:
-        if not r.report:
+        if not r.characters:
             report.skip("empty_report", r.origin)
         elif not r.summary:
             report.skip("missing_summary", r.origin)
         else:
-            digest = hashlib.sha256(r.report.encode()).hexdigest()
+            digest = hashlib.sha256(r.packed_report).hexdigest()  # one text, one compressed form
             if digest in seen:
                 report.skip("duplicate_report", f"{r.origin} repeats {seen[digest]}")
                 continue
