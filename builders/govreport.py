@@ -146,7 +146,9 @@ class GovReportBuilder(Builder):
         """Reports keep their natural length (a longer one is only ever cut): the longest bounds it."""
         if not records:
             return None
-        return halving_limit(longest_text_tokens([r.report for r in records], default_counter()), "the longest report")
+        longest = longest_text_tokens(records, default_counter(), characters=lambda r: r.characters,
+                                      text=lambda r: r.report)
+        return halving_limit(longest, "the longest report")
 
     def build_pools(self, records: list[Report], config: GovReportConfig, report: BuildReport) -> list[Pool]:
         context = PoolContext(self.name, config, default_counter(), report)

@@ -21,10 +21,11 @@ The gold-quote checks are in ``builders/_mmdocrag_checks.py``.
 
 from __future__ import annotations
 
+import functools
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Iterable
+from typing import Callable, Iterable
 
 import numpy as np
 
@@ -42,8 +43,7 @@ from mmlongembed.ops.length import edge_whitespace, exact_tokens, fit_block_edge
 from mmlongembed.ops.measured import RECOUNT_MARGIN, Built, positive_window
 from mmlongembed.ops.quote_supply import GoldGuard, Supply, padding_pages
 from mmlongembed.ops.quotes import (
-    Donor, Instance, closest_aspect, content_keys, context_units, evidence_positions, holds, replace_image_evidence,
-    replace_text_evidence)
+    Instance, content_keys, context_units, evidence_positions, holds, replace_image_evidence, replace_text_evidence)
 from mmlongembed.pool_plan import Made, PoolContext, Skip, fill_pool
 from mmlongembed.pools import (
     EASY_NEGATIVE, HARD_NEGATIVE, POSITIVE, Candidate, LengthBand, Pool, Query, hard_negative_tolerance, pool_name)
@@ -57,6 +57,9 @@ INSTRUCTION = ("Given a question about a document, retrieve the document that co
                "evidence needed to answer it.")
 GROWTH_PIECES = 4
 PIECE_SHARE = 0.25  # share of padding pages used quote by quote (the rest as whole-page blocks)
+# padding units of each kind a positive draws from (a random sample of the usable ones, drawn
+# larger when it runs out): pages of a few hundred tokens, so this fills 32K many times over
+PADDING_SAMPLE = 400
 NOT_ANCHORS = frozenset({"yes", "no", "not answerable"})  # answers any document holds as words
 SUBSTITUTE = "MMDocIR layout annotations over the MMLongBench-Doc PDFs (substitute for MMDocRAG)"
 ORIGINAL = "MMDocRAG JSONL (text_quotes, img_quotes, gold_quotes) with its images"
@@ -113,10 +116,15 @@ class Plan:
                                              else BuildReport(progress=False), exclude_doc)
         return self.memo[key]
 
-    def _positives(self, instance: Instance, report: BuildReport, exclude_doc: str) -> list[Built]:
+    def _positives(self, instance: Instance, report: BuildReport, exclude_doc: str,
+                   sample: int | None = None) -> list[Built]:
         """The positive at each length, each grown from the previous one by whole blocks of
-        other documents; stops at the first length that cannot be built (counted)."""
-        usable = [u for u in self.supply.padding_for(instance) if self.supply.doc_of_block[u.id] != exclude_doc]
+        other documents; stops at the first length that cannot be built (counted). The padding is
+        a random sample of the usable blocks, drawn again larger if it runs out before they do."""
+        sample = sample or PADDING_SAMPLE
+        padding = self.supply.padding_for(instance, self.context.rng(instance.id, "padding", sample), sample)
+        blocks = [u for u in padding.blocks if self.supply.doc_of_block[u.id] != exclude_doc]
+        pieces = [u for u in padding.pieces if self.supply.doc_of_block[u.id] != exclude_doc]
         counter = self.context.counter
         out: list[Built] = []
         units = list(self.units_of[instance.id])
@@ -124,9 +132,10 @@ class Plan:
             lo, hi = positive_window(band)
             rng = self.context.rng(instance.id, band.target, "positive", exclude_doc)
             try:
-                units = grow(units, level, lo, hi, [u for u in usable if u.kind == "block"],
-                             [u for u in usable if u.kind == "piece"], rng, GROWTH_PIECES)
+                units = grow(units, level, lo, hi, blocks, pieces, rng, GROWTH_PIECES)
             except FitError as error:
+                if error.reason == "not_enough_padding" and not padding.complete:
+                    return self._positives(instance, report, exclude_doc, sample * 8)
                 reason = f"context_longer_than_{band.name}" if error.reason == "already_longer" else \
                     f"positive_{band.name}_{error.reason}"
                 report.skip(reason, instance.id)
@@ -168,7 +177,9 @@ class MMDocRAGBuilder(Builder):
     document that holds every text and image quote a question needs, against copies that lack one."""
 
     name = "mmdocrag"
-    version = "1.1.0"  # 1.1.0: one question set (--question-set), q_id deduplicated, images.zip, the Hub
+    # 1.2.0: padding drawn from a random sample of the usable pages (linear in the sources); MMDocRAG's
+    # own files refill a text quote from its document's other questions' quotes (none before)
+    version = "1.2.0"  # 1.1.0: one question set (--question-set), q_id deduplicated, images.zip, the Hub
     task = "multi_source_reasoning"
     title = "MMLongEmbed Multi-Source Reasoning: MMDocRAG (interleaved text and images)"
     # its rows in the README's builder tables (`make readme` writes them): what it makes, from what
@@ -377,10 +388,16 @@ class MMDocRAGBuilder(Builder):
         plans = [("drop_first", [0]), ("drop_last", [n - 1])]
         plans.append(("drop_middle", [int(rng.integers(1, n - 1))]) if n >= 3 else ("drop_both", [0, 1]))
         plans = plans[: config.negatives_per_query]
-        used = {u.id for u in positive.units}
-        text_sources = [[u for u in plan.supply.refill.get(instance.doc, []) if u.id not in used],
-                        [u for u in plan.supply.refill_elsewhere(instance) if u.id not in used]]
-        donors = plan.supply.donors_for(instance, {plan.supply.doc_of_block.get(u.id) for u in positive.units})
+        held = positive.document.render()[0]
+
+        def fresh(units: list[Unit]) -> list[Unit]:  # a refill never repeats text the document holds
+            return [u for u in units if "".join(s.text for s in u.segments).strip() not in held]
+
+        # the sources of refill text, in order of preference, each listed when first needed: other
+        # documents' text is all of a corpus
+        own, elsewhere = plan.supply.refill.get(instance.doc, []), plan.supply.refill_elsewhere
+        text_sources = [functools.cache(lambda: fresh(own)), functools.cache(lambda: fresh(elsewhere(instance)))]
+        used_docs = {plan.supply.doc_of_block.get(u.id) for u in positive.units}
         tolerance = hard_negative_tolerance(positive.n_tokens)
         gold, band, out = instance.gold_quotes(), state.band, []
         for variant, removed_indices in plans:
@@ -389,7 +406,7 @@ class MMDocRAGBuilder(Builder):
             for k in removed_indices:
                 # this generator's key has no builder name: kept as first built, so the data stay the same
                 run_rng = derive_rng(config.seed, state.pool.name, instance.id, variant, k)
-                units, record = self._drop(units, k, text_sources, donors, slack, run_rng, plan)
+                units, record = self._drop(units, k, instance, used_docs, text_sources, slack, run_rng, plan)
                 removed.append(record)
             document = trim_edges(units_document(f"{instance.id}@{band.name}:{variant}", units), counter)
             n_tokens = exact_tokens(document, counter)
@@ -401,15 +418,16 @@ class MMDocRAGBuilder(Builder):
             out.append((variant, Built(units, document, n_tokens), removed))
         return out
 
-    def _drop(self, units: list[Unit], k: int, text_sources: list[list[Unit]], donors: list[Donor], slack: int,
-              rng: np.random.Generator, plan: Plan) -> tuple[list[Unit], dict]:
+    def _drop(self, units: list[Unit], k: int, instance: Instance, used_docs: set,
+              text_sources: list[Callable[[], list[Unit]]], slack: int, rng: np.random.Generator,
+              plan: Plan) -> tuple[list[Unit], dict]:
         """Gold quote ``k`` swapped for a refill: an image for a donor resized to its exact size,
         a text for a run of whole sentences within ``slack`` tokens of it (the first source that
         has one). Returns the units and the removal's record."""
         u, s = find_evidence(units, k)
         segment = units[u].segments[s]
         if segment.is_visual:
-            donor = closest_aspect(donors, segment.height, segment.width, rng) if donors else None
+            donor = plan.supply.image_donor(instance, used_docs, segment.height, segment.width, rng)
             if donor is None:
                 raise Skip("no_image_donor")
             stored = plan.renderer.resized(StoredImage(donor.data, donor.height, donor.width),
@@ -419,7 +437,7 @@ class MMDocRAGBuilder(Builder):
         window = (max(1, segment.tokens - slack), segment.tokens + slack)
         for candidates in text_sources:
             try:
-                source, a, b = find_sentence_run(candidates, *window, segment.tokens, rng)
+                source, a, b = find_sentence_run(candidates(), *window, segment.tokens, rng)
                 break
             except FitError:
                 continue

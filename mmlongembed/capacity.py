@@ -17,6 +17,8 @@ that shrink it.
 
 from __future__ import annotations
 
+import heapq
+
 from dataclasses import dataclass
 
 from mmlongembed.errors import UserError
@@ -37,12 +39,13 @@ def halving_limit(longest: int, what: str) -> LengthLimit:
     return LengthLimit(2 * longest - 1, f"{what} has {longest} tokens, and a pool of length L needs one above L/2")
 
 
-def longest_text_tokens(texts, counter, candidates: int = 8) -> int:
-    """The token count of the longest of ``texts``: counted exactly on the ``candidates`` with
-    the most characters (a token spans at least one character, and the count follows the length
-    closely enough that the longest in tokens is among them), not on all of them."""
-    longest = sorted(texts, key=len, reverse=True)[:candidates]
-    return max(counter.count_many(longest), default=0)
+def longest_text_tokens(items, counter, candidates: int = 8, characters=len, text=lambda item: item) -> int:
+    """The token count of the longest of ``items`` (texts; or records, with ``characters`` and
+    ``text`` of each): counted exactly on the ``candidates`` with the most characters (a token
+    spans at least one character, and the count follows the length closely enough that the
+    longest in tokens is among them), not on all of them, and only their text is made."""
+    longest = heapq.nlargest(candidates, items, key=characters)
+    return max(counter.count_many([text(item) for item in longest]), default=0)
 
 
 def available_memory() -> int | None:

@@ -6,6 +6,7 @@ import json
 import re
 from collections import Counter, defaultdict
 
+import numpy as np
 import pytest
 
 from builders._mmdocrag_checks import check_quote_pool
@@ -180,6 +181,32 @@ def test_build_pools_reads_no_file_renders_nothing_and_calls_no_llm(tmp_path, mo
     assert report.stats["rendering"]["pages"] == rendered  # and nothing more was rendered
 
 
+def test_padding_drawn_from_too_small_a_sample_is_drawn_again_larger(tmp_path, monkeypatch):
+    """A positive pads from a random sample of the usable pages (a full corpus has tens of
+    thousands); where the sample runs out before the supply does, it is drawn again larger, so a
+    sample of one page builds every positive that the whole supply builds."""
+    import builders.mmdocrag as mmdocrag
+    from mmlongembed.builder import BuildReport
+    from mmlongembed.ops.quote_supply import Supply
+
+    write_mmdocir_sources(tmp_path / "src")
+    config = MMDocRAGConfig(sources=str(tmp_path / "src"), **SMALL)
+    report = BuildReport(progress=False)
+    audited = MMDocRAGBuilder().run_steps(MMDocRAGBuilder().load_sources(config, report), config, report)
+
+    def positives(sample):
+        monkeypatch.setattr(mmdocrag, "PADDING_SAMPLE", sample)
+        drawn, padding_for = [], Supply.padding_for
+        monkeypatch.setattr(Supply, "padding_for", lambda self, *a: drawn.append(a[2]) or padding_for(self, *a))
+        built = MMDocRAGBuilder().build_pools(audited, config, BuildReport(progress=False))
+        return [sorted(c.id for c in pool.candidates if c.role == "positive") for pool in built], drawn
+
+    whole, _ = positives(10_000)
+    sampled, drawn = positives(1)
+    assert sampled == whole and all(len(p) >= 2 for p in whole)
+    assert {1, 8} <= set(drawn)  # first one page, then eight times more
+
+
 def test_box_kinds():
     prose = "The findings in this report are based on data from telephone interviews conducted in 2013."
     assert reads_as_prose(prose) and not reads_as_prose("Total for all 65+ (n=1,526) 59% Gender a Male 65b")
@@ -202,6 +229,37 @@ def test_mmdocrag_format_never_uses_image_descriptions(tmp_path):
         assert len(tables.queries["_id"]) >= 2
         assert not any("LEAKMARKER" in t for t in tables.corpus["text"])
         assert not any("LEAKMARKER" in t for t in tables.corpus["provenance"])
+
+
+def test_mmdocrag_format_refills_a_text_quote_from_its_document_s_other_quotes_never_from_held_text(tmp_path):
+    """A file of MMDocRAG holds only its questions' quotes, each in some question's context: a
+    refill taken only from text in no context found none, and every hard pool stayed empty. A
+    removed text quote is refilled from the document's other questions' quotes, never from text
+    the candidate already holds (a quote of its own context: the negative would hold it twice)."""
+    write_mmdocrag_jsonl(tmp_path / "src", n_documents=8, records_per_document=3)
+    _, out = build(tmp_path / "src", tmp_path / "out")
+    problems, checked = validate_dir(out)
+    assert not problems, format_report(problems, checked)
+    doc_of, quotes_of = {}, defaultdict(set)  # question -> its document; document -> its quotes' texts
+    for line in (tmp_path / "src" / "mmdocrag" / "evaluation_20.jsonl").read_text().splitlines():
+        record = json.loads(line)
+        doc_of[str(record["q_id"])] = record["doc_name"]
+        quotes_of[record["doc_name"]] |= {q["text"] for q in record["text_quotes"]}
+    refills = []  # per text refill: whether it came from the question's own document
+    for name, tables in pools_of(out).items():
+        if "-hard-" not in name:
+            continue
+        assert len(tables.queries["_id"]) >= 2, name
+        for text, role, source, raw in zip(tables.corpus["text"], tables.corpus["role"], tables.corpus["source_id"],
+                                           tables.corpus["provenance"]):
+            if role != "hard_negative":
+                continue
+            assert all(text.count(quote) <= 1 for quotes in quotes_of.values() for quote in quotes)  # none twice
+            for removed in json.loads(raw)["removed"]:
+                if removed["kind"] == "text":
+                    refills.append(removed["replacement"]["source"].startswith(f"refill:{doc_of[source]}:"))
+    # from the same document where a run of its sentences fits, else from another's
+    assert len(refills) >= 4 and any(refills)
 
 
 @pytest.mark.realdata
@@ -307,16 +365,41 @@ def test_padding_holds_no_gold_quote_no_answer_and_no_page_of_the_own_document()
     instance, blocks, refill = _supply_case()
     pattern = lambda answer: re.compile(re.escape(answer), re.IGNORECASE)  # noqa: E731
     whole = Supply.of(blocks, refill, default_counter(), whole=lambda b: True, answer_pattern=pattern)
-    assert [u.id for u in whole.padding_for(instance)] == ["block:p2:c.pdf"]
+    padding = whole.padding_for(instance, np.random.default_rng(0), sample=10)
+    assert [u.id for u in padding.blocks] == ["block:p2:c.pdf"] and padding.pieces == [] and padding.complete
     pieces = Supply.of(blocks, refill, default_counter(), whole=lambda b: False, answer_pattern=lambda a: None)
     # without an anchor the answer's page may pad; a page of pieces is cut quote by quote
-    assert [u.id for u in pieces.padding_for(instance)] == ["piece:p0.c0:b.pdf", "piece:p2.c2:c.pdf",
-                                                            "piece:p2.f2:c.pdf", "piece:p3.f4:d.pdf"]
+    padding = pieces.padding_for(instance, np.random.default_rng(0), sample=10)
+    assert sorted(u.id for u in padding.pieces) == ["piece:p0.c0:b.pdf", "piece:p2.c2:c.pdf",
+                                                    "piece:p2.f2:c.pdf", "piece:p3.f4:d.pdf"]
+    # a sample smaller than the supply: that many drawn, at random, the unusable ones left out
+    drawn = [pieces.padding_for(instance, np.random.default_rng(seed), sample=3) for seed in range(40)]
+    assert not any(d.complete for d in drawn)
+    assert all({u.id for u in d.pieces} <= {u.id for u in padding.pieces} and len(d.pieces) <= 3 for d in drawn)
+    assert len({tuple(u.id for u in d.pieces) for d in drawn}) > 5
     assert [u.id for u in whole.refill_elsewhere(instance)] == ["refill:c.pdf:c8"]
     # image donors: other documents only, never a copy of a gold image, pages the positive lacks first
-    assert [d.id for d in whole.donors_for(instance, used_docs=set())] == ["c.pdf:f2", "d.pdf:f4"]
-    assert [d.id for d in whole.donors_for(instance, used_docs={"c.pdf"})] == ["d.pdf:f4"]
-    assert [d.id for d in whole.donors_for(instance, used_docs={"c.pdf", "d.pdf"})] == ["c.pdf:f2", "d.pdf:f4"]
+    def donors(used_docs):  # all 28x28: equally close, so drawn among
+        return {whole.image_donor(instance, used_docs, 28, 28, np.random.default_rng(seed)).id for seed in range(30)}
+
+    assert donors(set()) == {"c.pdf:f2", "d.pdf:f4"}
+    assert donors({"c.pdf"}) == {"d.pdf:f4"}
+    assert donors({"c.pdf", "d.pdf"}) == {"c.pdf:f2", "d.pdf:f4"}
+
+
+def test_an_image_donor_has_the_closest_aspect_ratio_and_none_is_one_only_the_own_document_has():
+    from mmlongembed.ops.quotes import Donor
+
+    instance = _supply_case()[0]
+    donors = [("x.pdf", Donor("x:wide", 10, 20, b"a")), ("y.pdf", Donor("y:wider", 10, 40, b"b")),
+              ("z.pdf", Donor("z:tall", 20, 10, b"c")), ("own.pdf", Donor("own:wider", 10, 39, b"d"))]
+    supply = Supply([], {}, {}, donors, answer_pattern=lambda a: None)
+    rng = np.random.default_rng(0)
+    assert supply.image_donor(instance, set(), 10, 38, rng).id == "y:wider"
+    assert supply.image_donor(instance, set(), 21, 10, rng).id == "z:tall"
+    assert supply.image_donor(instance, {"x.pdf", "y.pdf", "z.pdf"}, 10, 21, rng).id == "x:wide"
+    alone = Supply([], {}, {}, donors[3:], answer_pattern=lambda a: None)
+    assert alone.image_donor(instance, set(), 10, 38, rng) is None
 
 
 def test_gold_guard_keeps_each_query_s_gold_quotes_in_its_own_group():

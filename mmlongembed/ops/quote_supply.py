@@ -12,7 +12,10 @@ pure operations over the records of ``ops.quotes``.
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass
 from typing import Callable, Mapping, Sequence
+
+import numpy as np
 
 from mmlongembed.digests import short_sha256
 from mmlongembed.documents import Document
@@ -53,6 +56,16 @@ class GoldGuard:
         return True
 
 
+@dataclass(frozen=True)
+class Padding:
+    """Padding an instance may take, in a random order: whole pages (``blocks``) and single quotes
+    (``pieces``); ``complete``: all the usable ones, not a sample of them."""
+
+    blocks: list[Unit]
+    pieces: list[Unit]
+    complete: bool
+
+
 class Supply:
     """Padding blocks (other documents' pages), refill text and image donors. ``answer_pattern``:
     the pattern of an answer that padding must not hold (None where the answer is no anchor)."""
@@ -61,10 +74,14 @@ class Supply:
                  donors: list[tuple[str, Donor]], answer_pattern: Callable[[str], re.Pattern | None]):
         self.blocks, self.doc_of_block, self.refill, self.donors = blocks, doc_of_block, refill, donors
         self.answer_pattern = answer_pattern
-        self._memo: dict[str, list[Unit]] = {}
+        self._by_kind = {kind: [u for u in blocks if u.kind == kind] for kind in ("block", "piece")}
         # what the gold checks look for in each padding block and each donor, worked out once
         self._block_keys = {unit.id: content_keys(units_document(unit.id, [unit])) for unit in blocks}
-        self._donor_digests = [short_sha256(donor.data) for _, donor in donors]
+        self._donor_digests = np.array([short_sha256(donor.data) for _, donor in donors], dtype=str)
+        self._donor_docs = np.array([doc for doc, _ in donors], dtype=str)
+        self._donor_aspects = np.array([np.log(d.width / d.height) for _, d in donors], dtype=np.float64)
+        # refill text of every document, in document order (each instance takes the others')
+        self._refill_in_order = [(doc, u) for doc, units in sorted(refill.items()) for u in units]
 
     @classmethod
     def of(cls, blocks: Sequence[Block], refill_text: Mapping[str, list[tuple[str, str]]], counter: TokenCounter,
@@ -78,28 +95,43 @@ class Supply:
                   for b in blocks for q in b.quotes if q.kind == "image"]
         return cls(units, {u.id: padding_doc(u) for u in units}, refill, donors, answer_pattern)
 
-    def padding_for(self, instance: Instance) -> list[Unit]:
-        """Blocks of other documents that hold none of the instance's gold quotes or its answer."""
-        if instance.id not in self._memo:
-            pattern, gold = self.answer_pattern(instance.answer), instance.gold_quotes()
-            out = []
-            for unit in self.blocks:
-                if self.doc_of_block[unit.id] == instance.doc:
-                    continue
-                text, images = self._block_keys[unit.id]
-                if any(holds(text, images, q) for q in gold) or (pattern is not None and pattern.search(text)):
-                    continue
-                out.append(unit)
-            self._memo[instance.id] = out
-        return self._memo[instance.id]
+    def padding_for(self, instance: Instance, rng: np.random.Generator, sample: int) -> Padding:
+        """Padding for the instance: blocks of other documents that hold none of its gold quotes
+        or its answer, drawn at random from up to ``sample`` of each kind (``Padding``). A full
+        corpus has tens of thousands of pages and a document takes a few dozen: filtering them
+        all for every instance made a build grow with the square of its sources."""
+        drawn = []
+        for units in (self._by_kind["block"], self._by_kind["piece"]):
+            size = min(sample, len(units))
+            drawn.append([units[int(i)] for i in rng.choice(len(units), size=size, replace=False)]
+                         if size < len(units) else [units[int(i)] for i in rng.permutation(len(units))])
+        pattern, gold = self.answer_pattern(instance.answer), instance.gold_quotes()
+
+        def usable(unit: Unit) -> bool:
+            if self.doc_of_block[unit.id] == instance.doc:
+                return False
+            text, images = self._block_keys[unit.id]
+            return not any(holds(text, images, q) for q in gold) and not (pattern is not None and pattern.search(text))
+
+        return Padding([u for u in drawn[0] if usable(u)], [u for u in drawn[1] if usable(u)],
+                       complete=all(len(d) == len(self._by_kind[k]) for d, k in zip(drawn, ("block", "piece"))))
 
     def refill_elsewhere(self, instance: Instance) -> list[Unit]:
-        return [u for doc, units in sorted(self.refill.items()) if doc != instance.doc for u in units]
+        return [u for doc, u in self._refill_in_order if doc != instance.doc]
 
-    def donors_for(self, instance: Instance, used_docs: set) -> list[Donor]:
-        """Images of other documents, those whose pages the positive does not already hold first."""
-        gold = {q.image.sha256[:16] for q in instance.gold_quotes() if q.kind == "image"}
-        usable = [(doc, d) for (doc, d), digest in zip(self.donors, self._donor_digests)
-                  if doc != instance.doc and digest not in gold]
-        fresh = [d for doc, d in usable if doc not in used_docs]
-        return fresh or [d for _, d in usable]
+    def image_donor(self, instance: Instance, used_docs: set, height: int, width: int,
+                    rng: np.random.Generator) -> Donor | None:
+        """The image of another document whose aspect ratio is closest to ``width / height`` (log
+        scale; ties by a draw), so a refill resized to the removed image's exact size costs exactly
+        its tokens; never a copy of a gold image, and from a document whose pages the positive
+        does not hold where there is one. None without any. (Arrays over every donor: a full
+        corpus has thousands, and each hard negative with an image looks once.)"""
+        gold = [q.image.sha256[:16] for q in instance.gold_quotes() if q.kind == "image"]
+        usable = (self._donor_docs != instance.doc) & ~np.isin(self._donor_digests, gold)
+        fresh = usable & ~np.isin(self._donor_docs, list(used_docs))
+        candidates = np.flatnonzero(fresh if fresh.any() else usable)
+        if not len(candidates):
+            return None
+        misses = np.round(np.abs(self._donor_aspects[candidates] - np.log(width / height)), 6)
+        tied = candidates[misses == misses.min()]
+        return self.donors[int(tied[int(rng.integers(len(tied)))])][1]

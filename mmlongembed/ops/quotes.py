@@ -14,8 +14,6 @@ quote is one image segment; both end with a blank-line separator segment. Gold q
   quote;
 - ``chunk_sentences``: consecutive sentences grouped into chunks of about a target length (the
   text quotes of a page without layout boxes);
-- ``closest_aspect``: the donor image whose aspect ratio is closest to a removed image's (a refill
-  resized to the removed image's exact size then costs exactly its tokens);
 - ``replace_image_evidence`` / ``replace_text_evidence``: a copy of the units with one gold quote
   swapped for a refill, with provenance;
 - ``evidence_positions``: where every gold quote sits in the finished document: a character range
@@ -169,17 +167,6 @@ class Donor:
     height: int
     width: int
     data: bytes
-
-
-def closest_aspect(donors: Sequence[Donor], height: int, width: int, rng: np.random.Generator) -> Donor:
-    """The donor with the aspect ratio closest to ``width / height`` (log scale); ties by a draw."""
-    if not donors:
-        raise FitError("no_image_donor", "no image of another document to refill a removed image")
-    goal = np.log(width / height)
-    misses = [round(abs(np.log(d.width / d.height) - goal), 6) for d in donors]
-    best = min(misses)
-    tied = [d for d, m in zip(donors, misses) if m == best]
-    return tied[int(rng.integers(len(tied)))]
 
 
 def _swap(units: Sequence[Unit], u: int, s: int, new: Sequence[Segment]) -> list[Unit]:

@@ -182,15 +182,17 @@ def _original_sources(records, renderer: PageRenderer, report: BuildReport, imag
             for q in quotes:
                 pages_of[doc][q.page].setdefault(q.key, q)
     blocks, refill = [], defaultdict(list)
-    in_context = {(i.doc, q.key) for i in instances for q in i.quotes}
     for doc in sorted(pages_of):
         for page in sorted(pages_of[doc]):
             quotes = [q for q in pages_of[doc][page].values() if q.key not in gold_keys]
             if quotes:
                 blocks.append(Block(doc, page, tuple(sorted(quotes, key=lambda q: (q.order, q.id)))))
-        refill[doc] = [(f"{doc}:{q.id}", q.text) for page in sorted(pages_of[doc])
-                       for q in pages_of[doc][page].values()
-                       if q.kind == "text" and q.key not in gold_keys and (doc, q.key) not in in_context]
+        # Every text of the document that is no question's evidence: a file holds only the quotes
+        # of its questions, so a removed text quote is refilled from its siblings' quotes (never
+        # from text its document already holds: the builder checks). Quote ids repeat across
+        # questions ("text3"), contents do not.
+        refill[doc] = [(f"{doc}:{q.key}", q.text) for page in sorted(pages_of[doc])
+                       for q in pages_of[doc][page].values() if q.kind == "text" and q.key not in gold_keys]
     return Sources(sorted(instances, key=lambda i: i.id), blocks, dict(refill), substitute=False,
                    renderer=renderer)
 
