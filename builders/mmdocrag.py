@@ -58,8 +58,8 @@ INSTRUCTION = ("Given a question about a document, retrieve the document that co
 GROWTH_PIECES = 4
 PIECE_SHARE = 0.25  # share of padding pages used quote by quote (the rest as whole-page blocks)
 # padding units of each kind a positive draws from (a random sample of the usable ones, drawn
-# larger when it runs out): pages of a few hundred tokens, so this fills 32K many times over
-PADDING_SAMPLE = 400
+# larger when it runs out): pages of a few hundred tokens, so this fills 32K a few times over
+PADDING_SAMPLE = 150
 NOT_ANCHORS = frozenset({"yes", "no", "not answerable"})  # answers any document holds as words
 SUBSTITUTE = "MMDocIR layout annotations over the MMLongBench-Doc PDFs (substitute for MMDocRAG)"
 ORIGINAL = "MMDocRAG JSONL (text_quotes, img_quotes, gold_quotes) with its images"

@@ -77,8 +77,13 @@ class Supply:
         self._by_kind = {kind: [u for u in blocks if u.kind == kind] for kind in ("block", "piece")}
         # what the gold checks look for in each padding block and each donor, worked out once
         self._block_keys = {unit.id: content_keys(units_document(unit.id, [unit])) for unit in blocks}
-        self._donor_digests = np.array([short_sha256(donor.data) for _, donor in donors], dtype=str)
-        self._donor_docs = np.array([doc for doc, _ in donors], dtype=str)
+        # donors' documents and image digests as codes, so a choice among thousands is array work
+        self._doc_code: dict[str, int] = {}
+        self._digest_code: dict[str, int] = {}
+        self._donor_docs = np.array([self._doc_code.setdefault(doc, len(self._doc_code)) for doc, _ in donors],
+                                    dtype=np.int64)
+        self._donor_digests = np.array([self._digest_code.setdefault(short_sha256(d.data), len(self._digest_code))
+                                        for _, d in donors], dtype=np.int64)
         self._donor_aspects = np.array([np.log(d.width / d.height) for _, d in donors], dtype=np.float64)
         # refill text of every document, in document order (each instance takes the others')
         self._refill_in_order = [(doc, u) for doc, units in sorted(refill.items()) for u in units]
@@ -126,9 +131,9 @@ class Supply:
         its tokens; never a copy of a gold image, and from a document whose pages the positive
         does not hold where there is one. None without any. (Arrays over every donor: a full
         corpus has thousands, and each hard negative with an image looks once.)"""
-        gold = [q.image.sha256[:16] for q in instance.gold_quotes() if q.kind == "image"]
-        usable = (self._donor_docs != instance.doc) & ~np.isin(self._donor_digests, gold)
-        fresh = usable & ~np.isin(self._donor_docs, list(used_docs))
+        gold = [self._digest_code.get(q.image.sha256[:16], -1) for q in instance.gold_quotes() if q.kind == "image"]
+        usable = (self._donor_docs != self._doc_code.get(instance.doc, -1)) & ~np.isin(self._donor_digests, gold)
+        fresh = usable & ~np.isin(self._donor_docs, [self._doc_code.get(doc, -1) for doc in used_docs])
         candidates = np.flatnonzero(fresh if fresh.any() else usable)
         if not len(candidates):
             return None
