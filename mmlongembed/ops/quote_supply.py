@@ -105,11 +105,8 @@ class Supply:
         or its answer, drawn at random from up to ``sample`` of each kind (``Padding``). A full
         corpus has tens of thousands of pages and a document takes a few dozen: filtering them
         all for every instance made a build grow with the square of its sources."""
-        drawn = []
-        for units in (self._by_kind["block"], self._by_kind["piece"]):
-            size = min(sample, len(units))
-            drawn.append([units[int(i)] for i in rng.choice(len(units), size=size, replace=False)]
-                         if size < len(units) else [units[int(i)] for i in rng.permutation(len(units))])
+        drawn = [[units[int(i)] for i in rng.choice(len(units), size=min(sample, len(units)), replace=False)]
+                 for units in (self._by_kind["block"], self._by_kind["piece"])]
         pattern, gold = self.answer_pattern(instance.answer), instance.gold_quotes()
 
         def usable(unit: Unit) -> bool:
