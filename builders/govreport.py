@@ -17,7 +17,7 @@ import json
 from array import array
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Iterable, Iterator
+from typing import Iterable, Iterator, Sequence
 
 from mmlongembed.bm25 import BM25Index, bm25_tokenize
 from mmlongembed.capacity import LengthLimit, halving_limit, longest_text_tokens
@@ -86,20 +86,22 @@ class Corpus:
                 yield bm25_tokenize(text)
 
         self.index = BM25Index(words_of_each_report())
-        self.document = functools.lru_cache(self.DOCUMENTS_KEPT)(self._document)
-        self.shingles = functools.lru_cache(self.SHINGLES_KEPT)(self._shingles)
-
-    def _document(self, rid: str) -> Document:
-        """The report's document, its sentences counted in the one pass (``text_segments``' split)."""
-        segments = counted_segments(text_pieces(self._records[rid].report), self._sentence_tokens[rid])
-        return Document(id=rid, segments=tuple(segments), meta={})
-
-    def _shingles(self, rid: str):
-        return word_shingles(self._records[rid].report)
+        # caches over the records, not over self: a cycle through self would keep the corpus (its
+        # index: gigabytes at full size) alive until a full garbage collection, past build_pools
+        reports, sentence_tokens = self._records, self._sentence_tokens
+        self.document = functools.lru_cache(self.DOCUMENTS_KEPT)(
+            lambda rid: report_document(reports[rid], sentence_tokens[rid]))
+        self.shingles = functools.lru_cache(self.SHINGLES_KEPT)(lambda rid: word_shingles(reports[rid].report))
 
     def cut(self, rid: str, fitted: Fitted) -> bool:
         """Whether ``fitted`` is its report cut short."""
         return fitted.document.tokens < self.tokens[rid]
+
+
+def report_document(report: Report, sentence_tokens: Sequence[int]) -> Document:
+    """The report as a document, its sentences counted before (``text_segments``' split, its counts)."""
+    return Document(id=report.id, segments=tuple(counted_segments(text_pieces(report.report), sentence_tokens)),
+                    meta={})
 
 
 @register

@@ -47,7 +47,6 @@ class BM25Index:
 
     def __init__(self, tokenized_corpus: Iterable[Sequence[str]]):
         vocabulary: dict[str, int] = {}  # term -> id, in order of first appearance (rank_bm25's IDF order)
-        document_frequency: list[int] = []
         terms, counts, distinct, lengths = array("i"), array("i"), array("i"), array("q")
         for document in tokenized_corpus:
             lengths.append(len(document))
@@ -56,23 +55,30 @@ class BM25Index:
             for word, count in counted.items():
                 term = vocabulary.get(word)
                 if term is None:
-                    term = vocabulary[word] = len(document_frequency)
-                    document_frequency.append(0)
-                document_frequency[term] += 1
+                    term = vocabulary[word] = len(vocabulary)
                 terms.append(term)
                 counts.append(count)
         if not lengths:
             raise ValueError("cannot index an empty corpus")
         self.size = len(lengths)
         self._vocabulary = vocabulary
-        self._idf = _idf(document_frequency, self.size)
-        # Postings by term: the documents holding each term, in document order, with its count.
         term_of = np.frombuffer(terms, dtype=np.int32)
+        frequency = np.bincount(term_of, minlength=len(vocabulary))  # a document holding a term is one entry
+        self._idf = _idf(frequency.tolist(), self.size)
+        self._starts = np.zeros(len(vocabulary) + 1, dtype=np.int64)
+        np.cumsum(frequency, out=self._starts[1:])
+        # Postings by term: the documents holding each term, in document order, with its count.
+        # Made one array at a time, each input dropped once used: a full corpus has about 10^8
+        # entries (19K reports of ~4K distinct words), and holding them all twice is gigabytes.
         order = np.argsort(term_of, kind="stable")
-        self._documents = np.repeat(np.arange(self.size, dtype=np.int32), np.frombuffer(distinct, dtype=np.int32))[order]
+        if len(order) < 2**31:
+            order = order.astype(np.int32)
+        del term_of, terms
         self._counts = np.frombuffer(counts, dtype=np.int32)[order]
-        self._starts = np.zeros(len(document_frequency) + 1, dtype=np.int64)
-        np.cumsum(np.bincount(term_of, minlength=len(document_frequency)), out=self._starts[1:])
+        del counts
+        self._documents = np.repeat(np.arange(self.size, dtype=np.int32), np.frombuffer(distinct, dtype=np.int32))
+        self._documents = self._documents[order]
+        del order
         total = sum(lengths)
         # A corpus without a single word (image-only documents) has no average length to
         # normalise by; every score is zero.

@@ -510,8 +510,9 @@ def test_a_build_makes_documents_only_for_the_reports_its_pools_use(tmp_path, mo
     config = GovReportConfig(sources=str(tmp_path), lengths=(4096,), seed=1, max_queries_per_pool=2)
     records = builder.load_sources(config, BuildReport())
     made = []
-    document = govreport.Corpus._document
-    monkeypatch.setattr(govreport.Corpus, "_document", lambda self, rid: made.append(rid) or document(self, rid))
+    document = govreport.report_document
+    monkeypatch.setattr(govreport, "report_document", lambda report, counts: made.append(report.id) or
+                        document(report, counts))
     pools = builder.build_pools(records, config, BuildReport(progress=False))
     used = {c.source_id for pool in pools for c in pool.candidates}
     donors = {c.provenance["donor_id"] for pool in pools for c in pool.candidates if "donor_id" in c.provenance}
