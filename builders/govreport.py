@@ -112,7 +112,8 @@ class GovReportBuilder(Builder):
     name = "govreport"
     # 1.1: Hub source is the parquet GovReport (ccdv/govreport-summarization)
     # 1.2: the easy and hard pools of one length share their queries (paired)
-    # 1.3: reports are fitted as a pool reaches them; easy negatives are the band's next reports
+    # 1.3: reports are fitted as a pool reaches them; easy negatives are the band's next reports,
+    # never a query's near-duplicate
     version = "1.3.0"
     # a variant mixing in a quarter to a half of another report has more distinct words and more
     # words used once (the paper's design): reported in the card, not a build failure
@@ -190,8 +191,8 @@ class GovReportBuilder(Builder):
         hard variants can be built, until the cap or the supply of easy negatives is reached. The
         easy negatives are the band's next reports in that order that are not queries
         (unmodified), then reports of longer bands cut at a paragraph boundary to a length drawn
-        from the positives' lengths (counted in the card); if too few can be cut, the last
-        queries leave both pools. Reports are fitted as they are reached, so a build holds the
+        from the positives' lengths (counted in the card), never a query's near-duplicate; if too
+        few can be had, the last queries leave both pools and serve as easy negatives. Reports are fitted as they are reached, so a build holds the
         documents its pools use, not the band's."""
         easy = Pool(name=pool_name(self.name, "easy", band), task=self.task, dataset=self.name,
                     difficulty="easy", band=band)
@@ -208,9 +209,11 @@ class GovReportBuilder(Builder):
                     context.report.skip(f"positive_{error.reason}", rid)
 
         fitted = fitted_in_order()
-        chosen, passed = self._hard_queries(band, fitted, len(members) + len(longer), hard.name, corpus, context)
-        chosen, negatives = self._easy_negatives(band, chosen, itertools.chain(passed, fitted), longer, rng, corpus,
-                                                 context)  # ... the rest
+        chosen, passed, twins = self._hard_queries(band, fitted, len(members) + len(longer), hard.name, corpus,
+                                                   context)
+        unused = ((rid, f) for rid, f in itertools.chain(passed, fitted) if rid not in twins)  # ... the rest
+        chosen, negatives = self._easy_negatives(band, chosen, unused, [r for r in longer if r not in twins], rng,
+                                                 corpus, context)
         k = context.config.negatives_per_query
         for q, (rid, positive_fitted, variants) in enumerate(chosen):
             query, positive = self._query(rid, corpus), self._positive(rid, positive_fitted, corpus)
@@ -226,32 +229,32 @@ class GovReportBuilder(Builder):
     def _hard_queries(self, band: LengthBand, fitted: Iterator[tuple[str, Fitted]], n_reports: int,
                       pool_label: str, corpus: Corpus, context: PoolContext):
         """(queries as (report, fitted, its hard variants), reports passed over as (report,
-        fitted)): the fitted reports taken in their order, a query each whose three variants can
-        be made, up to the cap and to what the ``n_reports`` of the band and longer ones can serve
-        as easy negatives. Stops reading ``fitted`` there."""
+        fitted), the queries' near-duplicates): the fitted reports taken in their order, a query
+        each whose three variants can be made, up to the cap and to what the ``n_reports`` of the
+        band and longer ones can serve as easy negatives. Stops reading ``fitted`` there."""
         k = context.config.negatives_per_query
         cap = min(context.cap, n_reports // (k + 1))  # Q queries leave n - Q reports for k*Q negatives
-        chosen, passed = [], []
+        chosen, passed, twins = [], [], set()
         made: set[str] = set()  # the variants' texts (sha256) so far: a pool holds no text twice
         bar = context.report.progress_bar(cap, f"{pool_label}: hard negatives", "query")
         for rid, positive in fitted if cap else ():
-            donors = self._donors(rid, corpus, context.config)
+            donors, near_duplicates = self._donors(rid, corpus, context.config)
             variants = self._hard_variants(rid, positive, donors, band, pool_label, corpus, context)
             texts = {content_sha256(variant.document.render()[0]) for _, variant in variants or ()}
             if variants is None:
                 context.report.skip("hard_no_donor_block", rid)
-            elif texts & made:  # a near-duplicate report, refilled from the same donor block
-                context.report.skip("hard_variant_made_twice", rid)
+                passed.append((rid, positive))
+            elif texts & made:  # a near-duplicate of a query (refilled from the same donor block):
+                context.report.skip("hard_variant_made_twice", rid)  # no easy negative either
             else:
                 made |= texts
+                twins |= near_duplicates
                 chosen.append((rid, positive, variants))
                 bar.update()
                 if len(chosen) >= cap:
                     break
-                continue
-            passed.append((rid, positive))
         bar.close()
-        return chosen, passed
+        return chosen, passed, twins
 
     def _easy_negatives(self, band: LengthBand, chosen: list, unused: Iterable[tuple[str, Fitted]],
                         longer: list[str], rng, corpus: Corpus, context: PoolContext):
@@ -272,23 +275,29 @@ class GovReportBuilder(Builder):
                                   True))
             except FitError as error:
                 context.report.skip(f"easy_negative_{error.reason}", rid)
-        if len(negatives) < k * len(chosen):  # some cuts failed: fewer queries, never fewer negatives each
-            for rid, _, _ in chosen[len(negatives) // k:]:
+        if len(negatives) < k * len(chosen):  # fewer queries, never fewer negatives each: a query
+            keep = (len(negatives) + len(chosen)) // (k + 1)  # that leaves serves as a negative
+            for rid, positive, _ in chosen[keep:]:
                 context.report.skip("not_enough_easy_negatives", rid)
-            chosen = chosen[: len(negatives) // k]
+                negatives.append((rid, positive, corpus.cut(rid, positive)))
+            chosen = chosen[:keep]
         return chosen, seeded_order(negatives, rng)[: k * len(chosen)]
 
-    def _donors(self, rid: str, corpus: Corpus, config: GovReportConfig) -> list[tuple[int, str, float]]:
+    def _donors(self, rid: str, corpus: Corpus, config: GovReportConfig) -> tuple[list[tuple[int, str, float]], set]:
         """(BM25 rank, report id, score) of the donor candidates, best first: the reports the
-        summary retrieves from the whole corpus, less the source itself and its near-duplicates."""
+        summary retrieves from the whole corpus, less the source itself and its near-duplicates;
+        and those near-duplicates (a report as near the summary as its own never answers another's)."""
         ranked = corpus.index.top_k(bm25_tokenize(corpus.summaries[rid]), config.donor_candidates + 1)
-        donors = []
+        donors, near_duplicates = [], set()
         for rank, (i, score) in enumerate(ranked):
             other = corpus.ids[i]
-            if other == rid or jaccard(corpus.shingles(rid), corpus.shingles(other)) >= config.near_duplicate_jaccard:
+            if other == rid:
+                continue
+            if jaccard(corpus.shingles(rid), corpus.shingles(other)) >= config.near_duplicate_jaccard:
+                near_duplicates.add(other)
                 continue
             donors.append((rank, other, score))
-        return donors
+        return donors, near_duplicates
 
     def _hard_variants(self, rid: str, positive: Fitted, donors, band: LengthBand, pool_label: str, corpus: Corpus,
                        context: PoolContext):

@@ -16,7 +16,7 @@ from mmlongembed.build import run_build
 from mmlongembed.builder import get_builder
 from mmlongembed.cli import main
 from mmlongembed.manifest import file_sha256
-from mmlongembed.errors import UserError
+from mmlongembed.errors import FitError, UserError
 from mmlongembed.layout import read_built_pool
 from mmlongembed.shortcuts import rule_p_at_1
 from mmlongembed.validate import format_report, validate_dir
@@ -521,3 +521,54 @@ def test_a_build_makes_documents_only_for_the_reports_its_pools_use(tmp_path, mo
     assert in_band >= 60  # the old way made all of these
     # the used reports, their donors and the donors tried that could not fill a span
     assert used | donors <= set(made) and len(set(made)) <= in_band // 2, (len(set(made)), in_band)
+
+
+def test_a_band_whose_reports_partly_cannot_be_fitted_keeps_the_queries_its_fitted_reports_serve(tmp_path,
+                                                                                                 monkeypatch):
+    """Reports are fitted as a pool takes them, so how many cannot be fitted is known only at the
+    end: queries chosen beyond what the fitted reports can serve leave, each serving as an easy
+    negative, so the band keeps fitted // (k + 1) queries (dropping them without that kept fewer)."""
+    import builders.govreport as govreport
+    from mmlongembed.builder import BuildReport
+
+    write_govreport_jsonl(tmp_path / "reports.jsonl", n_reports=16, paragraphs=(12, 30), seed=5)
+    real = govreport.truncate_to_band
+
+    def odd_ones_fail(document, band, counter, target=None):
+        if document.id[-1] in "13579":
+            raise FitError("no_boundary_in_band", document.id)
+        return real(document, band, counter, target=target)
+
+    monkeypatch.setattr(govreport, "truncate_to_band", odd_ones_fail)
+    builder = get_builder("govreport")
+    config = GovReportConfig(sources=str(tmp_path), lengths=(4096,), seed=1)
+    report = BuildReport(progress=False)
+    pools = builder.build_pools(builder.load_sources(config, BuildReport()), config, report)
+    fitted = 16 - report.skipped["too_short_for_any_pool"] - report.skipped["positive_no_boundary_in_band"]
+    assert fitted >= 8 and [len(p.queries) for p in pools] == [fitted // (config.negatives_per_query + 1)] * 2
+
+
+def test_a_near_duplicate_of_a_query_is_never_its_easy_negative(tmp_path):
+    """A near-duplicate (one paragraph changed, the same summary) answers its twin's query as well
+    as the positive does: the donor search finds it among the summary's best matches, and it is
+    never an easy negative of that pool. Here every report has a twin."""
+    from mmlongembed.builder import BuildReport
+
+    records = write_govreport_jsonl(tmp_path / "reports.jsonl", n_reports=14, paragraphs=(12, 30), seed=11)
+    with open(tmp_path / "reports.jsonl", "a", encoding="utf-8") as handle:
+        for i, record in enumerate(records):
+            paragraphs = record["report"].split("\n")
+            paragraphs[len(paragraphs) // 2] = records[-1 - i]["report"].split("\n")[1]
+            handle.write(json.dumps({"id": f"twin-{i:02d}", "report": "\n".join(paragraphs),
+                                     "summary": record["summary"]}) + "\n")
+    builder = get_builder("govreport")
+    config = GovReportConfig(sources=str(tmp_path), lengths=(4096,), seed=2)
+    reports = builder.load_sources(config, BuildReport())
+    text_of = {r.id: r.report for r in reports}
+    pools = builder.build_pools(reports, config, BuildReport(progress=False))
+    easy = next(p for p in pools if p.difficulty == "easy")
+    query_of = {c.group: c.source_id for c in easy.candidates if c.role == "positive"}
+    negatives = [(query_of[c.group], c.source_id) for c in easy.candidates if c.role == "easy_negative"]
+    assert len(query_of) >= 2 and negatives
+    assert all(_shingle_jaccard(text_of[query], text_of[other]) < config.near_duplicate_jaccard
+               for query, other in negatives)
