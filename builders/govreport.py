@@ -192,8 +192,9 @@ class GovReportBuilder(Builder):
         easy negatives are the band's next reports in that order that are not queries
         (unmodified), then reports of longer bands cut at a paragraph boundary to a length drawn
         from the positives' lengths (counted in the card), never a query's near-duplicate; if too
-        few can be had, the last queries leave both pools and serve as easy negatives. Reports are fitted as they are reached, so a build holds the
-        documents its pools use, not the band's."""
+        few can be had, the last queries leave both pools and serve as easy negatives. Reports
+        are fitted as they are reached, so a build holds the documents its pools use, not the
+        band's."""
         easy = Pool(name=pool_name(self.name, "easy", band), task=self.task, dataset=self.name,
                     difficulty="easy", band=band)
         hard = Pool(name=pool_name(self.name, "hard", band), task=self.task, dataset=self.name,

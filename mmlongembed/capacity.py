@@ -18,7 +18,6 @@ that shrink it.
 from __future__ import annotations
 
 import heapq
-
 from dataclasses import dataclass
 
 from mmlongembed.errors import UserError

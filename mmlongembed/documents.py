@@ -89,7 +89,8 @@ def text_pieces(text: str) -> list[tuple[str, bool]]:
     return pieces
 
 
-def counted_segments(pieces: Sequence[tuple[str, bool]], counts: Iterable[int], origin: str = "source") -> list[Segment]:
+def counted_segments(pieces: Sequence[tuple[str, bool]], counts: Iterable[int],
+                     origin: str = "source") -> list[Segment]:
     """Text segments from ``text_pieces`` and their token counts (counted now or kept from before)."""
     return [Segment(kind=TEXT, tokens=int(n), text=p, paragraph_end=end, origin=origin)
             for (p, end), n in zip(pieces, counts, strict=True)]
