@@ -213,8 +213,8 @@ class GovReportBuilder(Builder):
         chosen, passed, twins = self._hard_queries(band, fitted, len(members) + len(longer), hard.name, corpus,
                                                    context)
         unused = ((rid, f) for rid, f in itertools.chain(passed, fitted) if rid not in twins)  # ... the rest
-        chosen, negatives = self._easy_negatives(band, chosen, unused, [r for r in longer if r not in twins], rng,
-                                                 corpus, context)
+        chosen, negatives = self._easy_negatives(band, chosen, unused, [r for r in longer if r not in twins], twins,
+                                                 rng, corpus, context)
         k = context.config.negatives_per_query
         for q, (rid, positive_fitted, variants) in enumerate(chosen):
             query, positive = self._query(rid, corpus), self._positive(rid, positive_fitted, corpus)
@@ -258,10 +258,10 @@ class GovReportBuilder(Builder):
         return chosen, passed, twins
 
     def _easy_negatives(self, band: LengthBand, chosen: list, unused: Iterable[tuple[str, Fitted]],
-                        longer: list[str], rng, corpus: Corpus, context: PoolContext):
+                        longer: list[str], twins: set, rng, corpus: Corpus, context: PoolContext):
         """(the queries that keep their place, k easy negatives for each in a seeded order, as
         (report, fitted, cut)): the band's reports that are not queries, as far as needed, then
-        longer ones cut to a positive's length."""
+        longer ones cut to a positive's length, none of them one of the queries' ``twins``."""
         k = context.config.negatives_per_query
         negatives: list[tuple[str, Fitted, bool]] = [  # the top band cuts longer reports too
             (rid, fitted, corpus.cut(rid, fitted)) for rid, fitted in itertools.islice(unused, k * len(chosen))]
@@ -276,12 +276,11 @@ class GovReportBuilder(Builder):
                                   True))
             except FitError as error:
                 context.report.skip(f"easy_negative_{error.reason}", rid)
-        if len(negatives) < k * len(chosen):  # fewer queries, never fewer negatives each: a query
-            keep = (len(negatives) + len(chosen)) // (k + 1)  # that leaves serves as a negative
-            for rid, positive, _ in chosen[keep:]:
-                context.report.skip("not_enough_easy_negatives", rid)
+        while len(negatives) < k * len(chosen):  # fewer queries, never fewer negatives each:
+            rid, positive, _ = chosen.pop()  # a query that leaves serves as a negative (not a twin)
+            context.report.skip("not_enough_easy_negatives", rid)
+            if rid not in twins:
                 negatives.append((rid, positive, corpus.cut(rid, positive)))
-            chosen = chosen[:keep]
         return chosen, seeded_order(negatives, rng)[: k * len(chosen)]
 
     def _donors(self, rid: str, corpus: Corpus, config: GovReportConfig) -> tuple[list[tuple[int, str, float]], set]:
