@@ -62,8 +62,8 @@ class GovReportConfig(CommonConfig):
 
 
 class Corpus:
-    """The reports every pool of a build draws on: their token counts, summaries and the BM25
-    index that finds donors, made in one pass that tokenises each report once. A report's
+    """The reports every pool of a build draws on (``reports``, by id): their token counts and the
+    BM25 index that finds donors, made in one pass that tokenises each report once. A report's
     document (its sentences with their counts, kept from that pass) and its shingles are made
     when a pool uses it, and only the most recent are kept: a full-size corpus is 19K reports,
     a build uses a few thousand of them."""
@@ -72,8 +72,7 @@ class Corpus:
 
     def __init__(self, records: list[Report], context: PoolContext):
         self.ids = [r.id for r in records]
-        self.summaries = {r.id: r.summary for r in records}
-        self._records = {r.id: r for r in records}
+        self.reports = {r.id: r for r in records}
         self._sentence_tokens: dict[str, array] = {}
         self.tokens: dict[str, int] = {}
 
@@ -88,7 +87,7 @@ class Corpus:
         self.index = BM25Index(words_of_each_report())
         # caches over the records, not over self: a cycle through self would keep the corpus (its
         # index: gigabytes at full size) alive until a full garbage collection, past build_pools
-        reports, sentence_tokens = self._records, self._sentence_tokens
+        reports, sentence_tokens = self.reports, self._sentence_tokens
         self.document = functools.lru_cache(self.DOCUMENTS_KEPT)(
             lambda rid: report_document(reports[rid], sentence_tokens[rid]))
         self.shingles = functools.lru_cache(self.SHINGLES_KEPT)(lambda rid: word_shingles(reports[rid].report))
@@ -173,7 +172,7 @@ class GovReportBuilder(Builder):
         return pools
 
     def _query(self, rid: str, corpus: Corpus) -> Query:
-        text = corpus.summaries[rid]
+        text = corpus.reports[rid].summary
         return Query(id=f"q:{rid}", text=text, instruction=INSTRUCTION, source_id=rid,
                      n_tokens=default_counter().count(text))
 
@@ -212,9 +211,8 @@ class GovReportBuilder(Builder):
         fitted = fitted_in_order()
         chosen, passed, twins = self._hard_queries(band, fitted, len(members) + len(longer), hard.name, corpus,
                                                    context)
-        unused = ((rid, f) for rid, f in itertools.chain(passed, fitted) if rid not in twins)  # ... the rest
-        chosen, negatives = self._easy_negatives(band, chosen, unused, [r for r in longer if r not in twins], twins,
-                                                 rng, corpus, context)
+        chosen, negatives = self._easy_negatives(band, chosen, itertools.chain(passed, fitted), longer, twins, rng,
+                                                 corpus, context)  # ... the rest
         k = context.config.negatives_per_query
         for q, (rid, positive_fitted, variants) in enumerate(chosen):
             query, positive = self._query(rid, corpus), self._positive(rid, positive_fitted, corpus)
@@ -263,6 +261,8 @@ class GovReportBuilder(Builder):
         (report, fitted, cut)): the band's reports that are not queries, as far as needed, then
         longer ones cut to a positive's length, none of them one of the queries' ``twins``."""
         k = context.config.negatives_per_query
+        unused = ((rid, fitted) for rid, fitted in unused if rid not in twins)
+        longer = [rid for rid in longer if rid not in twins]
         negatives: list[tuple[str, Fitted, bool]] = [  # the top band cuts longer reports too
             (rid, fitted, corpus.cut(rid, fitted)) for rid, fitted in itertools.islice(unused, k * len(chosen))]
         positive_lengths = [positive.n_tokens for _, positive, _ in chosen]
@@ -287,7 +287,7 @@ class GovReportBuilder(Builder):
         """(BM25 rank, report id, score) of the donor candidates, best first: the reports the
         summary retrieves from the whole corpus, less the source itself and its near-duplicates;
         and those near-duplicates (a report as near the summary as its own never answers another's)."""
-        ranked = corpus.index.top_k(bm25_tokenize(corpus.summaries[rid]), config.donor_candidates + 1)
+        ranked = corpus.index.top_k(bm25_tokenize(corpus.reports[rid].summary), config.donor_candidates + 1)
         donors, near_duplicates = [], set()
         for rank, (i, score) in enumerate(ranked):
             other = corpus.ids[i]

@@ -390,18 +390,24 @@ def _shingle_jaccard(a: str, b: str, n: int = 8) -> float:
     return len(x & y) / len(x | y)
 
 
+def _write_with_twins(path: Path, n_reports: int, twins: int) -> None:
+    """Generated reports, the first ``twins`` of them followed by a near-duplicate each (the
+    middle paragraph changed, the same summary), ids ``twin-NN``."""
+    records = write_govreport_jsonl(path, n_reports=n_reports, paragraphs=(12, 30), seed=11)
+    with open(path, "a", encoding="utf-8") as handle:
+        for i, record in enumerate(records[:twins]):
+            paragraphs = record["report"].split("\n")
+            paragraphs[len(paragraphs) // 2] = records[-1 - i]["report"].split("\n")[1]
+            handle.write(json.dumps({"id": f"twin-{i:02d}", "report": "\n".join(paragraphs),
+                                     "summary": record["summary"]}) + "\n")
+
+
 @pytest.fixture(scope="module")
 def with_twins(tmp_path_factory):
     """Sources in which some reports have a near-duplicate (one paragraph changed, same summary):
     the twin is the best BM25 match for the summary after the source, and must never be its donor."""
     root = tmp_path_factory.mktemp("twins")
-    records = write_govreport_jsonl(root / "reports.jsonl", n_reports=60, paragraphs=(12, 30), seed=11)
-    with open(root / "reports.jsonl", "a", encoding="utf-8") as handle:
-        for i, record in enumerate(records[:20]):
-            paragraphs = record["report"].split("\n")
-            paragraphs[len(paragraphs) // 2] = records[-1 - i]["report"].split("\n")[1]
-            handle.write(json.dumps({"id": f"twin-{i:02d}", "report": "\n".join(paragraphs),
-                                     "summary": record["summary"]}) + "\n")
+    _write_with_twins(root / "reports.jsonl", n_reports=60, twins=20)
     config = GovReportConfig(sources=str(root), lengths=(4096,), seed=2)
     out = run_build(get_builder("govreport"), config, tmp_path_factory.mktemp("twins_out"), progress=False)
     return config, out
@@ -554,13 +560,7 @@ def test_a_near_duplicate_of_a_query_is_never_its_easy_negative(tmp_path):
     never an easy negative of that pool. Here every report has a twin."""
     from mmlongembed.builder import BuildReport
 
-    records = write_govreport_jsonl(tmp_path / "reports.jsonl", n_reports=14, paragraphs=(12, 30), seed=11)
-    with open(tmp_path / "reports.jsonl", "a", encoding="utf-8") as handle:
-        for i, record in enumerate(records):
-            paragraphs = record["report"].split("\n")
-            paragraphs[len(paragraphs) // 2] = records[-1 - i]["report"].split("\n")[1]
-            handle.write(json.dumps({"id": f"twin-{i:02d}", "report": "\n".join(paragraphs),
-                                     "summary": record["summary"]}) + "\n")
+    _write_with_twins(tmp_path / "reports.jsonl", n_reports=14, twins=14)
     builder = get_builder("govreport")
     config = GovReportConfig(sources=str(tmp_path), lengths=(4096,), seed=2)
     reports = builder.load_sources(config, BuildReport())
