@@ -24,7 +24,7 @@ $(STAMP): pyproject.toml
 	# The CPU build of torch first, so no extra below pulls a multi-GB CUDA build.
 	$(BIN)/python -m pip install --quiet torch==2.13.0
 	$(BIN)/python -m pip install --quiet -e ".[test,harness,mteb,ray,video,pdf,evidence]"
-	# colpali_engine (ColQwen2.5's reference, tests/test_profile_colqwen.py) without its torchvision: the PyPI
+	# colpali_engine (ColQwen2.5's reference, tests/harness/profiles/test_profile_colqwen.py) without its torchvision: the PyPI
 	# torchvision wheel is a CUDA build that breaks `import transformers` beside the CPU torch. Its other
 	# requirements (peft, scipy) are in the extras; tests/_profile_references.py imports it without torchvision.
 	$(BIN)/python -m pip install --quiet --no-deps colpali-engine==0.3.18

@@ -34,7 +34,7 @@ def main() -> None:
 
     from rank_bm25 import BM25Okapi
 
-    from mmlongembed.bm25 import B, EPSILON, K1, BM25Index, bm25_tokenize
+    from mmlongembed.ops.bm25 import B, EPSILON, K1, BM25Index, bm25_tokenize
 
     texts = load_texts(args.corpus)
     words = 150

@@ -24,10 +24,10 @@ def main() -> None:
     args = parser.parse_args()
 
     from builders.hotpotqa import HotpotQAConfig
-    from mmlongembed.build import run_build
-    from mmlongembed.builder import get_builder
-    from mmlongembed.layout import configs_from_card, pool_rows, read_config
-    from mmlongembed.tokens import default_counter
+    from mmlongembed.build.run import run_build
+    from mmlongembed.core.builder import get_builder
+    from mmlongembed.output.layout import configs_from_card, pool_rows, read_config
+    from mmlongembed.core.tokens import default_counter
 
     counter = default_counter()
     counter.count("warm up")

@@ -89,7 +89,7 @@ def measure(code: str, timeout: float, step: str = "step") -> dict:
 
 def video_lengths() -> tuple[int, ...]:
     """The paper's lengths in tokens of the generated clips' frames (same frames per run)."""
-    from mmlongembed.tokens import image_tokens
+    from mmlongembed.core.tokens import image_tokens
 
     per_frame = image_tokens(CLIP_SIZE[1], CLIP_SIZE[0])
     return tuple(math.ceil(n * per_frame / PAPER_FRAME_TOKENS) for n in PAPER_LENGTHS)
@@ -153,8 +153,8 @@ def write_activitynet(root: Path, n: int) -> None:
 # -- one builder: sources, build, read back --------------------------------------------------------
 
 BUILD = """
-    from mmlongembed.build import run_build
-    from mmlongembed.builder import get_builder
+    from mmlongembed.build.run import run_build
+    from mmlongembed.core.builder import get_builder
     if {name!r} == "youkudc":
         import json
         from mmlongembed.llm.fake_captions import start_caption_server
@@ -166,7 +166,7 @@ BUILD = """
 
 LOAD = """
     import datasets
-    from mmlongembed.layout import configs_from_card
+    from mmlongembed.output.layout import configs_from_card
     rows = 0
     for spec in configs_from_card(__import__("pathlib").Path({out!r}) / "README.md").values():
         rows += len(datasets.load_dataset({out!r}, spec.name, split="test", cache_dir={cache!r}))
@@ -174,7 +174,7 @@ LOAD = """
 """
 
 VALIDATE = """
-    from mmlongembed.validate import validate_build
+    from mmlongembed.build.validate import validate_build
     result = validate_build(__import__("pathlib").Path({out!r}))
     if result.problems:
         raise SystemExit(f"{{len(result.problems)}} problems, first: {{result.problems[0]}}")

@@ -57,10 +57,10 @@ def measure(family: str, directory: Path, lengths: list[int], items: int) -> lis
     """(length, assembly seconds per input, tiny forward tokens/s) per length."""
     import dataclasses
 
-    from harness.data import Item
-    from harness.models import RunSettings
-    from harness.profile_model import ProfileModel
-    from harness.profiles import get_profile
+    from harness.scoring.data import Item
+    from harness.models.adapters import RunSettings
+    from harness.models.profile_model import ProfileModel
+    from harness.profiles.catalogue import get_profile
 
     # the architecture is what is measured: a profile of the family, run whatever its status
     profile = dataclasses.replace(get_profile(FAMILY_OF[family]), family=family, runnable=True)
@@ -82,8 +82,8 @@ def measure(family: str, directory: Path, lengths: list[int], items: int) -> lis
 
 
 def main() -> None:
-    from harness.profiles import get_profile
-    from harness.tiny_models import FAMILIES, make_tiny
+    from harness.profiles.catalogue import get_profile
+    from harness.models.tiny_models import FAMILIES, make_tiny
 
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--lengths", type=int, nargs="+", default=[1024, 4096])

@@ -28,7 +28,7 @@ MEASURE = textwrap.dedent("""
     import resource, sys
     sys.path.insert(0, {repo!r})
     import pyarrow.parquet as pq
-    from mmlongembed.layout import configs_from_card, read_config
+    from mmlongembed.output.layout import configs_from_card, read_config
     root = {root!r}
     spec = configs_from_card(__import__("pathlib").Path(root) / "README.md")[{config!r}]
     before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss

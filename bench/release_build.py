@@ -58,15 +58,15 @@ def measure(code: str, label: str) -> dict:
 # -- 1. the release against its components ---------------------------------------------------------
 
 def release_bench(sources: list[str], exclude: str, settings: list[str], work: Path) -> None:
-    from mmlongembed.composite import MMLongEmbedConfig, plan
-    from mmlongembed.manifest import toolkit_identity
+    from mmlongembed.release.composite import MMLongEmbedConfig, plan
+    from mmlongembed.output.manifest import toolkit_identity
 
     if toolkit_identity()["git_dirty"] is not False:
         print("note: the checkout has uncommitted changes: the second run cannot find anything up to date")
 
     def config_code(frames: str) -> str:
         sets = [*settings, f"activitynet.frame_store={frames}"]
-        return (f"from mmlongembed.composite import MMLongEmbedConfig\n"
+        return (f"from mmlongembed.release.composite import MMLongEmbedConfig\n"
                 f"config = MMLongEmbedConfig(sources={tuple(sources)!r}, exclude={exclude!r}, set={tuple(sets)!r})\n")
 
     config = MMLongEmbedConfig(sources=tuple(sources), exclude=exclude, set=tuple(settings))
@@ -77,15 +77,15 @@ def release_bench(sources: list[str], exclude: str, settings: list[str], work: P
     for item in planned:  # each component alone, with the options the release gives it
         name = item.component.builder
         alone[name] = measure(config_code(str(work / "frames-alone")) + textwrap.dedent(f"""
-            from mmlongembed.build import run_build
-            from mmlongembed.builder import get_builder
-            from mmlongembed.composite import plan
+            from mmlongembed.build.run import run_build
+            from mmlongembed.core.builder import get_builder
+            from mmlongembed.release.composite import plan
             item = next(p for p in plan(config)[0] if p.component.builder == {name!r})
             run_build(get_builder({name!r}), item.config, {str(work / 'alone')!r}, progress=False)
         """), f"{name} alone")
     whole_code = config_code(str(work / "frames-release")) + textwrap.dedent(f"""
-        from mmlongembed.build import run_build
-        from mmlongembed.builder import get_builder
+        from mmlongembed.build.run import run_build
+        from mmlongembed.core.builder import get_builder
         run_build(get_builder("mmlongembed"), config, {str(work / 'release')!r}, progress=False)
     """)
     first = measure(whole_code, "release, first run")
@@ -131,7 +131,7 @@ def write_hotpotqa(sample: Path, out: Path, factor: int) -> None:
 
 def write_govreport(sample: Path, out: Path, factor: int) -> None:
     from mmlongembed.readers.govreport import read_local_reports
-    from mmlongembed.builder import BuildReport
+    from mmlongembed.core.builder import BuildReport
 
     reports = list(read_local_reports(sample / "govreport", BuildReport(progress=False)))
     (out / "govreport").mkdir(parents=True)
@@ -150,8 +150,8 @@ def growth_bench(sample: Path, factors: list[int], lengths: list[int], work: Pat
             sources = work / f"{name}-{factor}x"
             write(sample, sources, factor)
             result = measure(f"""
-                from mmlongembed.build import run_build
-                from mmlongembed.builder import get_builder
+                from mmlongembed.build.run import run_build
+                from mmlongembed.core.builder import get_builder
                 builder = get_builder({name!r})
                 config = builder.config_class(sources={str(sources)!r}, lengths={tuple(lengths)!r})
                 if {uncapped!r}:

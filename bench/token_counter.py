@@ -2,7 +2,7 @@
 
 Prints tokens/s of each, the ratio (target: at least 5x) and the number of count mismatches
 (target: 0). Special-token strings are left out of the mismatch count: we count them as plain
-text on purpose (see mmlongembed/tokens.py).
+text on purpose (see mmlongembed/core/tokens.py).
 """
 
 import argparse
@@ -26,7 +26,7 @@ def main() -> None:
 
     from tokenizers import Tokenizer
 
-    from mmlongembed.tokens import default_counter, reference_tokenizer_file
+    from mmlongembed.core.tokens import default_counter, reference_tokenizer_file
 
     texts = load_texts(args.corpus)
     ours = default_counter()

@@ -1,5 +1,5 @@
 """One module per source dataset. Importing this package imports every builder module, and
-each registers itself with ``mmlongembed.builder.register`` (duplicate names fail loudly)."""
+each registers itself with ``mmlongembed.core.builder.register`` (duplicate names fail loudly)."""
 
 import importlib
 import pkgutil

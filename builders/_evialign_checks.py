@@ -12,13 +12,13 @@ from __future__ import annotations
 import json
 from typing import Iterable
 
-from mmlongembed.builder import Problem
-from mmlongembed.evialign import student_tokenizer
+from mmlongembed.core.builder import Problem
+from mmlongembed.training.evialign import student_tokenizer
 from mmlongembed.ops.evialign import (
     TargetFormatError, distributed_positions, parse_target, permute, remove_ids, repetition, units_for)
 from mmlongembed.ops.permutations import non_identity_permutation
 from mmlongembed.readers.mmeb_train import OOD_KEYS, normalised_subset
-from mmlongembed.rng import derive_rng
+from mmlongembed.core.rng import derive_rng
 
 
 def check_training(builder: str, tables: dict[str, dict[str, list]], manifest: dict) -> list[Problem]:

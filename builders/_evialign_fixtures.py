@@ -7,7 +7,7 @@ import json
 import random
 from pathlib import Path
 
-from mmlongembed.rng import derive_rng
+from mmlongembed.core.rng import derive_rng
 from mmlongembed.testing import made_up_word
 
 

@@ -20,12 +20,12 @@ import re
 from collections import Counter
 from typing import Iterator
 
-from mmlongembed.builder import Problem
-from mmlongembed.digests import short_sha256
-from mmlongembed.ops.evidence import texts_holding, token_offsets_at
-from mmlongembed.ops.padding import answer_pattern
-from mmlongembed.pools import EASY_NEGATIVE, HARD_NEGATIVE, POSITIVE, Pool
-from mmlongembed.tokens import TokenCounter, default_counter
+from mmlongembed.core.builder import Problem
+from mmlongembed.core.digests import short_sha256
+from mmlongembed.ops.multisource.evidence import texts_holding, token_offsets_at
+from mmlongembed.ops.multisource.padding import answer_pattern
+from mmlongembed.core.pools import EASY_NEGATIVE, HARD_NEGATIVE, POSITIVE, Pool
+from mmlongembed.core.tokens import TokenCounter, default_counter
 
 
 def check_hotpotqa_pool(pool_row: dict, corpus: dict, queries: dict, qrels: dict) -> Iterator[Problem]:

@@ -1,7 +1,7 @@
 """HotpotQA's hard negatives: copies of the positive that each lack evidence (the first, the
 last or a random middle sentence, or both of two), every removed sentence refilled in place with
 whole sentences on the receiving paragraph's topic of exactly its token length
-(``mmlongembed.ops.refill``), and the positive with as many of its other sentences refilled.
+(``mmlongembed.ops.multisource.refill``), and the positive with as many of its other sentences refilled.
 
 Planning the refills is the costly search (``hard_plan``, a pure function of its arguments, so
 plans can be worked out on all cores ahead: ``prefetch_hard_plans``); assembling a plan
@@ -12,18 +12,18 @@ from __future__ import annotations
 
 from typing import Callable
 
-from mmlongembed import parallel
-from mmlongembed.digests import short_sha256
+from mmlongembed.core import parallel
+from mmlongembed.core.digests import short_sha256
 from mmlongembed.ops.donor import exchangeable_offsets
-from mmlongembed.ops.evidence import Refill, Unit, units_document
+from mmlongembed.ops.multisource.evidence import Refill, Unit, units_document
 from mmlongembed.ops.length import trim_edges
 from mmlongembed.ops.measured import RECOUNT_MARGIN, Built
-from mmlongembed.ops.refill import RefillSource, VariantSearch, locate, positive_places
-from mmlongembed.pool_plan import PoolContext
-from mmlongembed.pools import LengthBand, hard_negative_tolerance, pool_name
+from mmlongembed.ops.multisource.refill import RefillSource, VariantSearch, locate, positive_places
+from mmlongembed.build.pool_plan import PoolContext
+from mmlongembed.core.pools import LengthBand, hard_negative_tolerance, pool_name
 from mmlongembed.readers.hotpotqa import Instance
-from mmlongembed.rng import derive_rng
-from mmlongembed.tokens import TokenCounter
+from mmlongembed.core.rng import derive_rng
+from mmlongembed.core.tokens import TokenCounter
 
 POSITIVE_REFILL = "positive"  # the plan's entry for the positive's own refilled sentences
 

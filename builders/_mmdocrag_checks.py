@@ -18,10 +18,10 @@ import json
 from collections import Counter
 from typing import Iterator
 
-from mmlongembed.builder import Problem
-from mmlongembed.digests import short_sha256
-from mmlongembed.documents import IMAGE_PLACEHOLDER
-from mmlongembed.pools import EASY_NEGATIVE, HARD_NEGATIVE, POSITIVE, Pool
+from mmlongembed.core.builder import Problem
+from mmlongembed.core.digests import short_sha256
+from mmlongembed.core.documents import IMAGE_PLACEHOLDER
+from mmlongembed.core.pools import EASY_NEGATIVE, HARD_NEGATIVE, POSITIVE, Pool
 from mmlongembed.readers.mmdocrag import MAX_EVIDENCE, MIN_EVIDENCE
 
 

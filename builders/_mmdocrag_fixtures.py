@@ -12,7 +12,7 @@ from pathlib import Path
 
 import numpy as np
 
-from mmlongembed.rng import derive_rng
+from mmlongembed.core.rng import derive_rng
 from mmlongembed.testing import made_up_word, mark_synthetic, paged_document_spec, write_pdf
 
 

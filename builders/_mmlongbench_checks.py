@@ -16,11 +16,11 @@ import statistics
 from collections import Counter, defaultdict
 from typing import Iterator
 
-from mmlongembed.builder import Problem
-from mmlongembed.documents import IMAGE_PLACEHOLDER
+from mmlongembed.core.builder import Problem
+from mmlongembed.core.documents import IMAGE_PLACEHOLDER
 from mmlongembed.ops.pages import HARD_VARIANTS
-from mmlongembed.pools import EASY_NEGATIVE, HARD_NEGATIVE, Pool
-from mmlongembed.tokens import image_tokens
+from mmlongembed.core.pools import EASY_NEGATIVE, HARD_NEGATIVE, Pool
+from mmlongembed.core.tokens import image_tokens
 
 
 def page_statistics(pools: list[Pool]) -> dict:

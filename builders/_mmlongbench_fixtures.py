@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from mmlongembed.rng import derive_rng
+from mmlongembed.core.rng import derive_rng
 from mmlongembed.testing import mark_synthetic, paged_document_spec, write_pdf
 
 

@@ -15,11 +15,11 @@ import json
 from collections import defaultdict
 from typing import Iterator
 
-from mmlongembed.builder import Problem
-from mmlongembed.documents import IMAGE_PLACEHOLDER
+from mmlongembed.core.builder import Problem
+from mmlongembed.core.documents import IMAGE_PLACEHOLDER
 from mmlongembed.ops.needle import needle_token_index
-from mmlongembed.pools import Pool
-from mmlongembed.tokens import default_counter
+from mmlongembed.core.pools import Pool
+from mmlongembed.core.tokens import default_counter
 
 
 def check_needle_pool(pool_row: dict, corpus: dict, queries: dict, qrels: dict) -> Iterator[Problem]:

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import numpy as np
 
-from mmlongembed.rng import derive_rng
+from mmlongembed.core.rng import derive_rng
 from mmlongembed.testing import mark_synthetic
 
 NEEDLE_FIXTURE_WORDS = ("river stone window garden letter morning evening market bridge lantern orchard meadow harbour "

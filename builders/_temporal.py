@@ -23,22 +23,22 @@ from pathlib import Path
 from typing import Iterable
 
 from builders._temporal_plan import BandPlanner, runs_by_band
-from mmlongembed.builder import Builder, BuildReport, CommonConfig, Problem
-from mmlongembed.capacity import LengthLimit, halving_limit
-from mmlongembed.documents import FRAME, Document, image_segment
-from mmlongembed.errors import UserError
+from mmlongembed.core.builder import Builder, BuildReport, CommonConfig, Problem
+from mmlongembed.build.capacity import LengthLimit, halving_limit
+from mmlongembed.core.documents import FRAME, Document, image_segment
+from mmlongembed.core.errors import UserError
 from mmlongembed.llm import LLMConfig, load_prompt, rewrite_captions, translate
-from mmlongembed.manifest import files_identity
+from mmlongembed.output.manifest import files_identity
 from mmlongembed.media.frames import DecodeOutcome, FrameStore, decode_all, video_file_sha256
 from mmlongembed.media.video import (
     DEFAULT_FRAME_PIXELS, FRAME_RULE, FrameSettings, audio_slice, decoder_identity, wav_bytes)
 from mmlongembed.ops.temporal import (
     HARD_VARIANTS, MARGIN_RULES, MIN_BLOCKS_FOR_SHUFFLES, REVERSAL_MODES, Run, arrange, chains, video_events)
-from mmlongembed.pool_plan import PoolContext
-from mmlongembed.pools import EASY_NEGATIVE, HARD_NEGATIVE, POSITIVE, Candidate, LengthBand, Pool, Query, pool_name
+from mmlongembed.build.pool_plan import PoolContext
+from mmlongembed.core.pools import EASY_NEGATIVE, HARD_NEGATIVE, POSITIVE, Candidate, LengthBand, Pool, Query, pool_name
 from mmlongembed.readers.dense_captions import VIDEO_EXTENSIONS, VideoRecord, find_videos, video_file_for
-from mmlongembed.synthetic import synthetic_marker
-from mmlongembed.tokens import default_counter, fit_image_size, image_tokens
+from mmlongembed.core.synthetic import synthetic_marker
+from mmlongembed.core.tokens import default_counter, fit_image_size, image_tokens
 
 INSTRUCTION = ("Given a description of a sequence of events, retrieve the video whose frames show exactly "
                "these events in this order.")
@@ -237,7 +237,7 @@ class TemporalBuilder(Builder):
         if not config.sources:
             raise UserError(f"{self.name}: videos are not on the Hub; pass --sources DIR with the annotations and "
                             "a folder of videos named by id")
-        from mmlongembed.sources import require_dir
+        from mmlongembed.readers.sources import require_dir
 
         check_options(config)
         root = require_dir(config.sources, f"{self.source_name} annotations and videos")

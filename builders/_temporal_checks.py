@@ -27,10 +27,10 @@ import json
 from collections import Counter, defaultdict
 from typing import Iterator
 
-from mmlongembed.builder import Problem
-from mmlongembed.documents import IMAGE_PLACEHOLDER
+from mmlongembed.core.builder import Problem
+from mmlongembed.core.documents import IMAGE_PLACEHOLDER
 from mmlongembed.ops.temporal import HARD_VARIANTS, order_problem
-from mmlongembed.pools import EASY_NEGATIVE, HARD_NEGATIVE, POSITIVE
+from mmlongembed.core.pools import EASY_NEGATIVE, HARD_NEGATIVE, POSITIVE
 
 PTS_SLACK = 1e-6
 

@@ -16,11 +16,11 @@ from typing import Callable
 from mmlongembed.ops.temporal import (
     HARD_VARIANTS, Run, candidate_runs, caption_similarity, choose_run, distinct_hard_orders, length_matched_run,
     matching_frame_count, video_events)
-from mmlongembed.pool_plan import PoolContext
-from mmlongembed.rng import seeded_order
-from mmlongembed.pools import LengthBand
+from mmlongembed.build.pool_plan import PoolContext
+from mmlongembed.core.rng import seeded_order
+from mmlongembed.core.pools import LengthBand
 from mmlongembed.readers.dense_captions import VideoRecord
-from mmlongembed.tokens import image_tokens
+from mmlongembed.core.tokens import image_tokens
 
 Plan = list[tuple[str, dict, list[Run]]]  # (query video, variant -> block order, easy negatives' runs)
 

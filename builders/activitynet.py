@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from builders._temporal import TemporalBuilder, TemporalConfig
-from mmlongembed.builder import BuildReport, register
+from mmlongembed.core.builder import BuildReport, register
 from mmlongembed.readers.dense_captions import VideoRecord, activitynet_files, read_activitynet_files
 
 

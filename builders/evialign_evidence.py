@@ -16,12 +16,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Iterable
 
-from mmlongembed.builder import Builder, BuildReport, CommonConfig, Problem, register
-from mmlongembed.errors import UserError
-from mmlongembed.evialign import evidence_prompt, student_tokenizer, units_block
+from mmlongembed.core.builder import Builder, BuildReport, CommonConfig, Problem, register
+from mmlongembed.core.errors import UserError
+from mmlongembed.training.evialign import evidence_prompt, student_tokenizer, units_block
 from mmlongembed.llm import LLMConfig, run_llm_step
 from mmlongembed.llm.config import decoding_parameters
-from mmlongembed.manifest import files_identity
+from mmlongembed.output.manifest import files_identity
 from mmlongembed.ops.evialign import (
     UNIT_SETS, TargetFormatError, assemble, boundary_ids, insert_distributed, permute, repetition, unit_spans,
     units_for)
@@ -29,10 +29,10 @@ from mmlongembed.ops.permutations import non_identity_permutation
 from mmlongembed.readers.mmeb_train import (
     OOD_KEYS, OOD_SUBSETS, READ_VARIANT, RETRIEVAL_SUBSETS, ImageFiles, SideInput, SourcePair, images_digest,
     normalised_subset, pair_sides, read_rows, subset_files)
-from mmlongembed.rng import derive_rng
-from mmlongembed.sources import require_dir
-from mmlongembed.training import TRAINING
-from mmlongembed.training_data import TrainingData, TrainingTable
+from mmlongembed.core.rng import derive_rng
+from mmlongembed.readers.sources import require_dir
+from mmlongembed.training.pipeline import TRAINING
+from mmlongembed.training.tables import TrainingData, TrainingTable
 
 NAME = "evialign-evidence"
 STEP = "evidence_units"
@@ -127,7 +127,7 @@ class EviAlignEvidence(Builder):
         "MMEB-train as the Hub has it (`TIGER-Lab/MMEB-train`: `<Subset>/original-*.parquet`, read alone, and "
         "`images_zip/<Subset>.zip`), or `<subset>/*.jsonl|*.parquet` with `qry`, `qry_image_path`, `pos_text`, "
         "`pos_image_path`, images relative to the directory; MMEB's eight retrieval subsets by default "
-        "(`--subsets`, `--all-subsets` for others). `python -m mmlongembed.mmeb_samples` writes real pairs from "
+        "(`--subsets`, `--all-subsets` for others). `python -m mmlongembed.training.mmeb_samples` writes real pairs from "
         "`../shared/data` in it (build them with `--subsets MMLongBench-Doc HotpotQA scikit-image-photos`)"
     )
     config_class = EviAlignConfig
@@ -353,7 +353,7 @@ class EviAlignEvidence(Builder):
     def input_features(units):
         import datasets
 
-        from mmlongembed.output import list_of
+        from mmlongembed.output.writer import list_of
 
         string, int64 = datasets.Value("string"), datasets.Value("int64")
         ids = list_of(datasets.Value("int32"))
@@ -390,7 +390,7 @@ class EviAlignEvidence(Builder):
     def example_config(self, directory) -> EviAlignConfig:
         """Generated pairs in the MMEB-train layout, and an LLM cache holding the fake teacher's
         answers to exactly the requests this build makes (so it builds with ``--llm replay``)."""
-        from mmlongembed.evialign import teacher_responder
+        from mmlongembed.training.evialign import teacher_responder
         from mmlongembed.llm.cache import LLMCache, request_keys
         from builders._evialign_fixtures import write_mmeb_fixture
 

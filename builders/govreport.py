@@ -19,23 +19,23 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Iterable, Iterator, Sequence
 
-from mmlongembed.bm25 import BM25Index, bm25_tokenize
-from mmlongembed.capacity import LengthLimit, halving_limit, longest_text_tokens
-from mmlongembed.builder import Builder, BuildReport, CommonConfig, Problem, register
-from mmlongembed.documents import Document, counted_segments, text_pieces
-from mmlongembed.errors import FitError
-from mmlongembed.manifest import files_identity
+from mmlongembed.ops.bm25 import BM25Index, bm25_tokenize
+from mmlongembed.build.capacity import LengthLimit, halving_limit, longest_text_tokens
+from mmlongembed.core.builder import Builder, BuildReport, CommonConfig, Problem, register
+from mmlongembed.core.documents import Document, counted_segments, text_pieces
+from mmlongembed.core.errors import FitError
+from mmlongembed.output.manifest import files_identity
 from mmlongembed.ops.donor import (
     SHINGLE_WORDS, content_sha256, exchangeable_offsets, jaccard, offset_room, replace_span_with_donor,
     word_shingles)
 from mmlongembed.ops.length import Fitted, truncate_to_band
 from mmlongembed.ops.lexical import exchangeable_sides
-from mmlongembed.pool_plan import PoolContext
-from mmlongembed.rng import seeded_order
-from mmlongembed.pools import EASY_NEGATIVE, HARD_NEGATIVE, POSITIVE, Candidate, LengthBand, Pool, Query, pool_name
+from mmlongembed.build.pool_plan import PoolContext
+from mmlongembed.core.rng import seeded_order
+from mmlongembed.core.pools import EASY_NEGATIVE, HARD_NEGATIVE, POSITIVE, Candidate, LengthBand, Pool, Query, pool_name
 from mmlongembed.readers.govreport import HUB_SOURCE, Report, local_files, local_root, read_reports
-from mmlongembed.tokens import default_counter
-from mmlongembed.wordstats import text_features
+from mmlongembed.core.tokens import default_counter
+from mmlongembed.ops.wordstats import text_features
 
 INSTRUCTION = "Given this summary, retrieve the original corresponding long document."
 HARD_VARIANTS = (("head25", (0.0, 0.25)), ("tail25", (0.75, 1.0)), ("middle50", (0.25, 0.75)))

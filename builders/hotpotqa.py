@@ -27,27 +27,27 @@ from typing import Iterable
 
 from builders._hotpotqa_checks import check_hotpotqa_pool, refill_statistics
 from builders._hotpotqa_hard import hard_assemble, hard_plan, prefetch_hard_plans
-from mmlongembed.builder import Builder, BuildReport, CommonConfig, Problem, register
-from mmlongembed.capacity import LengthLimit
-from mmlongembed.documents import text_segments
-from mmlongembed.errors import FitError, UserError
+from mmlongembed.core.builder import Builder, BuildReport, CommonConfig, Problem, register
+from mmlongembed.build.capacity import LengthLimit
+from mmlongembed.core.documents import text_segments
+from mmlongembed.core.errors import FitError, UserError
 from mmlongembed.llm import Audited, AuditItem, LLMConfig, audit_queries
-from mmlongembed.manifest import files_identity
+from mmlongembed.output.manifest import files_identity
 from mmlongembed.ops.donor import exchangeable_offsets
-from mmlongembed.ops.evidence import Unit, grow, units_document
-from mmlongembed.ops.evidence_guard import PoolEvidenceGuard
+from mmlongembed.ops.multisource.evidence import Unit, grow, units_document
+from mmlongembed.ops.multisource.evidence_guard import PoolEvidenceGuard
 from mmlongembed.ops.length import summed_tokens, trim_edges
 from mmlongembed.ops.measured import RECOUNT_MARGIN, Built, positive_window
-from mmlongembed.ops.padding import PaddingSupply, context_pieces, context_units
-from mmlongembed.ops.refill import REFILL_CHOICES, RefillSource, with_origin
-from mmlongembed.pool_plan import PoolContext, Skip, fill_pool
-from mmlongembed.pools import (
+from mmlongembed.ops.multisource.padding import PaddingSupply, context_pieces, context_units
+from mmlongembed.ops.multisource.refill import REFILL_CHOICES, RefillSource, with_origin
+from mmlongembed.build.pool_plan import PoolContext, Skip, fill_pool
+from mmlongembed.core.pools import (
     EASY_NEGATIVE, HARD_NEGATIVE, POSITIVE, Candidate, LengthBand, Pool, Query, hard_negative_tolerance, pool_name)
 from mmlongembed.readers.hotpotqa import Instance, local_files, origin_file, read_instances, read_local_instances
 from mmlongembed.readers.wikitext import read_wikitext_files, wikitext_files, wikitext_rows_articles
-from mmlongembed.rng import derive_rng, seeded_order
-from mmlongembed.sources import HubSource, hub_rows, require_dir
-from mmlongembed.tokens import TokenCounter, default_counter
+from mmlongembed.core.rng import derive_rng, seeded_order
+from mmlongembed.readers.sources import HubSource, hub_rows, require_dir
+from mmlongembed.core.tokens import TokenCounter, default_counter
 
 INSTRUCTION = "Given a multi-hop question, retrieve the document that contains all the evidence needed to answer it."
 HUB_SOURCE = HubSource(repo="hotpotqa/hotpot_qa", revision="1908d6afbbead072334abe2965f91bd2709910ab",

@@ -30,28 +30,28 @@ from typing import Callable, Iterable
 import numpy as np
 
 from builders._mmdocrag_checks import check_quote_pool, evidence_statistics
-from mmlongembed.builder import Builder, BuildReport, CommonConfig, Problem, register
-from mmlongembed.capacity import LengthLimit
-from mmlongembed.documents import image_segment
-from mmlongembed.errors import FitError, UserError
+from mmlongembed.core.builder import Builder, BuildReport, CommonConfig, Problem, register
+from mmlongembed.build.capacity import LengthLimit
+from mmlongembed.core.documents import image_segment
+from mmlongembed.core.errors import FitError, UserError
 from mmlongembed.llm import Audited, AuditItem, LLMConfig, audit_queries
-from mmlongembed.manifest import files_identity
+from mmlongembed.output.manifest import files_identity
 from mmlongembed.media.pdf import PageRenderer, RenderOptions, StoredImage
-from mmlongembed.ops.answers import answer_pattern as whole_word_answer
-from mmlongembed.ops.evidence import Unit, find_evidence, find_sentence_run, grow, units_document
+from mmlongembed.ops.multisource.answers import answer_pattern as whole_word_answer
+from mmlongembed.ops.multisource.evidence import Unit, find_evidence, find_sentence_run, grow, units_document
 from mmlongembed.ops.length import edge_whitespace, exact_tokens, fit_block_edges, trim_edges
 from mmlongembed.ops.measured import RECOUNT_MARGIN, Built, positive_window
-from mmlongembed.ops.quote_supply import GoldGuard, Supply, padding_pages
-from mmlongembed.ops.quotes import (
+from mmlongembed.ops.multisource.quote_supply import GoldGuard, Supply, padding_pages
+from mmlongembed.ops.multisource.quotes import (
     Instance, content_keys, context_units, evidence_positions, holds, replace_image_evidence, replace_text_evidence)
-from mmlongembed.pool_plan import Made, PoolContext, Skip, fill_pool
-from mmlongembed.pools import (
+from mmlongembed.build.pool_plan import Made, PoolContext, Skip, fill_pool
+from mmlongembed.core.pools import (
     EASY_NEGATIVE, HARD_NEGATIVE, POSITIVE, Candidate, LengthBand, Pool, Query, hard_negative_tolerance, pool_name)
 from mmlongembed.readers.mmdocir import SubstituteOptions, SubstituteReader
 from mmlongembed.readers.mmdocrag import (
     HUB_SOURCE, IMAGE_ARCHIVE, Sources, hub_files, hub_source, image_files, read_original, source_layout)
-from mmlongembed.rng import derive_rng, seeded_order
-from mmlongembed.tokens import default_counter
+from mmlongembed.core.rng import derive_rng, seeded_order
+from mmlongembed.core.tokens import default_counter
 
 INSTRUCTION = ("Given a question about a document, retrieve the document that contains all the text and image "
                "evidence needed to answer it.")

@@ -22,23 +22,23 @@ from pathlib import Path
 from typing import Iterable
 
 from builders._mmlongbench_checks import check_page_pool, page_statistics, query_sources
-from mmlongembed.builder import Builder, BuildReport, CommonConfig, Problem, register
-from mmlongembed.capacity import (
+from mmlongembed.core.builder import Builder, BuildReport, CommonConfig, Problem, register
+from mmlongembed.build.capacity import (
     WRITE_AND_READ_BYTES, LengthLimit, OutputEstimate, check_lengths, halving_limit, image_bytes)
-from mmlongembed.documents import Document, image_segment
-from mmlongembed.errors import FitError, UserError
+from mmlongembed.core.documents import Document, image_segment
+from mmlongembed.core.errors import FitError, UserError
 from mmlongembed.llm import LLMConfig
 from mmlongembed.llm.summaries import SYNTHETIC_QUERY_SOURCE, summarise_documents
-from mmlongembed.manifest import files_identity
+from mmlongembed.output.manifest import files_identity
 from mmlongembed.media.pdf import RenderOptions
 from mmlongembed.ops.pages import HARD_VARIANTS, PageGuard, PagePlan, apply_plan, head_window
-from mmlongembed.pool_plan import PoolContext, Skip, fill_pool
-from mmlongembed.rng import seeded_order
-from mmlongembed.pools import EASY_NEGATIVE, HARD_NEGATIVE, POSITIVE, Candidate, LengthBand, Pool, Query, pool_name
+from mmlongembed.build.pool_plan import PoolContext, Skip, fill_pool
+from mmlongembed.core.rng import seeded_order
+from mmlongembed.core.pools import EASY_NEGATIVE, HARD_NEGATIVE, POSITIVE, Candidate, LengthBand, Pool, Query, pool_name
 from mmlongembed.readers.mmlongbench import (
     DOC_HUB, DOC_HUB_SAMPLES, FORM_JSONL, FORM_NAMES, OpenPdfs, PagedDocument, Sources, hub_doc_root, measure_pages,
     placed_page_bytes, read_paged_sources, render_pages, source_roots)
-from mmlongembed.tokens import default_counter
+from mmlongembed.core.tokens import default_counter
 
 INSTRUCTION = "Given this summary, retrieve the original corresponding long document."  # paper Table 6
 

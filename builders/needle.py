@@ -19,11 +19,11 @@ from pathlib import Path
 from typing import Iterable, Iterator
 
 from builders._needle_checks import card_statistics, check_needle_pool, confusability
-from mmlongembed.builder import Builder, BuildReport, CommonConfig, Problem, register
-from mmlongembed.capacity import LengthLimit, planned_memory
-from mmlongembed.documents import IMAGE, IMAGE_PLACEHOLDER, Segment, image_segment
-from mmlongembed.errors import UserError
-from mmlongembed.manifest import files_identity
+from mmlongembed.core.builder import Builder, BuildReport, CommonConfig, Problem, register
+from mmlongembed.build.capacity import LengthLimit, planned_memory
+from mmlongembed.core.documents import IMAGE, IMAGE_PLACEHOLDER, Segment, image_segment
+from mmlongembed.core.errors import UserError
+from mmlongembed.output.manifest import files_identity
 from mmlongembed.needles import images as synth
 from mmlongembed.needles.sets import Needle, draw_needle_set, encode_needle
 from mmlongembed.needles.text import SUBJECT_KINDS, parse_templates
@@ -31,14 +31,14 @@ from mmlongembed.ops.haystacks import Haystacks, image_share
 from mmlongembed.ops.length import exact_tokens
 from mmlongembed.ops.needle import (
     Stream, cell_name, insert_needle, locate_needle, nearest_boundary, needle_side, pool_modality, sigmoid_depths)
-from mmlongembed.pool_plan import PoolContext
-from mmlongembed.pools import POSITIVE, Candidate, LengthBand, Pool, Query
+from mmlongembed.build.pool_plan import PoolContext
+from mmlongembed.core.pools import POSITIVE, Candidate, LengthBand, Pool, Query
 from mmlongembed.readers.needle import (
     NEEDLEBENCH, NEEDLEBENCH_FILES, OBELICS, Sources, card_sources, local_source_paths, read_hub_sources,
     read_local_sources)
-from mmlongembed.report import shortcut_check
-from mmlongembed.sources import require_dir
-from mmlongembed.tokens import default_counter, image_tokens
+from mmlongembed.checks.summary import shortcut_check
+from mmlongembed.readers.sources import require_dir
+from mmlongembed.core.tokens import default_counter, image_tokens
 
 TEXT_INSTRUCTION = "Given this question, retrieve the document that contains the fact that answers it."
 IMAGE_TEXT_INSTRUCTION = "Given this description of a picture, retrieve the document that contains the picture."

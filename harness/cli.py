@@ -12,17 +12,17 @@ import sys
 import time
 from pathlib import Path
 
-from harness.report import HEATMAP_METRICS
-from harness.training_overlap import declared_training_data
-from mmlongembed.errors import UserError, report_error
-from mmlongembed.report import counted
+from harness.report.tables import HEATMAP_METRICS
+from harness.profiles.training_data import declared_training_data
+from mmlongembed.core.errors import UserError, report_error
+from mmlongembed.checks.summary import counted
 
 DEFAULT_MODELS = "bm25,minilm"
 KNOWN_MODALITIES = ("text", "image", "video")
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    from harness.cache import add_cache_arguments
+    from harness.scoring.cache import add_cache_arguments
 
     parser.add_argument("--dataset", required=True, nargs="+",
                         help="the benchmark: a local directory (e.g. out/mmlongembed, out/govreport) or a Hub repo "
@@ -107,7 +107,7 @@ def _readout_tokens(args: argparse.Namespace) -> tuple[str, ...] | None:
 
 def _model_paths(values: list[str]) -> dict[str, str]:
     """--model-path NAME=DIR (repeatable) -> {profile name: directory}."""
-    from harness.profiles import get_profile
+    from harness.profiles.catalogue import get_profile
 
     paths = {}
     for value in values:
@@ -133,8 +133,8 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _run(args) -> int:
-    from harness.data import Benchmark
-    from harness.models import RunSettings
+    from harness.scoring.data import Benchmark
+    from harness.models.adapters import RunSettings
 
     modalities = _checked_modalities(args)
     log = (lambda *a, **k: None) if args.quiet else print
@@ -174,8 +174,8 @@ def _checked_modalities(args) -> set[str]:
 def _score_all(args, selections, settings, modalities: set[str], log):
     """Every selected pool of every benchmark with every model, through one embedding cache: the
     models (closed) and the outcome."""
-    from harness.cache import EmbeddingCache, cache_directory
-    from harness.models import load_model
+    from harness.scoring.cache import EmbeddingCache, cache_directory
+    from harness.models.adapters import load_model
     from harness.runner import Outcome, score
 
     specs = _split([args.model or DEFAULT_MODELS])
@@ -199,7 +199,7 @@ def _score_all(args, selections, settings, modalities: set[str], log):
 
 def _results(args, benchmarks, models, outcome, modalities: set[str], started: float) -> tuple[dict, list, list]:
     """results.json's content, and the Table 3 and Table 4 cells (drawn once: table.md prints these)."""
-    from harness import report as reports
+    from harness.report import tables as reports
 
     datasets = [{"ref": b.ref, "path": b.path, "revision": b.revision} for b in benchmarks]
     stats = {"n_resamples": args.bootstrap, "seed": args.seed}
@@ -233,8 +233,8 @@ def _results(args, benchmarks, models, outcome, modalities: set[str], started: f
 
 def _write_report(args, output: Path, result: dict, table3_cells: list, table4_cells: list, outcome) -> int:
     """results.json, table.md and the plots in `output`; the exit code (1 where a pool failed)."""
-    from harness import report as reports
-    from harness.predictions import FILENAME, write_predictions
+    from harness.report import tables as reports
+    from harness.report.predictions import FILENAME, write_predictions
 
     reports.write_json(result, output / "results.json")
     write_predictions(outcome.predictions, output / FILENAME)

@@ -12,10 +12,10 @@ import io
 import random
 from pathlib import Path
 
-from mmlongembed.documents import image_segment, text_document
-from mmlongembed.pools import EASY_NEGATIVE, HARD_NEGATIVE, POSITIVE, Candidate, LengthBand, Pool, Query
+from mmlongembed.core.documents import image_segment, text_document
+from mmlongembed.core.pools import EASY_NEGATIVE, HARD_NEGATIVE, POSITIVE, Candidate, LengthBand, Pool, Query
 from mmlongembed.testing import write_fixture_build
-from mmlongembed.tokens import default_counter
+from mmlongembed.core.tokens import default_counter
 
 FILLER = ("the committee reviewed several reports about budgets schedules and staffing during the year "
           "while agencies described their plans and the auditors noted progress on many fronts").split()

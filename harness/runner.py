@@ -5,19 +5,19 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass, field
 
-from harness.cache import EmbeddingCache
-from harness.data import Benchmark, PoolError, PoolInfo
-from harness.metrics import MAIN_METRIC, per_query, positive_ranks, summarise, tied_positives, variant_breakdown
-from harness.models import Model, ModelError, NotMeasured, RunSettings
-from harness.predictions import pool_predictions
-from harness.truncation import range_kept
+from harness.scoring.cache import EmbeddingCache
+from harness.scoring.data import Benchmark, PoolError, PoolInfo
+from harness.scoring.metrics import MAIN_METRIC, per_query, positive_ranks, summarise, tied_positives, variant_breakdown
+from harness.models.adapters import Model, ModelError, NotMeasured, RunSettings
+from harness.report.predictions import pool_predictions
+from harness.scoring.truncation import range_kept
 
 
 @dataclass
 class Outcome:
     results: list[dict] = field(default_factory=list)
     skipped: list[dict] = field(default_factory=list)
-    predictions: list = field(default_factory=list)  # per pool and model, a pyarrow table (harness.predictions)
+    predictions: list = field(default_factory=list)  # per pool and model, a pyarrow table (harness.report.predictions)
 
     @property
     def failed(self) -> list[dict]:

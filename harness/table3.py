@@ -1,6 +1,6 @@
 """`make table3`: score the listed model profiles over a release, one `mmle score` run each, and write
 the leaderboard beside the paper's rows. `--tiny` is the CPU dry run: each profile runs on a tiny random
-model of its architecture (harness.tiny_models), so the whole path runs without weights or a GPU.
+model of its architecture (harness.models.tiny_models), so the whole path runs without weights or a GPU.
 
     python -m harness.table3 --dataset out/mmlongembed --models gme-qwen2-vl-2b,qwen3-vl-2b [--tiny]
 """
@@ -12,8 +12,8 @@ import json
 import sys
 from pathlib import Path
 
-from harness.profiles import get_profile
-from mmlongembed.errors import UserError, report_error
+from harness.profiles.catalogue import get_profile
+from mmlongembed.core.errors import UserError, report_error
 
 
 def _arguments(argv):
@@ -30,7 +30,7 @@ def _arguments(argv):
 
 
 def _tiny_paths(profiles, directory: Path) -> list[str]:
-    from harness.tiny_models import make_tiny, qwen3_tokenizer, tiny_family
+    from harness.models.tiny_models import make_tiny, qwen3_tokenizer, tiny_family
 
     made, paths = {}, []
     for profile in profiles:
@@ -47,7 +47,7 @@ def _tiny_paths(profiles, directory: Path) -> list[str]:
 
 
 def run(argv: list[str] | None = None) -> int:
-    from harness import leaderboard
+    from harness.report import leaderboard
     from harness.cli import main as score
 
     args = _arguments(argv)

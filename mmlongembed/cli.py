@@ -13,12 +13,12 @@ import signal
 import sys
 from pathlib import Path
 
-from mmlongembed.errors import ERROR_PREFIX, UserError, report_error
-from mmlongembed.flags import add_dataclass_arguments, config_from_args
+from mmlongembed.core.errors import ERROR_PREFIX, UserError, report_error
+from mmlongembed.core.flags import add_dataclass_arguments, config_from_args
 
 
 def _add_build(subparsers) -> None:
-    from mmlongembed.builder import registered
+    from mmlongembed.core.builder import registered
 
     build = subparsers.add_parser("build", help="build one dataset's pools into OUTPUT/<dataset>/ and validate them")
     per_dataset = build.add_subparsers(dest="dataset", required=True, metavar="DATASET",
@@ -48,7 +48,7 @@ def _add_run_options(parser: argparse.ArgumentParser) -> None:
 
 
 def _run_build(args) -> int:
-    from mmlongembed.build import run_build
+    from mmlongembed.build.run import run_build
 
     builder = args.builder_class()
     config = config_from_args(builder.config_class, args)
@@ -65,7 +65,7 @@ def _add_validate(subparsers) -> None:
 
 
 def _run_validate(args) -> int:
-    from mmlongembed.validate import validate_build
+    from mmlongembed.build.validate import validate_build
 
     result = validate_build(args.directory, progress=not args.no_progress)
     print(result.report())
@@ -78,8 +78,8 @@ def _add_list(subparsers) -> None:
 
 
 def _run_list(args) -> int:
-    from mmlongembed.builder import registered
-    from mmlongembed.report import format_table
+    from mmlongembed.core.builder import registered
+    from mmlongembed.checks.summary import format_table
 
     rows = [(name, f"v{cls.version}", cls.task, cls.title) for name, cls in registered().items()]
     table = format_table(["dataset", "version", "task", "title"], rows, align_right_from=len(rows[0]))
@@ -90,15 +90,15 @@ def _run_list(args) -> int:
 # Subcommands that live in their own modules: (name, module, help).
 EXTERNAL_SUBCOMMANDS: tuple[tuple[str, str, str], ...] = (
     ("score", "harness.cli", "score embedding models on a built benchmark (reads it through load_dataset only)"),
-    ("leaderboard", "harness.leaderboard", "merge `mmle score` runs into one Table 3 and Table 4, models as rows "
+    ("leaderboard", "harness.report.leaderboard", "merge `mmle score` runs into one Table 3 and Table 4, models as rows "
                                            "sorted by Avg (--reference paper: beside the paper's published rows)"),
-    ("models", "harness.profiles_cli", "list the model profiles (the paper's models, run as their authors run "
+    ("models", "harness.profiles.cli", "list the model profiles (the paper's models, run as their authors run "
                                        "them): Table 2's columns, verified or not, and each fact's source"),
-    ("explore", "harness.explore", "write a static site (opens from disk) to look inside a build: Table 1, Figure 1, "
+    ("explore", "harness.explore.site", "write a static site (opens from disk) to look inside a build: Table 1, Figure 1, "
                                    "the pools, every query's candidates with each edit marked, and with --results "
                                    "each model's pick per query"),
-    ("push", "mmlongembed.publish", "publish a validated build to a Hub dataset repo as a tagged release"),
-    ("reproduce", "mmlongembed.reproduce", "rebuild a build or a Hub release from its manifest (recorded builder "
+    ("push", "mmlongembed.publish.push", "publish a validated build to a Hub dataset repo as a tagged release"),
+    ("reproduce", "mmlongembed.publish.reproduce", "rebuild a build or a Hub release from its manifest (recorded builder "
                                            "versions, options, seed; sources checked by sha256) and say `identical` "
                                            "or the first differing file, pool and row"),
     ("mveb", "mmlongembed.video_tasks.cli", "MTEB video tasks (MVEB): build from a video collection, export, "
@@ -130,7 +130,7 @@ class VersionAction(argparse.Action):
 def version_line() -> str:
     """"mmle 0.1.0 (toolkit commit 55c2fca1b2c3, with uncommitted changes)"; the commit is the
     one builds record in their manifests (``manifest.toolkit_identity``)."""
-    from mmlongembed.manifest import toolkit_identity
+    from mmlongembed.output.manifest import toolkit_identity
 
     toolkit = toolkit_identity()
     if toolkit["git_commit"] == "unknown":
@@ -165,7 +165,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
-    from mmlongembed.outdir import Terminated, sigterm_as_interrupt, sigterm_received
+    from mmlongembed.output.outdir import Terminated, sigterm_as_interrupt, sigterm_received
 
     parser = build_parser()
     args = parser.parse_args(argv)

@@ -26,7 +26,7 @@ import argparse
 import json
 from pathlib import Path
 
-from mmlongembed.errors import UserError, report_error
+from mmlongembed.core.errors import UserError, report_error
 
 ACTIVITYNET_DIR = "activitynet_captions"
 VIDEOS_DIR = "videos"

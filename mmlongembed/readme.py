@@ -11,10 +11,10 @@ import argparse
 import sys
 from pathlib import Path
 
-from mmlongembed.build import BENCHMARK
-from mmlongembed.builder import Builder, registered
-from mmlongembed.errors import UserError
-from mmlongembed.training import TRAINING
+from mmlongembed.build.run import BENCHMARK
+from mmlongembed.core.builder import Builder, registered
+from mmlongembed.core.errors import UserError
+from mmlongembed.training.pipeline import TRAINING
 
 BEGIN = "<!-- builder tables: written by `make readme` from each builder's summary and source_formats -->"
 END = "<!-- end of builder tables -->"
@@ -31,7 +31,7 @@ def _cell(text: str) -> str:
 
 def toolkit_builders() -> dict[str, type[Builder]]:
     """The builders this toolkit ships in ``builders/`` (not ones a test or another package
-    registers, nor the release of all of them, ``mmlongembed.composite``, which has its own README
+    registers, nor the release of all of them, ``mmlongembed.release.composite``, which has its own README
     section)."""
     return {name: cls for name, cls in registered().items() if cls.__module__.startswith("builders.")}
 

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import numpy as np
 
-from mmlongembed.rng import derive_rng
+from mmlongembed.core.rng import derive_rng
 
 def strings_in(value):
     """Every string inside a JSON value."""
@@ -50,10 +50,10 @@ FIXTURE_NOTE = ("SYNTHETIC sources written by mmlongembed.testing for tests: gen
 
 
 def mark_synthetic(root: Path, note: str = FIXTURE_NOTE) -> None:
-    """Leave the SYNTHETIC marker (``mmlongembed.synthetic.SYNTHETIC_MARKER``) in a sources root
+    """Leave the SYNTHETIC marker (``mmlongembed.core.synthetic.SYNTHETIC_MARKER``) in a sources root
     that a fixture writer filled: every build from it records so in its manifest, and ``mmle
     push`` refuses it."""
-    from mmlongembed.synthetic import SYNTHETIC_MARKER
+    from mmlongembed.core.synthetic import SYNTHETIC_MARKER
 
     Path(root).mkdir(parents=True, exist_ok=True)
     (Path(root) / SYNTHETIC_MARKER).write_text(note + "\n", encoding="utf-8")
@@ -65,8 +65,8 @@ def write_fixture_build(root: Path, pools, title: str = "Test benchmark", seed: 
                         builder: str = "fixture") -> Path:
     """Hand-made pools written in the published layout with the core writer, with a minimal card
     and a manifest that records the data files (harness and publishing tests)."""
-    from mmlongembed.card import yaml_header
-    from mmlongembed.output import pool_statistics, write_json, write_tables
+    from mmlongembed.output.card import yaml_header
+    from mmlongembed.output.writer import pool_statistics, write_json, write_tables
 
     root = Path(root)
     root.mkdir(parents=True, exist_ok=True)
@@ -246,9 +246,9 @@ def photo(seed: int, side: int = 96) -> bytes:
 
 def pool_with_images(target: int, images: list[bytes], n_queries: int = 3, dataset: str = "fixture"):
     """A small pool whose every candidate (a few words, then ``images``) places all of ``images``."""
-    from mmlongembed.documents import image_segment, text_document
-    from mmlongembed.pools import EASY_NEGATIVE, POSITIVE, Candidate, LengthBand, Pool, Query
-    from mmlongembed.tokens import default_counter
+    from mmlongembed.core.documents import image_segment, text_document
+    from mmlongembed.core.pools import EASY_NEGATIVE, POSITIVE, Candidate, LengthBand, Pool, Query
+    from mmlongembed.core.tokens import default_counter
 
     counter = default_counter()
     pool = Pool(name=f"{dataset}-easy-{target}", task="logical_summarization", dataset=dataset, difficulty="easy",

@@ -62,8 +62,8 @@ def assert_croissant_matches(root: Path) -> None:
     """croissant.json passes mlcroissant with no error or warning, and the records it reads for
     the pools table and every config of the first pool (a training build: every config) are the
     rows load_dataset returns."""
-    from mmlongembed.croissant import record_set_id
-    from mmlongembed.layout import configs_from_card
+    from mmlongembed.output.croissant import record_set_id
+    from mmlongembed.output.layout import configs_from_card
 
     errors, warnings = croissant_issues(Path(root) / "croissant.json")
     assert (errors, warnings) == ([], []), (errors, warnings)
@@ -94,7 +94,7 @@ def check_card_with_huggingface_hub(card_path: Path) -> dict:
     from huggingface_hub import DatasetCard, DatasetCardData
 
     text = card_path.read_text(encoding="utf-8")
-    from mmlongembed.layout import read_card_header
+    from mmlongembed.output.layout import read_card_header
 
     header = read_card_header(card_path)
     card = DatasetCard(text)

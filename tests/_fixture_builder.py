@@ -1,7 +1,7 @@
 """A registered builder for hand-made test pools, so that their builds validate (and can be
 published) like real ones: the generic invariants and the shortcut audit, no builder rules."""
 
-from mmlongembed.builder import Builder, register
+from mmlongembed.core.builder import Builder, register
 
 
 @register

@@ -9,10 +9,10 @@ import random
 from pathlib import Path
 
 from harness.fixtures import png
-from mmlongembed.documents import FRAME, image_segment, text_document
-from mmlongembed.pools import EASY_NEGATIVE, HARD_NEGATIVE, POSITIVE, Candidate, LengthBand, Pool, Query
+from mmlongembed.core.documents import FRAME, image_segment, text_document
+from mmlongembed.core.pools import EASY_NEGATIVE, HARD_NEGATIVE, POSITIVE, Candidate, LengthBand, Pool, Query
 from mmlongembed.testing import write_fixture_build
-from mmlongembed.tokens import default_counter
+from mmlongembed.core.tokens import default_counter
 
 WORDS = ("river valley county railway station opened during century school museum village church bridge "
          "north south harbour council market tower garden island castle parish").split()

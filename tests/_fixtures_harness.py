@@ -11,8 +11,8 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from harness.fixtures import make_pool, png, write_benchmark
-from mmlongembed.documents import image_segment
-from mmlongembed.pools import Pool
+from mmlongembed.core.documents import image_segment
+from mmlongembed.core.pools import Pool
 
 def rewrite_table(root: Path, pool: str, part: str, edit) -> None:
     """Damage one pool's config on purpose: `edit(pyarrow.Table) -> pyarrow.Table` gets the rows and
@@ -22,7 +22,7 @@ def rewrite_table(root: Path, pool: str, part: str, edit) -> None:
     import pyarrow.compute as pc
     import yaml
 
-    from mmlongembed.layout import POOL_COLUMN, config_name, configs_from_card
+    from mmlongembed.output.layout import POOL_COLUMN, config_name, configs_from_card
 
     root = Path(root)
     name = config_name(pool, part)
@@ -119,9 +119,9 @@ def grid_benchmark(root: Path, misses: dict) -> Path:
 
 
 def qwen3_tokenizer(extra_special_tokens=()):
-    """The real Qwen3 tokenizer as the tiny models carry it (harness.tiny_models), with
+    """The real Qwen3 tokenizer as the tiny models carry it (harness.models.tiny_models), with
     ``extra_special_tokens`` added as single ids."""
-    from harness.tiny_models import qwen3_tokenizer as tiny_models_tokenizer
+    from harness.models.tiny_models import qwen3_tokenizer as tiny_models_tokenizer
 
     tokenizer = tiny_models_tokenizer()
     if extra_special_tokens:
@@ -132,6 +132,6 @@ def qwen3_tokenizer(extra_special_tokens=()):
 def save_tiny_qwen2_vl(directory: Path, tokenizer, model_class) -> Path:
     """A tiny randomly initialised Qwen2-VL (``model_class``: the bare model or the one with an LM
     head) with ``tokenizer`` and a small-pixel image processor, saved to ``directory``."""
-    from harness.tiny_models import make_tiny
+    from harness.models.tiny_models import make_tiny
 
     return make_tiny(directory, "qwen2_vl", model_class, tokenizer)

@@ -10,7 +10,7 @@ import json
 import numpy as np
 import pytest
 
-from harness.data import Item
+from harness.scoring.data import Item
 
 REGENERATE = "the goldens were made on another tiny model or inputs: regenerate them (docs/MODELS.md)"
 
@@ -27,8 +27,8 @@ class GoldenCheck:
 
     @staticmethod
     def model(profile, directory):
-        from harness.models import RunSettings
-        from harness.profile_model import ProfileModel
+        from harness.models.adapters import RunSettings
+        from harness.models.profile_model import ProfileModel
 
         return ProfileModel(profile, RunSettings(progress=False), str(directory))
 

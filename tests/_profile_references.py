@@ -20,7 +20,7 @@ from types import SimpleNamespace
 
 import numpy as np
 
-from mmlongembed.documents import IMAGE_PLACEHOLDER
+from mmlongembed.core.documents import IMAGE_PLACEHOLDER
 
 VISION = "<|vision_start|><|image_pad|><|vision_end|>"
 
@@ -28,8 +28,8 @@ VISION = "<|vision_start|><|image_pad|><|vision_end|>"
 def _processor(directory, min_tokens: int, max_tokens: int, padding_side: str):
     from transformers import Qwen2VLProcessor
 
-    from harness.profile_model import image_only_processor
-    from harness.profiles import ImageLimits
+    from harness.models.profile_model import image_only_processor
+    from harness.profiles.catalogue import ImageLimits
 
     limits = ImageLimits(14, 2, min_tokens * 28 * 28, max_tokens * 28 * 28)
     processor = image_only_processor(Qwen2VLProcessor, str(directory), limits)
@@ -240,8 +240,8 @@ def colqwen_reference(directory):
     import torch
     from mteb.models.model_implementations.colqwen_models import ColQwen2_5Wrapper
 
-    from harness.profile_model import image_only_processor
-    from harness.profiles import ImageLimits
+    from harness.models.profile_model import image_only_processor
+    from harness.profiles.catalogue import ImageLimits
 
     model_class, processor_class = colpali_classes()
     wrapper = object.__new__(ColQwen2_5Wrapper)

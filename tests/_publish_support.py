@@ -16,11 +16,11 @@ import sys
 import textwrap
 from pathlib import Path
 
-from mmlongembed.documents import text_document
+from mmlongembed.core.documents import text_document
 from mmlongembed.testing import write_fixture_build
 from tests import _fixture_builder  # noqa: F401  (registers the "fixture" builder the builds name)
-from mmlongembed.pools import Candidate, LengthBand, Pool, Query
-from mmlongembed.tokens import default_counter
+from mmlongembed.core.pools import Candidate, LengthBand, Pool, Query
+from mmlongembed.core.tokens import default_counter
 from tests._subprocess import python_env
 
 TOKEN = "hf_secretTOKENvalue0123456789abcdef"
@@ -59,7 +59,7 @@ def write_build(root: Path, pools: list[Pool], title: str = "Test benchmark") ->
 
 def parquet_hashes(build: Path) -> dict[str, str]:
     """config -> content hash of what was built (same recipe as HASH_LOADED below)."""
-    from mmlongembed.layout import configs_from_card, read_config
+    from mmlongembed.output.layout import configs_from_card, read_config
 
     out = {}
     for name, spec in configs_from_card(build / "README.md").items():
@@ -98,8 +98,8 @@ def run_push_cli(args: list[str], env: dict) -> subprocess.CompletedProcess:
     """`mmle push ARGS` through the subcommand's own add_arguments/run (as cli.py wires it)."""
     code = f"""
     import argparse, sys
-    from mmlongembed.errors import UserError, report_error
-    from mmlongembed import publish
+    from mmlongembed.core.errors import UserError, report_error
+    from mmlongembed.publish import push as publish
     from tests import _fixture_builder
     parser = argparse.ArgumentParser(prog="mmle push")
     publish.add_arguments(parser)

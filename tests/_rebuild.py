@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from mmlongembed.digests import file_sha256
+from mmlongembed.core.digests import file_sha256
 
 
 def files_state(folder: Path) -> dict[str, tuple[str, int]]:

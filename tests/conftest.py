@@ -2,7 +2,7 @@
 
 import pytest
 
-from mmlongembed.hub_server import LoopbackHub
+from mmlongembed.publish.hub_server import LoopbackHub
 from tests._publish_support import TOKEN, USER
 
 
@@ -71,9 +71,9 @@ def _private_datasets_cache(tmp_path_factory):
 def clean_toolkit(monkeypatch):
     """A fixed, clean toolkit identity: the up-to-date rule compares builds of clean commits only,
     and a test must not depend on whether the working tree it runs from is committed."""
-    import mmlongembed.composite as composite
-    import mmlongembed.pipeline as pipeline_module
-    from mmlongembed.manifest import toolkit_identity
+    import mmlongembed.release.composite as composite
+    import mmlongembed.build.pipeline as pipeline_module
+    from mmlongembed.output.manifest import toolkit_identity
 
     identity = {**toolkit_identity(), "git_dirty": False}
     if identity["git_commit"] == "unknown":  # not a git checkout: any fixed commit will do

@@ -25,7 +25,7 @@ def test_a_mistyped_local_dataset_is_one_line_without_asking_the_hub(typo, tmp_p
 
 
 def test_a_hub_repo_name_is_still_read_from_the_hub(tmp_path, monkeypatch):
-    from harness.data import meant_as_path
+    from harness.scoring.data import meant_as_path
 
     (tmp_path / "out").mkdir()
     assert not meant_as_path("org/benchmark")  # no folder `org` here: a Hub repo
@@ -55,7 +55,7 @@ def test_quiet_scoring_prints_only_what_it_wrote(tmp_path):
 
 
 def test_list_aligns_its_columns_whatever_the_name_length(capsys):
-    from mmlongembed.builder import registered
+    from mmlongembed.core.builder import registered
     from mmlongembed.cli import main
 
     assert main(["list"]) == 0
@@ -69,7 +69,7 @@ def test_list_aligns_its_columns_whatever_the_name_length(capsys):
 
 
 def test_quiet_build_prints_only_its_last_line(tmp_path, capsys):
-    from mmlongembed.builder import registered
+    from mmlongembed.core.builder import registered
     from mmlongembed.cli import main
 
     config = registered()["govreport"]().example_config(tmp_path / "sources")
@@ -91,8 +91,8 @@ def accented_build(tmp_path_factory):
     import json
 
     from builders.govreport import GovReportConfig
-    from mmlongembed.build import run_build
-    from mmlongembed.builder import get_builder
+    from mmlongembed.build.run import run_build
+    from mmlongembed.core.builder import get_builder
     from builders._govreport_fixtures import write_govreport_jsonl
 
     sources = tmp_path_factory.mktemp("sources")
@@ -116,7 +116,7 @@ def test_a_data_file_damaged_in_place_is_named_by_validate_and_score_never_parse
     import pyarrow.parquet as pq
 
     from mmlongembed.cli import main
-    from mmlongembed.layout import configs_from_card
+    from mmlongembed.output.layout import configs_from_card
 
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
     relative = configs_from_card(accented_build / "README.md")["govreport-easy-2k-corpus"].path
@@ -173,8 +173,8 @@ def test_a_data_file_damaged_in_place_is_named_by_validate_and_score_never_parse
 _INTERRUPTED_SCRIPT = """
 import os, sys, time
 from pathlib import Path
-from mmlongembed import parallel
-from mmlongembed.outdir import Terminated, sigterm_as_interrupt
+from mmlongembed.core import parallel
+from mmlongembed.output.outdir import Terminated, sigterm_as_interrupt
 
 parallel.available_cores = lambda: 2
 markers = Path(sys.argv[1])
@@ -290,8 +290,8 @@ def test_a_source_file_cut_in_half_stops_the_build_unless_told_to_skip_it(tmp_pa
 
 
 def _tiny_build(name: str, tmp_path):
-    from mmlongembed.build import run_build
-    from mmlongembed.builder import registered
+    from mmlongembed.build.run import run_build
+    from mmlongembed.core.builder import registered
 
     builder = registered()[name]()
     return run_build(builder, builder.example_config(tmp_path / "sources"), tmp_path / "out", progress=False)
@@ -308,7 +308,7 @@ def test_the_needle_card_states_the_size_on_disk_and_where_its_columns_live(tmp_
 
     import pyarrow.parquet as pq
 
-    from mmlongembed.layout import configs_from_card
+    from mmlongembed.output.layout import configs_from_card
 
     build = _tiny_build("needle", tmp_path)
     card = (build / "README.md").read_text()
@@ -341,7 +341,7 @@ LENGTH_BUILDERS = ["activitynet", "govreport", "hotpotqa", "mmdocrag", "mmlongbe
 def test_every_builder_with_lengths_is_checked():
     import dataclasses
 
-    from mmlongembed.builder import registered
+    from mmlongembed.core.builder import registered
 
     with_lengths = sorted(name for name, cls in registered().items()
                           if "lengths" in {f.name for f in dataclasses.fields(cls.config_class)})
@@ -353,9 +353,9 @@ def test_lengths_the_sources_cannot_fill_are_refused_before_any_pool_is_built(na
     import dataclasses
     import re
 
-    from mmlongembed.build import run_build
-    from mmlongembed.builder import registered
-    from mmlongembed.errors import UserError
+    from mmlongembed.build.run import run_build
+    from mmlongembed.core.builder import registered
+    from mmlongembed.core.errors import UserError
 
     builder = registered()[name]()
     config = builder.example_config(tmp_path / "sources")
@@ -374,10 +374,10 @@ def test_a_grid_that_memory_cannot_hold_is_refused_before_any_pool_is_built(tmp_
     """Image haystacks draw photos again and again: the sources do not bound them, memory does."""
     import dataclasses
 
-    from mmlongembed import capacity
-    from mmlongembed.build import run_build
-    from mmlongembed.builder import registered
-    from mmlongembed.errors import UserError
+    from mmlongembed.build import capacity
+    from mmlongembed.build.run import run_build
+    from mmlongembed.core.builder import registered
+    from mmlongembed.core.errors import UserError
 
     builder = registered()["needle"]()
     config = dataclasses.replace(builder.example_config(tmp_path / "sources"), backgrounds=("image",),
@@ -393,8 +393,11 @@ _INTERRUPTED_BUILD = """
 import os, sys, time
 from pathlib import Path
 import builders.govreport
-from mmlongembed import build, build_checks, cli, parallel
-from mmlongembed.builder import registered
+from mmlongembed import cli
+from mmlongembed.build import run as build
+from mmlongembed.checks import build_checks
+from mmlongembed.core import parallel
+from mmlongembed.core.builder import registered
 
 parallel.available_cores = lambda: 2
 markers = Path(sys.argv[1])
@@ -468,7 +471,8 @@ def test_an_error_that_sigterm_caused_ends_as_sigterm(monkeypatch, capsys):
     import os
     import signal
 
-    from mmlongembed import cli, outdir
+    from mmlongembed import cli
+    from mmlongembed.output import outdir
 
     def worker_pipe_at_eof(args):
         os.kill(os.getpid(), signal.SIGTERM) if args.signal else None

@@ -31,8 +31,8 @@ def test_a_sources_typo_over_an_existing_build_names_the_missing_path(tmp_path, 
 
 def test_a_padding_typo_is_an_input_too():
     from builders.hotpotqa import HotpotQAConfig
-    from mmlongembed.builder import get_builder
-    from mmlongembed.pipeline import check_inputs
+    from mmlongembed.core.builder import get_builder
+    from mmlongembed.build.pipeline import check_inputs
 
     builder = get_builder("hotpotqa")
     config = HotpotQAConfig(sources=".", padding="no-such-wikitext")
@@ -62,10 +62,10 @@ def test_usage_mistakes_say_error_the_same_way(argv, capsys):
 
 
 def test_counts_are_in_number():
-    from mmlongembed.build_checks import format_report
-    from mmlongembed.builder import Problem
-    from mmlongembed.report import counted
-    from mmlongembed.training import ROWS_COUNTED
+    from mmlongembed.checks.build_checks import format_report
+    from mmlongembed.core.builder import Problem
+    from mmlongembed.checks.summary import counted
+    from mmlongembed.training.pipeline import ROWS_COUNTED
 
     one = format_report([Problem("p", "check", "detail")], {"pools": 1, "queries": 1, "candidates": 2})
     assert one.splitlines()[0] == "validated 1 pool, 1 query, 2 candidates: 1 problem (check: 1)"
@@ -92,7 +92,7 @@ def test_help_names_every_subcommand(capsys):
 
 def test_version_names_the_package_and_the_commit(capsys):
     from mmlongembed import __version__
-    from mmlongembed.manifest import toolkit_identity
+    from mmlongembed.output.manifest import toolkit_identity
 
     with pytest.raises(SystemExit) as exited:
         main(["--version"])
@@ -117,8 +117,8 @@ def _where(flag: str, text: str) -> int:
 def test_a_builders_own_options_come_first_in_its_help(capsys):
     """Every builder's help: its own options (usage line and help body) before the run options,
     the options every builder has and the LLM options; each kind under its own heading."""
-    from mmlongembed.builder import registered
-    from mmlongembed.flags import grouped_fields
+    from mmlongembed.core.builder import registered
+    from mmlongembed.core.flags import grouped_fields
 
     for name, cls in registered().items():
         text = _help_of(["build", name], capsys)
@@ -141,8 +141,8 @@ def test_a_builders_own_options_come_first_in_its_help(capsys):
 
 def test_the_groups_hold_every_option_once():
     """Grouping loses no field and adds none (the release parses components' options with it)."""
-    from mmlongembed.builder import registered
-    from mmlongembed.flags import grouped_fields
+    from mmlongembed.core.builder import registered
+    from mmlongembed.core.flags import grouped_fields
 
     for cls in registered().values():
         grouped = [f.name for _, fields in grouped_fields(cls.config_class) for f in fields]

@@ -15,7 +15,7 @@ pytest.importorskip("av", reason="the optional extra [video] is not installed")
 from mmlongembed.cli import main as cli_main  # noqa: E402
 from mmlongembed.demo_sources import DEMO_NOTE, demo_commands  # noqa: E402
 from mmlongembed.llm.fake_captions import start_caption_server  # noqa: E402
-from mmlongembed.validate import validate_dir  # noqa: E402
+from mmlongembed.build.validate import validate_dir  # noqa: E402
 
 SMALL = ["--lengths", "48", "96", "--max-queries-per-pool", "3", "--no-progress"]
 

@@ -4,7 +4,7 @@ Every module of mmlongembed, builders and harness is parsed with ``ast`` (import
 count: a lazy import is still a dependency) and placed in a layer by the longest prefix of its name
 in ``LAYERS``. The test fails on any cycle and on any import from a lower layer to a higher one:
 there is no allowlist (plug-ins, builders included, are found by name through a registry, as
-``mmlongembed.plugins`` and ``mmlongembed.builder.registered`` do).
+``mmlongembed.core.plugins`` and ``mmlongembed.core.builder.registered`` do).
 """
 
 from __future__ import annotations
@@ -15,26 +15,32 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 PACKAGES = ("mmlongembed", "builders", "harness")
 
-# Declared once: module-name prefix -> layer (a module may import its own layer and those below).
+# Declared once, by package: module-name prefix -> layer (a module may import its own layer and those
+# below). Each stage package is one layer; the packages' own __init__ docstrings say the same.
 LAYERS = {
-    # 0 core: data types, text, tokens, seeds, the layout and manifest of a build
-    "mmlongembed": 0,
-    # 1 pure operations (no I/O)
+    # 0 core: the data model and the yardsticks every stage shares (tokens, text, seeds, digests,
+    #   documents and pools, what a builder is)
+    "mmlongembed": 0, "mmlongembed.core": 0,
+    # 1 pure operations (no I/O) and the needles they insert
     "mmlongembed.ops": 1, "mmlongembed.needles": 1,
-    # 2 services: media decoding, the LLM layer, what a builder is
-    "mmlongembed.media": 2, "mmlongembed.llm": 2, "mmlongembed.builder": 2, "mmlongembed.sources": 2,
-    "mmlongembed.mmeb_samples": 2, "mmlongembed.pool_plan": 2, "mmlongembed.readers": 2,
-    # 3 pipelines: checks, writers, builds, validation, fixtures the builders' examples use
-    "mmlongembed.evialign": 3, "mmlongembed.shortcuts": 3, "mmlongembed.output": 3, "mmlongembed.testing": 3,
-    "mmlongembed.training": 3, "mmlongembed.training_data": 3, "mmlongembed.validate": 3, "mmlongembed.build": 3,
-    "mmlongembed.build_checks": 3, "mmlongembed.pipeline": 3, "mmlongembed.publish": 3,
-    "mmlongembed.video_tasks": 3, "mmlongembed.disclosure": 3, "mmlongembed.croissant": 3,
-    # 4 the builders, and the release that builds them all (a builder too: `mmle build mmlongembed`)
-    "builders": 4, "mmlongembed.composite": 4, "mmlongembed.release_plan": 4, "mmlongembed.release_tables": 4,
-    # 5 the scoring harness (reads builds as a user does; imports no builder)
-    "harness": 5,
-    # 6 command lines
-    "mmlongembed.cli": 6, "mmlongembed.reproduce": 6, "mmlongembed.video_tasks.cli": 6, "mmlongembed.demo_sources": 6, "mmlongembed.readme": 6,
+    # 2 services a builder calls: source readers, media decoding, the LLM layer
+    "mmlongembed.readers": 2, "mmlongembed.media": 2, "mmlongembed.llm": 2,
+    # 3 the published layout and its writers: config names, output folder, data files, manifest, card
+    "mmlongembed.output": 3,
+    # 4 checks of what was built: invariants, the shortcut audit, the summary a user reads
+    "mmlongembed.checks": 4,
+    # 5 the build: pipelines per output kind, the pool loop, capacity, validation; generated sources
+    "mmlongembed.build": 5, "mmlongembed.testing": 5,
+    # 6 what is built: the builders, training sets, the release of every task, MTEB video tasks
+    "builders": 6, "mmlongembed.training": 6, "mmlongembed.release": 6, "mmlongembed.video_tasks": 6,
+    # 7 publishing: push, the loopback Hub, reproduce
+    "mmlongembed.publish": 7,
+    # 8-12 the scoring harness (reads builds as a user does; imports no builder), floor by floor
+    "harness.scoring": 8, "harness.profiles": 9, "harness.models": 10,
+    "harness.report": 11, "harness.explore": 11, "harness.mteb": 11,
+    "harness": 12,
+    # 13 command lines
+    "mmlongembed.cli": 13, "mmlongembed.readme": 13, "mmlongembed.demo_sources": 13, "mmlongembed.video_tasks.cli": 13,
 }
 
 def module_files(root: Path, packages) -> dict[str, Path]:
@@ -143,4 +149,4 @@ def test_the_checks_catch_what_they_are_for(tmp_path):
     assert import_graph(tmp_path, ["pkg"]) == {"pkg": set(), "pkg.sub": {"pkg.sub.leaf"}, "pkg.sub.leaf": {"pkg.top"},
                                                "pkg.top": {"pkg.sub.leaf", "pkg.sub"}}
     assert cycles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c"]]
-    assert layer_of("mmlongembed.video_tasks.cli") == 6 and layer_of("mmlongembed.video_tasks.build") == 3
+    assert layer_of("mmlongembed.video_tasks.cli") == 13 and layer_of("mmlongembed.video_tasks.build") == 6

@@ -34,7 +34,7 @@ def test_growth_flags_time_growing_faster_than_the_sources():
 
 
 def test_video_lengths_keep_the_papers_frames_per_run():
-    from mmlongembed.tokens import image_tokens
+    from mmlongembed.core.tokens import image_tokens
 
     per_frame = image_tokens(paper_scale.CLIP_SIZE[1], paper_scale.CLIP_SIZE[0])
     for paper, scaled in zip(paper_scale.PAPER_LENGTHS, paper_scale.video_lengths()):

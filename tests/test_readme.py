@@ -4,8 +4,8 @@ module; this test fails while the README's block is not what the registry gives.
 
 from __future__ import annotations
 
-from harness.report import TASK_TITLES
-from mmlongembed.builder import Builder
+from harness.report.tables import TASK_TITLES
+from mmlongembed.core.builder import Builder
 from mmlongembed.readme import BEGIN, END, builder_tables, main, toolkit_builders, with_tables
 from tests._realdata import REPO_ROOT
 

@@ -22,9 +22,9 @@ import os
 from dataclasses import dataclass
 from typing import Callable, Optional
 
-from mmlongembed.errors import UserError
+from mmlongembed.core.errors import UserError
 from mmlongembed.llm.config import LLMConfig
-from mmlongembed.plugins import PluginRegistry
+from mmlongembed.core.plugins import PluginRegistry
 
 API_KEY_VARIABLES = ("MMLE_LLM_API_KEY", "OPENAI_API_KEY")
 # The backends that call a model -> the module that registers each (Ray's pulls in the optional extra).

@@ -21,7 +21,7 @@ import threading
 import time
 from pathlib import Path
 
-from mmlongembed.errors import UserError
+from mmlongembed.core.errors import UserError
 
 CACHE_FILE = "llm-cache.sqlite3"
 

@@ -13,7 +13,7 @@ Run it standing alone (prints its base URL, serves until interrupted)::
 
 ``--audit`` answers the query-audit prompt with a fixed rule (below), so a build can run
 ``--llm openai --llm-base-url <URL>`` end to end without a GPU. Domain stand-ins serve themselves
-through this server (``python -m mmlongembed.evialign``, ``python -m mmlongembed.llm.fake_captions``):
+through this server (``python -m mmlongembed.training.evialign``, ``python -m mmlongembed.llm.fake_captions``):
 this module knows no domain.
 """
 

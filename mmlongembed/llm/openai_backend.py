@@ -26,7 +26,7 @@ from typing import Awaitable, Callable, Optional
 import httpx
 import openai
 
-from mmlongembed.errors import UserError
+from mmlongembed.core.errors import UserError
 from mmlongembed.llm.backends import BACKENDS, NOT_SENT, ChatRequest, OnReply, Reply, api_key, chat_payload, reply_text
 from mmlongembed.llm.config import LLMConfig
 

@@ -25,7 +25,7 @@ from typing import Sequence
 
 import yaml
 
-from mmlongembed.errors import UserError
+from mmlongembed.core.errors import UserError
 
 PROMPTS_DIR = Path(__file__).resolve().parent.parent.parent / "prompts"
 # version name -> subdirectory of the prompts directory ("" = the directory itself)

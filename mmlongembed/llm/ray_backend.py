@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import os
 
-from mmlongembed.errors import UserError
+from mmlongembed.core.errors import UserError
 from mmlongembed.llm.backends import BACKENDS, ChatRequest, Reply, api_key, chat_payload, reply_text
 from mmlongembed.llm.config import LLMConfig
 

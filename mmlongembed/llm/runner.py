@@ -22,8 +22,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Mapping, Sequence
 
-from mmlongembed.builder import BuildReport
-from mmlongembed.errors import UserError
+from mmlongembed.core.builder import BuildReport
+from mmlongembed.core.errors import UserError
 from mmlongembed.llm.backends import NOT_SENT, ChatRequest, Reply, make_backend
 from mmlongembed.llm.cache import CACHE_FILE, LLMCache, request_keys
 from mmlongembed.llm.config import LLMConfig, decoding_parameters

@@ -14,8 +14,8 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any, Sequence
 
-from mmlongembed.builder import BuildReport
-from mmlongembed.errors import UserError
+from mmlongembed.core.builder import BuildReport
+from mmlongembed.core.errors import UserError
 from mmlongembed.llm.config import LLMConfig
 from mmlongembed.llm.fallbacks import (
     AUDIT_HEURISTIC, AUDIT_RULES, REWRITE_TEMPLATE, audit_heuristic, audit_rules, rewrite_template)

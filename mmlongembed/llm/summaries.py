@@ -10,11 +10,11 @@ from __future__ import annotations
 
 from typing import Sequence
 
-from mmlongembed.builder import BuildReport
+from mmlongembed.core.builder import BuildReport
 from mmlongembed.llm.config import LLMConfig
 from mmlongembed.llm.prompts import load_prompt
 from mmlongembed.llm.runner import run_llm_step, step_record
-from mmlongembed.text import split_sentences
+from mmlongembed.core.text import split_sentences
 
 DOCUMENT_SUMMARY = "document_summary"
 SYNTHETIC_QUERY = "text-layer opening words v1 (no LLM; tests only)"

@@ -24,11 +24,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Iterable
 
-from mmlongembed.digests import file_sha256
-from mmlongembed.errors import UserError
+from mmlongembed.core.digests import file_sha256
+from mmlongembed.core.errors import UserError
 from mmlongembed.media.video import DecodedVideo, Frame, FrameSettings, VideoDecodeError, decode_video, \
     decoder_identity
-from mmlongembed.plugins import PluginRegistry
+from mmlongembed.core.plugins import PluginRegistry
 
 STORE_VERSION = 1
 # How the videos missing from the store get decoded -> the module that registers each (Ray's

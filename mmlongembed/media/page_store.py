@@ -18,9 +18,9 @@ import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from mmlongembed.digests import content_sha256
+from mmlongembed.core.digests import content_sha256
 from mmlongembed.media.pdf import StoredImage
-from mmlongembed.tokens import image_tokens
+from mmlongembed.core.tokens import image_tokens
 
 
 @dataclass(eq=False)

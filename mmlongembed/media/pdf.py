@@ -25,10 +25,10 @@ from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
 
-from mmlongembed.digests import content_sha256
-from mmlongembed.errors import UserError
-from mmlongembed.manifest import file_sha256
-from mmlongembed.tokens import DEFAULT_MAX_IMAGE_PIXELS, fit_image_size, image_tokens
+from mmlongembed.core.digests import content_sha256
+from mmlongembed.core.errors import UserError
+from mmlongembed.core.digests import file_sha256
+from mmlongembed.core.tokens import DEFAULT_MAX_IMAGE_PIXELS, fit_image_size, image_tokens
 
 POINTS_PER_INCH = 72.0
 FORMATS = ("JPEG", "PNG")
@@ -88,7 +88,7 @@ class RenderOptions:
     """The render options of a builder config (``class XConfig(CommonConfig, RenderOptions)``):
     each field becomes a CLI flag; ``render_settings()`` gives the settings they describe."""
 
-    OPTIONS_TITLE = "page rendering options"  # its flags' group in --help (mmlongembed.flags)
+    OPTIONS_TITLE = "page rendering options"  # its flags' group in --help (mmlongembed.core.flags)
 
     dpi: float = field(default=144.0, metadata={"help": "PDF render resolution (MMLongBench-Doc renders at 144)"})
     max_image_pixels: int = field(default=DEFAULT_MAX_IMAGE_PIXELS, metadata={

@@ -18,7 +18,7 @@ from __future__ import annotations
 import os
 from dataclasses import asdict
 
-from mmlongembed.errors import UserError
+from mmlongembed.core.errors import UserError
 from mmlongembed.media.frames import DECODE_BACKENDS, DecodeJob, FrameStore
 from mmlongembed.media.video import FrameSettings
 

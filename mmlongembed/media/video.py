@@ -15,7 +15,7 @@ cross-checked in the tests against the decoded pts that the static ``ffmpeg`` of
 ``imageio-ffmpeg`` reports for the same files.
 
 A frame is converted to RGB, scaled down (never up, aspect kept) to at most ``max_pixels``
-pixels (``mmlongembed.tokens.fit_image_size``; 1280x720 -> 640x360 at the default budget) and
+pixels (``mmlongembed.core.tokens.fit_image_size``; 1280x720 -> 640x360 at the default budget) and
 encoded as baseline JPEG at a fixed quality with no metadata, so the same file, settings and
 library versions give byte-identical frames. Its length is ``ceil(H/32) * ceil(W/32)`` tokens.
 
@@ -32,7 +32,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Sequence
 
-from mmlongembed.errors import UserError
+from mmlongembed.core.errors import UserError
 
 FRAME_RULE = "nearest-pts-to-grid-v1: t_j = j/fps while t_j < duration; nearest decoded frame, ties to the earlier"
 DEFAULT_FRAME_PIXELS = 640 * 360
@@ -155,7 +155,7 @@ def nearest_on_grid(pts: Sequence[float], grid: Sequence[float]) -> list[int]:
 # -- decoding --------------------------------------------------------------------------------------
 
 def _encode(frame, settings: FrameSettings) -> tuple[bytes, int, int]:
-    from mmlongembed.documents import encode_image
+    from mmlongembed.core.documents import encode_image
 
     return encode_image(frame.to_image(), settings.max_pixels, "JPEG", settings.quality)
 

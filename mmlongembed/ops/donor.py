@@ -13,13 +13,13 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from mmlongembed.digests import content_sha256
-from mmlongembed.documents import Document
-from mmlongembed.errors import FitError
+from mmlongembed.core.digests import content_sha256
+from mmlongembed.core.documents import Document
+from mmlongembed.core.errors import FitError
 from mmlongembed.ops.length import (
     edge_whitespace, exact_tokens, find_block, fit_block_edges, prefix_sums, replace_segments, span_at_fraction)
-from mmlongembed.pools import LengthBand, hard_negative_tolerance
-from mmlongembed.tokens import TokenCounter
+from mmlongembed.core.pools import LengthBand, hard_negative_tolerance
+from mmlongembed.core.tokens import TokenCounter
 
 # Recount drift we leave room for when aiming inside the tolerance (see ops.length).
 RECOUNT_MARGIN = 2

@@ -10,10 +10,10 @@ from typing import Callable, Sequence
 
 import numpy as np
 
-from mmlongembed.documents import Segment, image_segment, text_segments
+from mmlongembed.core.documents import Segment, image_segment, text_segments
 from mmlongembed.ops.needle import Stream, fit_to_patches, patch_grid
-from mmlongembed.rng import seeded_order
-from mmlongembed.tokens import TokenCounter
+from mmlongembed.core.rng import seeded_order
+from mmlongembed.core.tokens import TokenCounter
 
 
 def image_share(config) -> float:

@@ -18,10 +18,10 @@ from typing import Iterable, Sequence
 
 import numpy as np
 
-from mmlongembed.documents import TEXT, Document, Segment, count_rendered
-from mmlongembed.errors import FitError
-from mmlongembed.pools import LengthBand
-from mmlongembed.tokens import TokenCounter
+from mmlongembed.core.documents import TEXT, Document, Segment, count_rendered
+from mmlongembed.core.errors import FitError
+from mmlongembed.core.pools import LengthBand
+from mmlongembed.core.tokens import TokenCounter
 
 MAX_RECOUNT_ATTEMPTS = 8
 

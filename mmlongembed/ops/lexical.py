@@ -3,7 +3,7 @@
 An edited copy of a document (a hard negative: one sentence replaced by another of the same
 token length) must not be told from the original by anything a rule can read without the query:
 its character count, the share of distinct words, of words used once, word and sentence lengths
-(``mmlongembed.wordstats``). Matching each statistic as closely as possible is not enough: if every
+(``mmlongembed.ops.wordstats``). Matching each statistic as closely as possible is not enough: if every
 candidate edit moves a statistic the same way (a sentence from another paragraph brings words the
 document never used, so the share of distinct words rises), the nearest edit still moves it that
 way, and the original is the extreme of its group far more often than chance. So each statistic

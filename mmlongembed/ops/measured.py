@@ -7,13 +7,13 @@ from dataclasses import dataclass
 from functools import cached_property
 from itertools import accumulate
 
-from mmlongembed.digests import short_sha256
-from mmlongembed.documents import Document
-from mmlongembed.ops.evidence import EVIDENCE_ORIGIN, Unit, unit_spans
+from mmlongembed.core.digests import short_sha256
+from mmlongembed.core.documents import Document
+from mmlongembed.ops.multisource.evidence import EVIDENCE_ORIGIN, Unit, unit_spans
 from mmlongembed.ops.length import segment_token_offsets
-from mmlongembed.pools import LengthBand, hard_negative_tolerance
-from mmlongembed.tokens import TokenCounter, default_counter
-from mmlongembed.wordstats import WordStats
+from mmlongembed.core.pools import LengthBand, hard_negative_tolerance
+from mmlongembed.core.tokens import TokenCounter, default_counter
+from mmlongembed.ops.wordstats import WordStats
 
 # Room left for the few tokens a final recount can differ from the sum of unit counts.
 RECOUNT_MARGIN = 4
@@ -53,7 +53,7 @@ class Built:
 
     @cached_property
     def word_stats(self) -> WordStats:
-        """Its words' counts (``mmlongembed.wordstats``), what a refill is matched against."""
+        """Its words' counts (``mmlongembed.ops.wordstats``), what a refill is matched against."""
         return WordStats.of(self.document.text)
 
 

@@ -5,7 +5,7 @@ Records in, records out; every random choice comes from an explicit generator. T
 MVEB's own scripts to the letter and therefore use Python's ``random.Random(seed)`` instead of
 ``derive_rng``: the pair baking of mteb's ``scripts/upload_video_pair_classification.py`` (so the
 same labels and seed give MVEB's very pairs) and nothing else. Everything else is ours and draws
-from ``mmlongembed.rng.derive_rng``.
+from ``mmlongembed.core.rng.derive_rng``.
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ from collections import defaultdict
 from dataclasses import dataclass, field, replace
 from typing import Iterable, Sequence
 
-from mmlongembed.rng import derive_rng
+from mmlongembed.core.rng import derive_rng
 
 TRAIN, TEST = "train", "test"
 MVEB_SEED = 42  # the paper's seed for caps, shuffles and pairs

@@ -20,11 +20,11 @@ from typing import Sequence
 
 import numpy as np
 
-from mmlongembed.documents import IMAGE_PLACEHOLDER, TEXT, Document, Segment, count_rendered
-from mmlongembed.errors import UserError
+from mmlongembed.core.documents import IMAGE_PLACEHOLDER, TEXT, Document, Segment, count_rendered
+from mmlongembed.core.errors import UserError
 from mmlongembed.ops.length import prefix_sums, trim_edges
-from mmlongembed.pools import LengthBand
-from mmlongembed.tokens import IMAGE_PATCH_PIXELS, TokenCounter
+from mmlongembed.core.pools import LengthBand
+from mmlongembed.core.tokens import IMAGE_PATCH_PIXELS, TokenCounter
 
 
 @dataclass

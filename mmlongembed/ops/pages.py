@@ -22,9 +22,9 @@ from typing import Sequence
 
 import numpy as np
 
-from mmlongembed.documents import Document
-from mmlongembed.errors import FitError
-from mmlongembed.pools import LengthBand, hard_negative_tolerance
+from mmlongembed.core.documents import Document
+from mmlongembed.core.errors import FitError
+from mmlongembed.core.pools import LengthBand, hard_negative_tolerance
 
 HARD_VARIANTS = (("head25", (0.0, 0.25)), ("tail25", (0.75, 1.0)), ("middle50", (0.25, 0.75)))
 

@@ -44,7 +44,7 @@ from typing import Sequence
 import numpy as np
 
 from mmlongembed.ops.permutations import non_identity_permutation
-from mmlongembed.pools import LengthBand
+from mmlongembed.core.pools import LengthBand
 
 MARGIN_RULES = {
     "tolerate": "next start >= previous end - margin (overlap of at most the margin) and next end > previous end",
@@ -308,7 +308,7 @@ def arrange(block_items: Sequence[Sequence], order: Sequence[int], reversal_fram
 
 
 def caption_words(text: str) -> set[str]:
-    from mmlongembed.bm25 import bm25_tokenize
+    from mmlongembed.ops.bm25 import bm25_tokenize
 
     return set(bm25_tokenize(text))
 

@@ -10,7 +10,7 @@ import zipfile
 from pathlib import Path
 from typing import Callable
 
-from mmlongembed.errors import UserError
+from mmlongembed.core.errors import UserError
 
 
 class ZipMembers:

@@ -11,7 +11,7 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
-from mmlongembed.builder import BuildReport
+from mmlongembed.core.builder import BuildReport
 
 VIDEO_EXTENSIONS = (".mp4", ".webm", ".mkv", ".mov", ".avi", ".m4v", ".flv", ".mpg", ".mpeg", ".ts")
 
@@ -51,7 +51,7 @@ def read_activitynet_json(path: Path, report: BuildReport) -> list[VideoRecord]:
     """``{video_id: {"duration": s, "timestamps": [[start, end], ...], "sentences": [...]}}``. A
     file of placeholder captions (``placeholder_token``) is no annotation: its records are counted
     skips (``placeholder_captions``)."""
-    from mmlongembed.sources import read_json
+    from mmlongembed.readers.sources import read_json
 
     data = read_json(path, report)
     if not isinstance(data, dict):

@@ -14,10 +14,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterable, Iterator
 
-from mmlongembed.builder import BuildReport
-from mmlongembed.errors import UserError
-from mmlongembed.sources import HubSource, hub_rows, iter_jsonl, read_json, require_dir
-from mmlongembed.text import normalise_whitespace
+from mmlongembed.core.builder import BuildReport
+from mmlongembed.core.errors import UserError
+from mmlongembed.readers.sources import HubSource, hub_rows, iter_jsonl, read_json, require_dir
+from mmlongembed.core.text import normalise_whitespace
 
 # The parquet conversion of GovReport (report, summary; no id column): the original
 # launch/gov_report needs a loading script, which current `datasets` no longer runs.

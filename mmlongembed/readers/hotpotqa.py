@@ -12,9 +12,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterable, Iterator
 
-from mmlongembed.builder import BuildReport
-from mmlongembed.errors import UserError
-from mmlongembed.sources import iter_jsonl, read_json
+from mmlongembed.core.builder import BuildReport
+from mmlongembed.core.errors import UserError
+from mmlongembed.readers.sources import iter_jsonl, read_json
 
 MIN_EVIDENCE, MAX_EVIDENCE = 2, 5
 

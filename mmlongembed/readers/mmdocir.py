@@ -17,14 +17,14 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterable
 
-from mmlongembed.builder import BuildReport
+from mmlongembed.core.builder import BuildReport
 from mmlongembed.media.pdf import Box, PageRenderer, PdfFile
-from mmlongembed.ops.quotes import Block, Instance, Quote, chunk_sentences
+from mmlongembed.ops.multisource.quotes import Block, Instance, Quote, chunk_sentences
 from mmlongembed.readers.mmdocrag import MAX_EVIDENCE, MIN_EVIDENCE, Sources
-from mmlongembed.rng import derive_rng
-from mmlongembed.sources import iter_jsonl
-from mmlongembed.text import split_sentences
-from mmlongembed.tokens import TokenCounter
+from mmlongembed.core.rng import derive_rng
+from mmlongembed.readers.sources import iter_jsonl
+from mmlongembed.core.text import split_sentences
+from mmlongembed.core.tokens import TokenCounter
 
 TEXT_TYPES = frozenset({"Pure-text (Plain-text)", "Generalized-text (Layout)", "Text", "Pure-text"})
 VISUAL_TYPES = frozenset({"Table", "Chart", "Figure", "Image"})

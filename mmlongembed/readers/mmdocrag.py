@@ -13,12 +13,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Iterable
 
-from mmlongembed.builder import BuildReport
-from mmlongembed.errors import UserError
+from mmlongembed.core.builder import BuildReport
+from mmlongembed.core.errors import UserError
 from mmlongembed.media.pdf import PageRenderer
-from mmlongembed.ops.quotes import Block, Instance, Quote
+from mmlongembed.ops.multisource.quotes import Block, Instance, Quote
 from mmlongembed.readers.archives import ZipMembers
-from mmlongembed.sources import HubSource, hub_file, iter_jsonl, require_dir
+from mmlongembed.readers.sources import HubSource, hub_file, iter_jsonl, require_dir
 
 MIN_EVIDENCE, MAX_EVIDENCE = 2, 5
 # The Hub release: {dev,evaluation}_{15,20}.jsonl (dev and evaluation are disjoint question sets; _15 and _20

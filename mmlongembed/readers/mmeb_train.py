@@ -13,10 +13,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterable
 
-from mmlongembed.builder import BuildReport
-from mmlongembed.documents import IMAGE_PLACEHOLDER
+from mmlongembed.core.builder import BuildReport
+from mmlongembed.core.documents import IMAGE_PLACEHOLDER
 from mmlongembed.readers.archives import ZipMembers
-from mmlongembed.sources import iter_jsonl
+from mmlongembed.readers.sources import iter_jsonl
 
 # The four out-of-domain evaluation sets the paper excludes (compared without case or punctuation).
 OOD_SUBSETS = ("FashionIQ", "Wiki-SS-NQ", "OVEN", "EDIS")

@@ -14,12 +14,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Iterable
 
-from mmlongembed.builder import BuildReport
-from mmlongembed.errors import UserError
+from mmlongembed.core.builder import BuildReport
+from mmlongembed.core.errors import UserError
 from mmlongembed.media.page_store import PageStore, StoredPage
 from mmlongembed.media.pdf import PageRenderer, PdfFile, RenderSettings, image_file_size, page_image_size
-from mmlongembed.sources import HubSource, hub_file, iter_jsonl, read_json, require_dir
-from mmlongembed.tokens import fit_image_size, image_tokens
+from mmlongembed.readers.sources import HubSource, hub_file, iter_jsonl, read_json, require_dir
+from mmlongembed.core.tokens import fit_image_size, image_tokens
 
 SUBDIRS = ("mmlongbench", "mmlongbench_doc")
 FORM_JSONL, FORM_SIDECAR, FORM_DOC = "mmlongbench_jsonl", "pdf_with_summary", "mmlongbench_doc"

@@ -13,12 +13,12 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
-from mmlongembed.builder import BuildReport
-from mmlongembed.errors import UserError
+from mmlongembed.core.builder import BuildReport
+from mmlongembed.core.errors import UserError
 from mmlongembed.needles.text import surnames
-from mmlongembed.sources import (
+from mmlongembed.readers.sources import (
     HubSource, fetch_url, hub_file, hub_rows, iter_jsonl, read_json, read_text_file, require_dir)
-from mmlongembed.text import normalise_newlines
+from mmlongembed.core.text import normalise_newlines
 
 IMAGE_EXTENSIONS = (".png", ".jpg", ".jpeg", ".webp", ".bmp")
 _PG_START = re.compile(r"\*\*\*\s*START OF (?:THE|THIS) PROJECT GUTENBERG[^\n]*\n")

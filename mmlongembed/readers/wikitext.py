@@ -11,9 +11,9 @@ import re
 from pathlib import Path
 from typing import Iterable
 
-from mmlongembed.builder import BuildReport
-from mmlongembed.sources import read_text_file
-from mmlongembed.text import normalise_newlines
+from mmlongembed.core.builder import BuildReport
+from mmlongembed.readers.sources import read_text_file
+from mmlongembed.core.text import normalise_newlines
 
 _WIKITEXT_TITLE = re.compile(r"^ = ([^=].*?) = $")
 _WIKITEXT_HEADING = re.compile(r"^ (?:= )+(.*?) (?:= )+$|^ =(?: =)+ (.*?) =(?: =)+ $")

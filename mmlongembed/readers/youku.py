@@ -9,8 +9,8 @@ import csv
 import json
 from pathlib import Path
 
-from mmlongembed.builder import BuildReport
-from mmlongembed.errors import UserError
+from mmlongembed.core.builder import BuildReport
+from mmlongembed.core.errors import UserError
 from mmlongembed.readers.archives import ZipMembers
 from mmlongembed.readers.dense_captions import VIDEO_EXTENSIONS, VideoRecord, find_videos
 

@@ -10,6 +10,6 @@
 - ``cli``: ``mmle mveb build | export-temporal | eval | rank | prune``.
 
 The pure operations are in ``mmlongembed.ops.mveb``, clip containers in
-``mmlongembed.media.clips``; evaluation (model wrappers) in ``harness.mteb_video`` and ranking
-and pruning in ``harness.mveb_ranking``. See docs/MVEB.md.
+``mmlongembed.media.clips``; evaluation (model wrappers) in ``harness.mteb.video`` and ranking
+and pruning in ``harness.mteb.ranking``. See docs/MVEB.md.
 """

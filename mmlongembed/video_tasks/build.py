@@ -22,9 +22,9 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Optional
 
-from mmlongembed.builder import BuildReport
-from mmlongembed.errors import UserError
-from mmlongembed.manifest import public_config, toolkit_identity
+from mmlongembed.core.builder import BuildReport
+from mmlongembed.core.errors import UserError
+from mmlongembed.output.manifest import public_config, toolkit_identity
 from mmlongembed.media.clips import CLIP_FORMAT, MTEB_FPS, MTEB_MAX_FRAMES, mux_clip
 from mmlongembed.media.frames import FrameStore, decode_all, video_file_sha256
 from mmlongembed.media.video import DEFAULT_FRAME_PIXELS, FrameSettings, audio_slice, decoder_identity, wav_bytes
@@ -270,7 +270,7 @@ def clip_summary(prepared: Prepared, eval_ids: list[str]) -> dict:
 
 
 def summary_text(tasks, prepared: Prepared, report: BuildReport) -> str:
-    from mmlongembed.report import format_table
+    from mmlongembed.checks.summary import format_table
 
     rows = []
     for t in tasks:

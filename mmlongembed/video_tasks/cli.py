@@ -17,7 +17,7 @@ from pathlib import Path
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     from mmlongembed.cli import OneLineErrorParser
-    from mmlongembed.flags import add_dataclass_arguments
+    from mmlongembed.core.flags import add_dataclass_arguments
     from mmlongembed.video_tasks.build import MvebConfig
 
     parser.description = __doc__.split("\n\n")[0]
@@ -88,7 +88,7 @@ def run(args) -> int:
 
 
 def _run_build(args) -> int:
-    from mmlongembed.flags import config_from_args
+    from mmlongembed.core.flags import config_from_args
     from mmlongembed.video_tasks.build import MvebConfig, run_mveb_build
 
     final = run_mveb_build(config_from_args(MvebConfig, args), args.output, overwrite=args.overwrite,
@@ -109,7 +109,7 @@ def load_task_dir(directory: Path, names=None) -> list:
     """The tasks of a built folder, through the folder's own mteb_tasks.py (what a user runs)."""
     import importlib.util
 
-    from mmlongembed.errors import UserError
+    from mmlongembed.core.errors import UserError
 
     module_path = Path(directory) / "mteb_tasks.py"
     if not module_path.is_file():
@@ -121,10 +121,10 @@ def load_task_dir(directory: Path, names=None) -> list:
 
 
 def _run_eval(args) -> int:
-    from harness.models import RunSettings
-    from harness.mteb_video import evaluate, make_encoder
-    from harness.mveb_ranking import ranking_table, task_categories, write_scores_csv
-    from mmlongembed.errors import UserError
+    from harness.models.adapters import RunSettings
+    from harness.mteb.video import evaluate, make_encoder
+    from harness.mteb.ranking import ranking_table, task_categories, write_scores_csv
+    from mmlongembed.core.errors import UserError
 
     tasks = [t for d in args.task_dirs for t in load_task_dir(d, args.tasks)]
     if not tasks:
@@ -155,8 +155,8 @@ def _run_eval(args) -> int:
 
 
 def _run_rank(args) -> int:
-    from harness.mveb_ranking import ranking_table, read_categories, read_scores_csv, task_categories, task_names
-    from mmlongembed.errors import UserError
+    from harness.mteb.ranking import ranking_table, read_categories, read_scores_csv, task_categories, task_names
+    from mmlongembed.core.errors import UserError
 
     scores = read_scores_csv(args.scores)
     tasks = args.tasks or task_names(scores)
@@ -184,8 +184,8 @@ def _costs(path: Path | None) -> dict[str, float]:
 
 
 def _run_prune(args) -> int:
-    from harness.mveb_ranking import prune, read_scores_csv
-    from mmlongembed.errors import UserError
+    from harness.mteb.ranking import prune, read_scores_csv
+    from mmlongembed.core.errors import UserError
 
     scores = read_scores_csv(args.scores)
     try:

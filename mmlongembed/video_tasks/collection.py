@@ -20,8 +20,8 @@ import json
 import os
 from pathlib import Path
 
-from mmlongembed.builder import BuildReport
-from mmlongembed.errors import UserError
+from mmlongembed.core.builder import BuildReport
+from mmlongembed.core.errors import UserError
 from mmlongembed.ops.mveb import TEST, TRAIN, Clip
 
 VIDEO_EXTENSIONS = (".mp4", ".webm", ".mkv", ".mov", ".avi", ".m4v", ".flv", ".mpg", ".mpeg", ".ts")

@@ -21,9 +21,9 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Callable, Sequence
 
-from mmlongembed.layout import OpaqueIds
+from mmlongembed.output.layout import OpaqueIds
 from mmlongembed.ops.mveb import TEST, TRAIN, Clip, first_caption, mveb_pairs, qa_candidates
-from mmlongembed.rng import derive_rng, seeded_order
+from mmlongembed.core.rng import derive_rng, seeded_order
 
 FAMILIES = ("classification", "clustering", "pairs", "zeroshot", "retrieval", "qa")
 VARIANTS = ("v", "va")

@@ -18,13 +18,13 @@ import sys
 from collections import Counter
 from pathlib import Path
 
-from mmlongembed.errors import UserError
-from mmlongembed.layout import pool_rows, read_built_pool
-from mmlongembed.manifest import toolkit_identity
+from mmlongembed.core.errors import UserError
+from mmlongembed.output.layout import pool_rows, read_built_pool
+from mmlongembed.output.manifest import toolkit_identity
 from mmlongembed.media.clips import CLIP_FORMAT, MTEB_FPS, MTEB_MAX_FRAMES, mteb_frame_indices, mux_clip
 from mmlongembed.media.video import Frame
 from mmlongembed.ops.mveb import TEST
-from mmlongembed.pools import HARD_NEGATIVE, POSITIVE
+from mmlongembed.core.pools import HARD_NEGATIVE, POSITIVE
 from mmlongembed.video_tasks.tasks import TaskOutput, camel
 from mmlongembed.video_tasks.writer import write_repo, write_task_folder
 

@@ -17,11 +17,11 @@ from typing import Callable, Sequence
 
 import yaml
 
-from mmlongembed.card import size_category
-from mmlongembed.manifest import file_sha256
-from mmlongembed.outdir import remove_stale_temporaries
-from mmlongembed.output import arrow_row_groups, commit_output_dir, write_json, write_parquet
-from mmlongembed.pipeline import output_site, temporary_output
+from mmlongembed.output.card import size_category
+from mmlongembed.output.manifest import file_sha256
+from mmlongembed.output.outdir import remove_stale_temporaries
+from mmlongembed.output.writer import arrow_row_groups, commit_output_dir, write_json, write_parquet
+from mmlongembed.build.pipeline import output_site, temporary_output
 from mmlongembed.video_tasks.tasks import TaskOutput
 
 LOADER = Path(__file__).with_name("mteb_tasks.py")
@@ -65,7 +65,7 @@ def card_header(*, title: str, licence: str, configs: list[dict], n_rows: int, t
 def render_body(template: str, context: dict) -> str:
     import jinja2
 
-    from mmlongembed.card import CARDS_DIR
+    from mmlongembed.output.card import CARDS_DIR
 
     env = jinja2.Environment(loader=jinja2.FileSystemLoader(str(CARDS_DIR)), undefined=jinja2.StrictUndefined,
                              keep_trailing_newline=True, trim_blocks=True, lstrip_blocks=True)
@@ -90,7 +90,7 @@ def write_repo(root: Path, tasks: Sequence[TaskOutput], *, title: str, licence: 
 
 def write_task_folder(final_dir: Path, overwrite: bool, write: Callable[[Path], object]) -> None:
     """``write(tmp_dir)`` into a temporary sibling of ``final_dir``, moved into place when it
-    returns: the part every build shares (``mmlongembed.pipeline``: the build lock, the
+    returns: the part every build shares (``mmlongembed.build.pipeline``: the build lock, the
     temporaries of a killed run removed, nothing left behind on a failure, a full disk one
     line)."""
     final_dir = Path(final_dir)

@@ -1,5 +1,5 @@
 """What the Embed-RL goldens are made of, shared by the script that writes them (make_embed_rl.py, which
-runs the official inference code) and the test that reads them (tests/test_profiles_embed_rl.py, which
+runs the official inference code) and the test that reads them (tests/harness/profiles/test_profiles_embed_rl.py, which
 runs the profiles): the tiny model, the inputs, and the fingerprints that tie the goldens to both.
 
 The tiny model is the suite's tiny Qwen3-VL (the architecture both Embed-RL models fine-tune) saved as
@@ -46,7 +46,7 @@ def make_tiny_embed_rl(directory: Path) -> Path:
     from transformers import AutoConfig
     from transformers.models.qwen2_vl.image_processing_pil_qwen2_vl import Qwen2VLImageProcessorPil
 
-    from harness.tiny_models import make_tiny, qwen3_tokenizer
+    from harness.models.tiny_models import make_tiny, qwen3_tokenizer
 
     tokenizer = qwen3_tokenizer()
     tokenizer.add_tokens([EMB_TOKEN])

@@ -1,5 +1,5 @@
 """What the Qwen3-VL goldens are made of, shared by the script that writes them (make_qwen3_vl.py, which
-runs the official inference code) and the test that reads them (tests/test_profiles_qwen3_vl.py, which
+runs the official inference code) and the test that reads them (tests/harness/profiles/test_profiles_qwen3_vl.py, which
 runs the profile): the tiny model, the inputs, and the fingerprints that tie the goldens to both.
 
 The inputs are those of the Qwen2-VL side-by-side test (text, one image, text with images, an ordered
@@ -15,7 +15,7 @@ from tests.golden.common import fingerprint_of, weights_differ, weights_summary 
 
 GOLDEN_FILE = Path(__file__).with_name("qwen3_vl.json")
 INSTRUCTION = "Find the passage that answers the question"  # no final stop: the official code adds "."
-PLACEHOLDER = "<|image|>"  # the benchmark's image placeholder (mmlongembed.documents.IMAGE_PLACEHOLDER)
+PLACEHOLDER = "<|image|>"  # the benchmark's image placeholder (mmlongembed.core.documents.IMAGE_PLACEHOLDER)
 
 
 def _images():
@@ -46,8 +46,8 @@ SIDES = {"queries": INSTRUCTION, "documents": ""}  # side -> the instruction its
 
 
 def make_tiny_qwen3_vl(directory: Path) -> Path:
-    """The suite's tiny Qwen3-VL (harness.tiny_models: seed 0, the real Qwen3 tokenizer)."""
-    from harness.tiny_models import make_tiny
+    """The suite's tiny Qwen3-VL (harness.models.tiny_models: seed 0, the real Qwen3 tokenizer)."""
+    from harness.models.tiny_models import make_tiny
 
     return make_tiny(Path(directory), "qwen3_vl")
 

@@ -1,5 +1,5 @@
 """What the VLM2Vec-Qwen2VL-2B goldens are made of, shared by the script that writes them (make_vlm2vec.py,
-which runs the official inference code) and the test that reads them (tests/test_profiles_vlm2vec.py): the
+which runs the official inference code) and the test that reads them (tests/harness/profiles/test_profiles_vlm2vec.py): the
 tiny model, the inputs, the text the official code is handed, and the fingerprints tying them together.
 
 The tiny model is the suite's tiny Qwen2-VL (seed 0, the real Qwen3 tokenizer) with the image processor
@@ -46,7 +46,7 @@ def make_tiny_vlm2vec(directory: Path) -> Path:
     """The suite's tiny Qwen2-VL with Qwen2-VL-2B-Instruct's image processor bounds."""
     from transformers.models.qwen2_vl.image_processing_pil_qwen2_vl import Qwen2VLImageProcessorPil
 
-    from harness.tiny_models import make_tiny
+    from harness.models.tiny_models import make_tiny
 
     directory = make_tiny(Path(directory), "qwen2_vl")
     Qwen2VLImageProcessorPil(patch_size=14, merge_size=2, min_pixels=PROCESSOR_PIXELS[0],

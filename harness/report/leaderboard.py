@@ -1,0 +1,255 @@
+"""`mmle leaderboard RESULTS...`: runs of several models (each `mmle score`'s results.json) merged
+into one Table 3 and one Table 4, models as rows sorted by Avg, optionally beside the paper's
+published rows (`--reference paper`: every row of its Tables 3, 11 and 12 and its models, Tables 2
+and 5, shipped as package data, `harness/report/paper_results.json`, and labelled as published numbers).
+
+Cells come from each run's `table3` records as they are (query-weighted P@1, queries, interval,
+skip marks), so nothing is averaged twice; a run written before those records existed is tabled
+again from its per-pool results. One model's cell may come from one run only.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+from importlib import resources
+from pathlib import Path
+
+from harness.report import tables as report
+from harness.models.diagnostics import is_diagnostic
+from harness.report.training_overlap import OVERLAP_MARK, OVERLAP_NOTE, trained_on
+from mmlongembed.core.errors import UserError, report_error
+
+REFERENCES = {"paper": "paper_results.json"}
+DIAGNOSTICS_NOTE = ("What a model that reads nothing (random: chance), only length (length: the longest candidate "
+                    "first), not the images (text-only:) or not the frame order (shuffled-frames:) scores on each "
+                    "column; a model's lead over these rows is what it reads.")
+OURS = "ours"
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("results", nargs="+", metavar="RESULTS",
+                        help="results.json of `mmle score` runs, or the directories that hold them")
+    parser.add_argument("--reference", choices=sorted(REFERENCES), default=None,
+                        help="add the paper's published rows, labelled as published numbers, not ours: all of "
+                             "its Table 3 (11 models), Table 11 (Table 4's Visual Grounding by background, all 10 "
+                             "models), Table 12 (by task, difficulty and length) and its models (Tables 2 and 5)")
+    parser.add_argument("--output", default=None, help="also write the tables to this markdown file")
+
+
+def run(args: argparse.Namespace) -> int:
+    try:
+        text = leaderboard([load_run(p) for p in args.results], reference(args.reference) if args.reference else None)
+    except UserError as exc:
+        return report_error(exc)
+    print(text)
+    if args.output:
+        Path(args.output).write_text(text + "\n", encoding="utf-8")
+    return 0
+
+
+def load_run(path: str | Path) -> dict:
+    path = Path(path)
+    if path.is_dir():
+        path = path / "results.json"
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise UserError(f"{path}: no such results file (give `mmle score`'s results.json or its directory)") from None
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise UserError(f"{path}: not a readable results.json ({exc})") from None
+    if not isinstance(data, dict) or not isinstance(data.get("results"), list):
+        raise UserError(f"{path}: not an `mmle score` results.json (no 'results' list)")
+    data["_path"] = str(path)
+    return data
+
+
+def reference(name: str) -> dict:
+    return json.loads(resources.files("harness.report").joinpath(REFERENCES[name]).read_text(encoding="utf-8"))
+
+
+def _table3_records(run: dict) -> list[dict]:
+    records = run.get("table3")
+    if records is None:  # older results: table them from the per-pool rows
+        records = report.table3_records(report.table3_data(run["results"], run.get("skipped", [])))
+    return [r for r in records if r["column"] != report.AVG]
+
+
+def _merge(runs: list[dict], records_of, key, what: str) -> dict:
+    """{key: (record, run path)}, refusing a key that two runs both have."""
+    merged = {}
+    for run in runs:
+        for record in records_of(run):
+            k = key(record)
+            if k in merged:
+                raise UserError(f"{what} {' '.join(map(str, k))}: in both {merged[k][1]} and {run['_path']}; "
+                                "give each model's cell once")
+            merged[k] = (record, run["_path"])
+    return merged
+
+
+def _sort(entries: list[dict]) -> list[dict]:
+    """By Avg, best first; rows without one after, by name."""
+    return sorted(entries, key=lambda e: (e["average"]["p_at_1"] is None, -(e["average"]["p_at_1"] or 0), e["model"]))
+
+
+def table3_entries(runs: list[dict], ref: dict | None = None) -> tuple[list[dict], list[str], dict[str, str]]:
+    """The merged Table 3: entries (ours and, with `ref`, the published rows), the columns in the
+    paper's order, and each column's task. Our Avg is over the columns our runs have (published
+    columns none of them has do not count); a published row's Avg is the paper's, where quoted."""
+    merged = _merge(runs, _table3_records, lambda r: (r["model"], r["column"]), "model and column")
+    task_of = {r["column"]: r.get("task") for r, _ in merged.values()}
+    ours = sorted(task_of, key=lambda c: report.column_order(c, task_of[c]))
+    models = list(dict.fromkeys(model for model, _ in merged))
+    entries = []
+    for model in models:
+        cells = {c: merged[model, c][0] for c in ours if (model, c) in merged}
+        row = [cells.get(c) or {"model": model, "column": c, "p_at_1": None, "queries": 0} for c in ours]
+        entries.append({"model": model, "source": OURS, "cells": cells, "average": report.average_cell(model, row)})
+    if ref:
+        published = {}
+        renamed = ref.get("our_column", {})  # the paper's column -> ours where ours stands in for it
+        for r in ref["table3"]:
+            column = renamed.get(r["column"], r["column"])
+            if column != report.AVG:
+                task_of.setdefault(column, r.get("task"))
+            published.setdefault(r["model"], {})[column] = {**r, "column": column}
+        for model, cells in published.items():
+            avg = cells.pop(report.AVG, None)
+            entries.append({"model": model, "source": ref["label"], "cells": cells,
+                            "average": {"published": avg["p_at_1"]} if avg else {"p_at_1": None}})
+    columns = sorted(task_of, key=lambda c: report.column_order(c, task_of[c]))
+    return _sort([e for e in entries if e["source"] == OURS]) + [e for e in entries if e["source"] != OURS], columns, task_of
+
+
+def _published(value) -> str:
+    return "n/q" if value is None else f"{value:.2f}"
+
+
+def training_data_of(runs: list[dict]) -> dict[str, list[str]]:
+    """{model spec: its declared training data} as the runs recorded them (older runs: none)."""
+    return {m["spec"]: m.get("training_data") or [] for run in runs for m in run.get("models") or []
+            if isinstance(m, dict) and "spec" in m}
+
+
+def _table3_texts(entry: dict, columns: list[str], trained: dict[str, list[str]] | None = None) -> list[str]:
+    if entry["source"] == OURS:
+        texts = report.table3_texts(entry, columns)
+        declared = (trained or {}).get(entry["model"], [])
+        return [f"{text} {OVERLAP_MARK}" if c in entry["cells"] and trained_on(c, declared) else text
+                for c, text in zip(columns, texts)] + texts[len(columns):]
+    return ([_published(entry["cells"].get(c, {}).get("p_at_1")) for c in columns]
+            + [_published(entry["average"].get("published"))])
+
+
+def _source(entry: dict) -> str:
+    return entry["source"]
+
+
+def _in_block(entry: dict, diagnostics: bool) -> bool:
+    """Diagnostic rows (random, length, text-only:, shuffled-frames:) go in their own block;
+    published rows go with the models."""
+    return (entry["source"] == OURS and is_diagnostic(entry["model"])) == diagnostics
+
+
+def table3(runs: list[dict], ref: dict | None = None, diagnostics: bool = False) -> str:
+    """The models' Table 3 (with `ref`, beside the published rows), or with `diagnostics` the
+    diagnostic rows alone, over the same columns."""
+    entries, columns, task_of = table3_entries(runs, ref)
+    entries = [e for e in entries if _in_block(e, diagnostics)]
+    if not columns or not entries:
+        return ""
+    trained = training_data_of(runs)
+    text = report.table3_markdown(entries, columns, task_of, label=_source,
+                                  texts=lambda entry, cols: _table3_texts(entry, cols, trained))
+    return text + ("\n\n" + OVERLAP_NOTE if f" {OVERLAP_MARK} |" in text else "")
+
+
+def _table4_texts(entry: dict) -> list[str]:
+    if entry["source"] == OURS:
+        return report.table4_texts(entry)
+    mean = "–" if entry["mean"] is None else _published(entry["mean"])
+    return ([entry["needle_modality"]] + [_published(entry["backgrounds"].get(b)) for b in report.BACKGROUNDS]
+            + [f"{mean} ± {_published(entry['std'])}"])
+
+
+def table4(runs: list[dict], ref: dict | None = None, diagnostics: bool = False) -> str:
+    merged = _merge(runs, lambda run: run.get("table4") or [], lambda e: (e["model"], e["needle_modality"]),
+                    "model and needle modality")
+    # Table 11 is Table 4 for every model (Table 4 prints 8 of its 10 rows, with the same figures)
+    entries = ([{**entry, "source": OURS} for entry, _ in merged.values()]
+               + [{**entry, "source": ref["label"]} for entry in (ref or {}).get("table11", [])])
+    entries = [e for e in entries if _in_block(e, diagnostics)]
+    return report.table4_markdown(entries, label=_source, texts=_table4_texts) if entries else ""
+
+
+def published_table12(ref: dict) -> str:
+    """The paper's Table 12 as printed: per task and model, P@1 at each difficulty and length."""
+    lengths = ("8k", "16k", "32k")
+    lines = ["| Task | Model | Source | " + " | ".join(f"{d.capitalize()} {n.upper()}" for d in report.DIFFICULTIES
+                                                  for n in lengths) + " |",
+             "|---|---|---|" + "---:|" * (2 * len(lengths))]
+    for row in ref.get("table12", []):
+        cells = [_published(row[d].get(n)) for d in report.DIFFICULTIES for n in lengths]
+        lines.append(f"| {report.TASK_SHORT.get(row['task'], row['task'])} | {row['model']} | {ref['label']} | "
+                     + " | ".join(cells) + " |")
+    return "\n".join(lines) if len(lines) > 2 else ""
+
+
+def published_models(ref: dict) -> str:
+    """The paper's models (Tables 2 and 5): what each published row is."""
+    lines = ["| Model | Version (Table 5) | Context length | Size | Embedding dim | Group |", "|---|---|---:|---|---:|---|"]
+    for m in ref.get("models", []):
+        version = f"[{m['version']}]({m['link']})" if m.get("link") else m["version"]
+        lines.append(f"| {m['model']} | {version} | {m['context_length']} | {m.get('size') or '–'} | "
+                     f"{m['embedding_dim']} | {m['group']} |")
+    return "\n".join(lines) if len(lines) > 2 else ""
+
+
+def confusion(runs: list[dict]) -> str:
+    """The runs' variant-confusion records (`mmle score`'s `variant_confusion`) in one table per
+    dataset, the models of all runs side by side in each cell; a run's path as its Source."""
+    merged = _merge(runs, lambda run: [{**r, "_path": run["_path"]} for r in run.get("variant_confusion") or []],
+                    lambda r: (r["model"], r["dataset"], r["difficulty"], r["length"]),
+                    "model, dataset, difficulty and length")
+    records = sorted((r for r, _ in merged.values()),
+                     key=lambda r: (report.TASK_ORDER.index(r["task"]) if r["task"] in report.TASK_ORDER else 99,
+                                    r["dataset"], r["difficulty"], r["length"], r["model"]))
+    return report.confusion_markdown(records, label=lambda r: Path(r["_path"]).parent.name) if records else ""
+
+
+def leaderboard(runs: list[dict], ref: dict | None = None) -> str:
+    sources = ", ".join(f"{run['_path']} ({run.get('dataset', {}).get('ref', '?')})" for run in runs)
+    parts = ["# Leaderboard", "", f"Runs: {sources}.", "",
+             "Ours: P@1 x100 over all the queries of each cell (n= the queries, a 95% bootstrap interval over them "
+             f"from {report.MIN_QUERIES_FOR_INTERVAL} queries on, none where every query tied: `tie: ...`); a model "
+             "not run on every pool of a cell has a mark there instead, and `n/m` where it received no content of "
+             "the candidates (not measured). Avg: the mean of the columns our runs have, only where every one of "
+             "them has a number; rows sorted by it.", ""]
+    if ref:
+        parts += [f"Rows marked '{ref['label']}': {ref['title']}. {ref['provenance']} Not published (n/q): "
+                  f"{ref['missing']} The paper's MM-NIAH is the real MM-NIAH, printed in our MM-NIAH* column, "
+                  "whose grid is a substitute for it.", ""]
+    sections = [("Table 3", table3(runs, ref)),
+                ("Table 4 (Visual Grounding by background; the published rows are the paper's Table 11)",
+                 table4(runs, ref))]
+    if ref:
+        sections += [("Table 12 (published: P@1 by task, difficulty and length)", published_table12(ref)),
+                     ("The published models (the paper's Tables 2 and 5)", published_models(ref))]
+    sections.append((f"Variant confusion ({report.CONFUSION_NOTE})", confusion(runs)))
+    for title, body in sections:
+        if body:
+            parts += [f"## {title}", "", body, ""]
+    diagnostic_tables = [(title, body) for title, body in (("Table 3 columns", table3(runs, diagnostics=True)),
+                                                          ("Table 4 columns", table4(runs, diagnostics=True))) if body]
+    if diagnostic_tables:
+        parts += ["## Diagnostics (not models)", "", DIAGNOSTICS_NOTE, ""]
+        for title, body in diagnostic_tables:
+            parts += [f"### {title}", "", body, ""]
+    return "\n".join(parts).rstrip() + "\n"
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="mmle leaderboard", description=__doc__.splitlines()[0])
+    add_arguments(parser)
+    return run(parser.parse_args(argv))

@@ -1,0 +1,150 @@
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from mmlongembed.core.documents import IMAGE_PLACEHOLDER, Document, count_rendered, image_segment, text_document
+from mmlongembed.core.errors import FitError
+from mmlongembed.ops.length import exact_tokens, find_block, prefix_sums, span_at_fraction, truncate_to_band
+from mmlongembed.core.pools import LengthBand
+from mmlongembed.core.text import split_paragraphs, split_sentences
+from mmlongembed.core.tokens import default_counter
+
+ENGLISH = (
+    "The committee met on Jan. 5 with Dr. Smith. It adopted three rules! Did it work? Yes.\n"
+    "Second paragraph starts here. It has \"quoted text.\" And more.\n\n"
+    "Third paragraph, after a blank line. J. K. Rowling wrote it. The U.S. agreed.\n"
+)
+CHINESE = "今天天气很好。我们去公园散步！你想一起去吗？“好的。”他说。\n第二段开始了；内容继续。"
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.text(alphabet=st.sampled_from(list("ab .!?\n\r。！“”'\"Z9 \t中")), max_size=200))
+def test_splitting_is_lossless(text):
+    paragraphs = split_paragraphs(text)
+    assert "".join(paragraphs) == text
+    for paragraph in paragraphs:
+        assert "".join(split_sentences(paragraph)) == paragraph
+
+
+def test_english_sentences_keep_abbreviations_and_initials():
+    sentences = [s for p in split_paragraphs(ENGLISH) for s in split_sentences(p)]
+    assert sentences[0] == "The committee met on Jan. 5 with Dr. Smith."
+    assert sentences[1] == " It adopted three rules!"
+    assert " J. K. Rowling wrote it." in sentences
+    assert " The U.S. agreed.\n" in sentences
+    assert len(split_paragraphs(ENGLISH)) == 3
+
+
+def test_chinese_sentences_split_on_fullwidth_punctuation():
+    sentences = split_sentences(split_paragraphs(CHINESE)[0])
+    assert sentences == ["今天天气很好。", "我们去公园散步！", "你想一起去吗？", "“好的。”", "他说。\n"]
+
+
+def test_sum_of_english_pieces_equals_the_whole_count():
+    counter = default_counter()
+    doc = text_document("d", ENGLISH * 20, counter)
+    assert doc.tokens == counter.count(ENGLISH * 20)
+
+
+def test_rendered_recount_counts_images_and_checks_placeholders():
+    counter = default_counter()
+    doc = Document("d", (
+        *text_document("a", "Hello there.\n", counter).segments,
+        image_segment(b"x", 64, 65),
+        *text_document("b", "Bye.", counter).segments,
+    ))
+    text, images = doc.render()
+    assert text == f"Hello there.\n{IMAGE_PLACEHOLDER}Bye."
+    assert count_rendered(text, [(64, 65)], counter) == (counter.count("Hello there.\n") + counter.count("Bye."), 2 * 3)
+    assert exact_tokens(doc, counter) == doc.tokens
+    with pytest.raises(ValueError):
+        count_rendered(text, [], counter)
+
+
+def _long_doc(n_paragraphs=40):
+    body = "\n".join(
+        " ".join(f"Sentence {i}-{j} talks about topic {i * j} at length." for j in range(6)) for i in range(n_paragraphs)
+    )
+    return text_document("long", body, default_counter())
+
+
+def test_truncate_lands_in_band_at_a_paragraph_boundary():
+    doc = _long_doc()
+    band = LengthBand(target=1000, lo=800, hi=1000)
+    fitted = truncate_to_band(doc, band, default_counter())
+    assert band.contains(fitted.n_tokens)
+    assert fitted.n_tokens == default_counter().count(fitted.document.text)
+    assert fitted.document.segments[-1].paragraph_end
+    assert doc.text.startswith(fitted.document.text)
+
+
+def test_truncate_fails_fast_when_the_budget_cannot_be_met():
+    doc = _long_doc(3)
+    with pytest.raises(FitError) as error:
+        truncate_to_band(doc, LengthBand(target=100_000, lo=90_000, hi=100_000), default_counter())
+    assert error.value.reason == "too_short"
+    # a band narrower than any sentence: no boundary inside it
+    with pytest.raises(FitError):
+        truncate_to_band(doc, LengthBand(target=12, lo=11, hi=12), default_counter())
+
+
+def test_find_block_meets_the_length_and_prefers_paragraph_starts():
+    doc = _long_doc()
+    rng = np.random.default_rng(0)
+    start, end = find_block(doc.segments, 300, 310, rng, aim=305)
+    sums = prefix_sums(doc.segments)
+    assert 300 <= sums[end] - sums[start] <= 310
+    with pytest.raises(FitError):
+        find_block(doc.segments, 10**6, 10**6 + 5, rng)
+
+
+def test_find_block_matches_characters_as_well_as_tokens_when_asked():
+    """Donor text denser in characters than its host would make every variant longer in
+    characters than its positive; with a character aim the block follows the host's density."""
+    counter = default_counter()
+    dense = "Interdepartmental reconciliation notwithstanding comprehensive appropriations. "
+    sparse = "It is so. We go on. "
+    doc = text_document("donor", "".join((dense if k % 2 else sparse) * 3 + "\n" for k in range(40)), counter)
+    sums, chars = prefix_sums(doc.segments), [0]
+    for segment in doc.segments:
+        chars.append(chars[-1] + len(segment.text))
+    tokens_wanted = 30
+    runs = {}
+    for char_aim in (60, 400):
+        start, end = find_block(doc.segments, tokens_wanted - 6, tokens_wanted + 6, np.random.default_rng(0),
+                                aim=tokens_wanted, char_aim=char_aim, chars_per_token=4.0)
+        runs[char_aim] = (sums[end] - sums[start], chars[end] - chars[start])
+        assert abs(runs[char_aim][0] - tokens_wanted) <= 6
+    assert runs[60][1] < runs[400][1]
+    assert abs(runs[60][1] - 60) < abs(runs[400][1] - 60) and abs(runs[400][1] - 400) < abs(runs[60][1] - 400)
+
+
+def test_find_block_matches_words_as_well_when_asked():
+    """At equal tokens and characters, a donor of longer words would give every variant fewer
+    words than its positive ("the most words" would find it); with a word aim the block follows
+    the host's words."""
+    counter = default_counter()
+    long_words = "Interdepartmental reconciliation notwithstanding comprehensive appropriations. "
+    short_words = "It is so. We go on and on. "
+    doc = text_document("donor", "".join((long_words if k % 2 else short_words) * 3 + "\n" for k in range(40)),
+                        counter)
+    sums, words = prefix_sums(doc.segments), [0]
+    for segment in doc.segments:
+        words.append(words[-1] + len(segment.text.split()))
+    tokens_wanted = 30
+    runs = {}
+    for word_aim in (8, 28):
+        start, end = find_block(doc.segments, tokens_wanted - 6, tokens_wanted + 6, np.random.default_rng(0),
+                                aim=tokens_wanted, word_aim=word_aim, words_per_token=0.75)
+        runs[word_aim] = words[end] - words[start]
+        assert abs(sums[end] - sums[start] - tokens_wanted) <= 6
+    assert abs(runs[8] - 8) < abs(runs[28] - 8) and abs(runs[28] - 28) < abs(runs[8] - 28)
+
+
+def test_span_at_fraction_snaps_to_paragraphs():
+    doc = _long_doc()
+    start, end = span_at_fraction(doc.segments, 0.25, 0.75)
+    sums = prefix_sums(doc.segments)
+    assert doc.segments[start - 1].paragraph_end and doc.segments[end - 1].paragraph_end
+    assert abs(sums[start] / sums[-1] - 0.25) < 0.05 and abs(sums[end] / sums[-1] - 0.75) < 0.05
