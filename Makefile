@@ -26,7 +26,7 @@ $(STAMP): pyproject.toml
 	$(BIN)/python -m pip install --quiet -e ".[test,harness,mteb,ray,video,pdf,evidence]"
 	# colpali_engine (ColQwen2.5's reference, tests/harness/profiles/test_profile_colqwen.py) without its torchvision: the PyPI
 	# torchvision wheel is a CUDA build that breaks `import transformers` beside the CPU torch. Its other
-	# requirements (peft, scipy) are in the extras; tests/_profile_references.py imports it without torchvision.
+	# requirements (peft, scipy) are in the extras; tests/support/profile_references.py imports it without torchvision.
 	$(BIN)/python -m pip install --quiet --no-deps colpali-engine==0.3.18
 	touch $(STAMP)
 

@@ -3,7 +3,7 @@
 import pytest
 
 from mmlongembed.publish.hub_server import LoopbackHub
-from tests._publish_support import TOKEN, USER
+from tests.support.publish_support import TOKEN, USER
 
 
 @pytest.fixture()

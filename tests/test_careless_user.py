@@ -37,8 +37,8 @@ def test_quiet_scoring_prints_only_what_it_wrote(tmp_path):
     import subprocess
     import sys
 
-    from tests._fixtures_harness import standard_benchmark
-    from tests._subprocess import python_env
+    from tests.support.fixtures_harness import standard_benchmark
+    from tests.support.python_env import python_env
 
     bench = standard_benchmark(tmp_path / "fixture")
     env = python_env({**__import__("os").environ, "HF_HUB_OFFLINE": "1"})
@@ -225,7 +225,7 @@ def test_an_interrupt_ends_a_build_with_workers_mid_task(phase, signal_name, to_
     import sys
     import time
 
-    from tests._subprocess import python_env
+    from tests.support.python_env import python_env
 
     script = tmp_path / "build.py"
     script.write_text(_INTERRUPTED_SCRIPT)
@@ -265,7 +265,7 @@ def test_a_source_file_cut_in_half_stops_the_build_unless_told_to_skip_it(tmp_pa
     import shutil
 
     from mmlongembed.cli import main
-    from tests._realdata import shared_data_dir
+    from tests.support.realdata import shared_data_dir
 
     sources = tmp_path / "sources" / "govreport"
     shutil.copytree(shared_data_dir("govreport"), sources)
@@ -437,7 +437,7 @@ def test_sigterm_to_a_building_process_group_leaves_no_lock_temporary_folder_or_
     import sys
     import time
 
-    from tests._subprocess import python_env
+    from tests.support.python_env import python_env
 
     script = tmp_path / "build.py"
     script.write_text(_INTERRUPTED_BUILD)

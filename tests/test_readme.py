@@ -7,7 +7,7 @@ from __future__ import annotations
 from harness.report.tables import TASK_TITLES
 from mmlongembed.core.builder import Builder
 from mmlongembed.readme import BEGIN, END, builder_tables, main, toolkit_builders, with_tables
-from tests._realdata import REPO_ROOT
+from tests.support.realdata import REPO_ROOT
 
 
 def test_the_readme_builder_tables_are_the_registry_s():

@@ -111,7 +111,9 @@ class BM25Model(Model):
     def identity(self) -> dict:
         from mmlongembed.ops import bm25
 
-        return {"model": "bm25", "library": "mmlongembed.ops.bm25 (BM25Okapi scoring, bit-identical to rank_bm25)",
+        # "mmlongembed.bm25": the module's name when this identity was first recorded; it keys the
+        # embedding cache and results.json, so it stays as it was when the module moved (ops.bm25)
+        return {"model": "bm25", "library": "mmlongembed.bm25 (BM25Okapi scoring, bit-identical to rank_bm25)",
                 "tokenisation": "NFKC, lower case, \\w+ runs, English stop words removed, CJK per character",
                 "k1": bm25.K1, "b": bm25.B, "epsilon": bm25.EPSILON}
 

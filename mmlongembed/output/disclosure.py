@@ -22,7 +22,9 @@ PACKAGE_DIR = Path(__file__).resolve().parent
 LICENCES_FILE = PACKAGE_DIR / "source_licences.json"
 OVERLAPS_FILE = PACKAGE_DIR / "overlaps.json"
 # Where the card's datasheet starts: a release cuts its components' cards here, and renders its own.
-DATASHEET_MARKER = "<!-- datasheet: rendered from manifest.json by mmlongembed.output.disclosure -->"
+# The marker names the module as it was called when cards first carried it: cards already written
+# and published carry this text, and a release finds its components' datasheets by it.
+DATASHEET_MARKER = "<!-- datasheet: rendered from manifest.json by mmlongembed.disclosure -->"
 CITATION = """@misc{mmlongembed,
   title  = {MMLongEmbed: A Benchmark for Long-Context Multimodal Embedding},
   note   = {Rebuilt with the mmlongembed toolkit},

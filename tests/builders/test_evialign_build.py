@@ -20,7 +20,7 @@ from mmlongembed.ops.evialign import units_for
 from mmlongembed.readers.mmeb_train import OOD_SUBSETS
 from mmlongembed.training.tables import read_training_tables
 from mmlongembed.build.validate import InvalidBuild, format_report, validate_dir
-from tests._realdata import shared_data_dir
+from tests.support.realdata import shared_data_dir
 
 # the samples' stand-in subsets are not MMEB's retrieval subsets: a build names them
 SAMPLE_SUBSETS = ("MMLongBench-Doc", "HotpotQA", "scikit-image-photos")

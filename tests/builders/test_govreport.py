@@ -21,8 +21,8 @@ from mmlongembed.output.layout import read_built_pool
 from mmlongembed.checks.shortcuts import rule_p_at_1
 from mmlongembed.build.validate import format_report, validate_dir
 from mmlongembed.core.tokens import default_counter
-from tests._realdata import shared_data_dir
-from tests._subprocess import python_env
+from tests.support.realdata import shared_data_dir
+from tests.support.python_env import python_env
 
 LENGTHS = (2048, 4096)
 

@@ -14,7 +14,7 @@ from mmlongembed.cli import main
 from mmlongembed.llm.fake_server import FakeOpenAIServer, audit_responder
 from mmlongembed.output.layout import pool_rows, read_built_pool
 from mmlongembed.build.validate import validate_dir
-from tests._realdata import shared_data_dir
+from tests.support.realdata import shared_data_dir
 
 pytestmark = pytest.mark.realdata
 

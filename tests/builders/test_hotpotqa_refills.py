@@ -13,7 +13,7 @@ from mmlongembed.cli import main
 from mmlongembed.output.layout import read_built_pool
 from mmlongembed.checks.shortcuts import _groups, rule_p_at_1, rule_scores
 from mmlongembed.ops.wordstats import FEATURES as WORD_FEATURES
-from tests._realdata import shared_data_dir
+from tests.support.realdata import shared_data_dir
 
 pytestmark = pytest.mark.realdata
 

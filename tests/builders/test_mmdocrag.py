@@ -24,7 +24,7 @@ from mmlongembed.core.pools import hard_negative_tolerance
 from mmlongembed.readers.mmdocir import quote_kind, reads_as_prose
 from mmlongembed.core.tokens import default_counter, image_tokens
 from mmlongembed.build.validate import format_report, validate_dir
-from tests._realdata import shared_data_dir
+from tests.support.realdata import shared_data_dir
 
 pytest.importorskip("pypdfium2")
 SMALL = dict(lengths=(1024, 2048), max_queries_per_pool=8, dpi=36.0, max_image_pixels=96 * 96, chunk_tokens=60,
@@ -160,7 +160,7 @@ def test_build_pools_reads_no_file_renders_nothing_and_calls_no_llm(tmp_path, mo
     builder is needed."""
     from mmlongembed.core.builder import BuildReport
     from mmlongembed.media.pdf import PageRenderer, PdfFile
-    from tests._outside import nothing_outside
+    from tests.support.outside import nothing_outside
 
     write_mmdocir_sources(tmp_path / "src")
     config = MMDocRAGConfig(sources=str(tmp_path / "src"), **SMALL)

@@ -15,7 +15,7 @@ from mmlongembed.output.layout import pool_rows, read_built_pool
 from mmlongembed.llm.summaries import SYNTHETIC_LABEL
 from mmlongembed.media.pdf import PageRenderer
 from mmlongembed.build.validate import format_report, validate_dir
-from tests._realdata import shared_data_dir
+from tests.support.realdata import shared_data_dir
 
 pytest.importorskip("pypdfium2")
 SMALL = dict(dpi=36.0, max_image_pixels=160 * 230)
@@ -201,7 +201,7 @@ def test_build_pools_reads_no_file_and_calls_no_llm(tmp_path, monkeypatch):
     from mmlongembed.core.builder import BuildReport
     from mmlongembed.media.pdf import PdfFile
     from mmlongembed.core.tokens import default_counter
-    from tests._outside import nothing_outside
+    from tests.support.outside import nothing_outside
 
     write_paged_sources(tmp_path / "src", n_documents=8, pages=(14, 22))
     builder = MMLongBenchBuilder()

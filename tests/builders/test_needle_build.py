@@ -22,7 +22,7 @@ from mmlongembed.readers.needle import read_local_sources
 from mmlongembed.checks.summary import expected_p_at_1
 from mmlongembed.output.layout import pools_table, read_built_pool
 from mmlongembed.ops.needle import cell_name, sigmoid_depths
-from tests._realdata import shared_data_dir
+from tests.support.realdata import shared_data_dir
 
 @pytest.fixture(scope="module")
 def sources_dir(tmp_path_factory) -> Path:

@@ -19,7 +19,7 @@ from mmlongembed.cli import main as cli_main  # noqa: E402
 from mmlongembed.core.documents import IMAGE_PLACEHOLDER  # noqa: E402
 from mmlongembed.output.layout import pool_rows, read_built_pool  # noqa: E402
 from mmlongembed.build.validate import validate_dir  # noqa: E402
-from tests._realdata import shared_data_dir  # noqa: E402
+from tests.support.realdata import shared_data_dir  # noqa: E402
 
 pytestmark = pytest.mark.realdata
 
@@ -267,7 +267,7 @@ def test_audio_per_candidate_follows_its_block_order(tmp_path):
 def test_tiny_vlm_scores_temporal_pools_as_frame_sequences(built, tmp_path, monkeypatch):
     pytest.importorskip("transformers")
     from harness.cli import main as score_main
-    from tests._tiny_vlm import make_tiny_qwen2_vl
+    from tests.support.tiny_vlm import make_tiny_qwen2_vl
 
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
     model = make_tiny_qwen2_vl(tmp_path / "tiny")
@@ -376,7 +376,7 @@ def test_build_pools_reads_no_file_and_calls_no_llm(tmp_path, monkeypatch):
     from mmlongembed.core.builder import BuildReport
     from mmlongembed.media.frames import FrameStore
     from mmlongembed.core.tokens import default_counter
-    from tests._outside import nothing_outside
+    from tests.support.outside import nothing_outside
 
     builder = ActivityNetBuilder()
     config = builder.example_config(tmp_path / "sources")

@@ -17,7 +17,7 @@ from mmlongembed.core.errors import UserError
 from mmlongembed.llm import LLMConfig, translate
 from mmlongembed.llm.fake_server import FakeOpenAIServer, first_user_message
 from mmlongembed.llm.fake_captions import caption_responder
-from tests._realdata import shared_data_dir
+from tests.support.realdata import shared_data_dir
 
 pytestmark = pytest.mark.realdata
 CJK = re.compile(r"[\u3400-\u9fff]")

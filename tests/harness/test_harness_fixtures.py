@@ -6,8 +6,8 @@ from __future__ import annotations
 import subprocess
 import sys
 
-from tests._realdata import REPO_ROOT
-from tests._subprocess import python_env
+from tests.support.realdata import REPO_ROOT
+from tests.support.python_env import python_env
 from tests.test_import_graph import import_graph
 
 

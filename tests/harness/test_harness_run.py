@@ -10,7 +10,7 @@ import pytest
 
 
 from harness.fixtures import make_pool, write_benchmark
-from tests._fixtures_harness import blank_images, drop_column, rewrite_table, run_score, standard_benchmark
+from tests.support.fixtures_harness import blank_images, drop_column, rewrite_table, run_score, standard_benchmark
 from harness.cli import main
 from harness.models.fake_server import FakeEmbeddingServer
 

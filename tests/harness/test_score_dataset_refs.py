@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from harness.cli import main as score_main
-from tests._fixtures_harness import standard_benchmark
+from tests.support.fixtures_harness import standard_benchmark
 
 POOL = "govreport-easy-256"
 REPO = "org/bench"

@@ -1,5 +1,5 @@
 """`mmle explore`: the static site, built from a fixture benchmark with edits of every kind, opened
-from disk in a headless Chromium and read as a person would (tests/_browser.py)."""
+from disk in a headless Chromium and read as a person would (tests/support/browser.py)."""
 
 from __future__ import annotations
 
@@ -11,8 +11,8 @@ import pytest
 
 from harness.explore.marks import sentence_spans, text_edits
 from mmlongembed.cli import main as mmle
-from tests._browser import Browser, require_chromium
-from tests._fixtures_explore import EVIDENCE, NEEDLE_MISSES, NEEDLE_QUERIES, REFILLS, explore_benchmark
+from tests.support.browser import Browser, require_chromium
+from tests.support.fixtures_explore import EVIDENCE, NEEDLE_MISSES, NEEDLE_QUERIES, REFILLS, explore_benchmark
 
 
 @pytest.fixture(autouse=True)

@@ -13,7 +13,7 @@ from harness.cli import main
 from harness.scoring.data import Item
 from harness.models.adapters import RunSettings, load_model
 from harness.fixtures import make_pool, png, write_benchmark
-from tests._fixtures_harness import qwen3_tokenizer, save_tiny_qwen2_vl
+from tests.support.fixtures_harness import qwen3_tokenizer, save_tiny_qwen2_vl
 
 transformers = pytest.importorskip("transformers")
 torch = pytest.importorskip("torch")

@@ -19,7 +19,7 @@ from harness.scoring.metrics import positive_ranks
 from harness.models.adapters import DenseModel, RunSettings, load_model
 from mmlongembed.core.documents import IMAGE_PLACEHOLDER
 from mmlongembed.core.errors import UserError
-from tests._fixtures_harness import standard_benchmark
+from tests.support.fixtures_harness import standard_benchmark
 
 SETTINGS = RunSettings(batch_size=8, progress=False)
 

@@ -17,7 +17,7 @@ from harness.fixtures import png
 from harness.models.adapters import RunSettings, load_model
 from mmlongembed.core.documents import IMAGE_PLACEHOLDER
 from mmlongembed.core.errors import UserError
-from tests._fixtures_harness import run_score, standard_benchmark
+from tests.support.fixtures_harness import run_score, standard_benchmark
 
 SECRET = "ark-test-0123456789-secret"
 

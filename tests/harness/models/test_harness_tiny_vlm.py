@@ -10,7 +10,7 @@ import pytest
 
 from harness.cli import main
 from harness.fixtures import make_pool, png, write_benchmark
-from tests._tiny_vlm import make_tiny_qwen2_vl
+from tests.support.tiny_vlm import make_tiny_qwen2_vl
 
 transformers = pytest.importorskip("transformers")
 torch = pytest.importorskip("torch")

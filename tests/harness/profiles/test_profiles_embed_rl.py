@@ -15,7 +15,7 @@ import numpy as np
 import pytest
 
 from harness.profiles.catalogue import ImageLimits, get_profile
-from tests._golden_profiles import GoldenCheck, golden_fixtures
+from tests.support.golden_profiles import GoldenCheck, golden_fixtures
 from tests.golden import embed_rl as golden
 
 torch = pytest.importorskip("torch")

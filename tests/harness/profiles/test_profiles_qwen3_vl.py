@@ -16,7 +16,7 @@ import pytest
 
 from harness.scoring.data import Item
 from harness.profiles.catalogue import ImageLimits, get_profile
-from tests._golden_profiles import GoldenCheck, golden_fixtures
+from tests.support.golden_profiles import GoldenCheck, golden_fixtures
 from tests.golden import qwen3_vl as golden
 
 torch = pytest.importorskip("torch")

@@ -1,4 +1,4 @@
-"""Each verified profile against its reference (mteb's own wrapper, tests/_profile_references.py) on a tiny
+"""Each verified profile against its reference (mteb's own wrapper, tests/support/profile_references.py) on a tiny
 randomly initialised Qwen2-VL: the same weights, the same inputs (text, one image, text and images, an
 ordered frame sequence), queries and documents; gate max abs difference <= 1e-5 in fp32. And a plausible
 wrong profile (instruction on the document side, wrong pooling, 32-px instead of 28-px limits) fails it."""
@@ -13,7 +13,7 @@ import pytest
 from harness.scoring.data import Item
 from harness.fixtures import png
 from harness.profiles.catalogue import get_profile
-from tests import _profile_references as references
+from tests.support import profile_references as references
 
 pytest.importorskip("mteb")
 torch = pytest.importorskip("torch")
@@ -48,7 +48,7 @@ def _offline(monkeypatch):
 def tiny(tmp_path_factory):
     from transformers import Qwen2VLForConditionalGeneration
 
-    from tests._fixtures_harness import qwen3_tokenizer, save_tiny_qwen2_vl
+    from tests.support.fixtures_harness import qwen3_tokenizer, save_tiny_qwen2_vl
 
     return save_tiny_qwen2_vl(tmp_path_factory.mktemp("tiny-qwen2-vl-lm"), qwen3_tokenizer(),
                               Qwen2VLForConditionalGeneration)

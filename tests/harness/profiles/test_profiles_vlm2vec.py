@@ -14,7 +14,7 @@ import dataclasses
 import pytest
 
 from harness.profiles.catalogue import ImageLimits, get_profile
-from tests._golden_profiles import GoldenCheck, golden_fixtures
+from tests.support.golden_profiles import GoldenCheck, golden_fixtures
 from tests.golden import vlm2vec as golden
 
 torch = pytest.importorskip("torch")

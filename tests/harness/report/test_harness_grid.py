@@ -6,7 +6,7 @@ import re
 
 import pytest
 
-from tests._fixtures_harness import grid_benchmark
+from tests.support.fixtures_harness import grid_benchmark
 from harness.report import tables as report
 from harness.cli import main
 

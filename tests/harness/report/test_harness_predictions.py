@@ -9,7 +9,7 @@ import pytest
 from harness.cli import main
 from harness.scoring.metrics import per_query, variant_breakdown
 from harness.report.tables import confusion_data, confusion_markdown
-from tests._fixtures_harness import standard_benchmark
+from tests.support.fixtures_harness import standard_benchmark
 
 
 @pytest.fixture(autouse=True)

@@ -164,7 +164,7 @@ def test_govreport_sample_cells_weigh_every_query(tmp_path):
     from builders.govreport import GovReportConfig
     from mmlongembed.build.run import run_build
     from mmlongembed.core.builder import get_builder
-    from tests._realdata import shared_data_dir
+    from tests.support.realdata import shared_data_dir
 
     built = run_build(get_builder("govreport"), GovReportConfig(sources=str(shared_data_dir("govreport"))),
                       tmp_path / "out", progress=False)

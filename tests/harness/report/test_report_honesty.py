@@ -9,7 +9,7 @@ import pytest
 from harness.cli import main
 from harness.fixtures import make_pool, png, write_benchmark
 from mmlongembed.core.documents import image_segment
-from tests._fixtures_harness import MISS_QUERY
+from tests.support.fixtures_harness import MISS_QUERY
 
 
 @pytest.fixture(autouse=True)

@@ -9,7 +9,7 @@ import pytest
 from harness.report import tables as harness_report
 from mmlongembed.checks import summary as build_report
 from mmlongembed.core.pools import LengthBand
-from tests._plots import legend_overlaps_axes, overlapping_tick_labels
+from tests.support.plots import legend_overlaps_axes, overlapping_tick_labels
 
 
 def _pools(ranges, seed=0):

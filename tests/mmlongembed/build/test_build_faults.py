@@ -28,7 +28,7 @@ from mmlongembed.cli import main
 from mmlongembed.core.errors import UserError
 from mmlongembed.output.outdir import HOST_TAG
 from mmlongembed.build.validate import format_report, validate_dir
-from tests._subprocess import python_env
+from tests.support.python_env import python_env
 
 pytestmark = pytest.mark.skipif(sys.platform == "win32", reason="POSIX signals and locks")
 

@@ -5,14 +5,14 @@ import re
 
 import pytest
 
-from tests._croissant import assert_croissant_matches
+from tests.support.croissant import assert_croissant_matches
 
 from mmlongembed.build.run import pipeline_of, run_build
 from mmlongembed.core.builder import Builder, register, registered
 from mmlongembed.output.card import CARDS_DIR
 from mmlongembed.cli import build_parser
 from mmlongembed.build.validate import format_report, validate_dir
-from tests._rebuild import files_state
+from tests.support.rebuild import files_state
 
 BUILDERS = sorted(name for name, cls in registered().items() if cls.__module__.startswith("builders."))
 

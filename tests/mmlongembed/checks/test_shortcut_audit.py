@@ -16,7 +16,7 @@ from mmlongembed.testing import write_fixture_build
 from mmlongembed.core.tokens import default_counter
 from mmlongembed.build.validate import validate_dir
 from mmlongembed.ops.wordstats import FEATURES as WORD_FEATURES
-from tests import _fixture_builder  # noqa: F401  (registers the builder the fixture builds name)
+from tests.support import fixture_builder  # noqa: F401  (registers the builder the fixture builds name)
 
 N_QUERIES = 120
 WORDS = "river stone window garden letter market bridge lantern orchard meadow harbour candle kettle".split()

@@ -11,7 +11,7 @@ import time
 import pytest
 
 from mmlongembed.core import parallel
-from tests._subprocess import python_env
+from tests.support.python_env import python_env
 
 needs_fork = pytest.mark.skipif(not parallel.can_fork(), reason="no fork on this platform")
 

@@ -19,7 +19,7 @@ from mmlongembed.checks.summary import _words, document_words
 from mmlongembed.checks.shortcuts import _text_features
 from mmlongembed.testing import texts_under
 from mmlongembed.core.tokens import default_counter, splits_between
-from tests._realdata import shared_data_dir
+from tests.support.realdata import shared_data_dir
 
 ENGLISH = ("The committee met on Jan. 5 with Dr. Smith. It adopted three rules! Did it work? Yes.\n"
            "Second paragraph starts here. It has \"quoted text.\" And more.\n\n"

@@ -5,7 +5,7 @@ import pytest
 from mmlongembed.core.tokens import (
     DEFAULT_MAX_IMAGE_PIXELS, default_counter, fit_image_size, image_tokens, reference_tokenizer_file)
 from mmlongembed.testing import texts_under
-from tests._realdata import shared_data_dir
+from tests.support.realdata import shared_data_dir
 
 EDGE_CASES = [
     "", " ", "   \t  ", "\n", "\r\n", "a\r\nb\r\n\r\nc", "word   word\n\n\n  word",

@@ -11,7 +11,7 @@ from mmlongembed.media.pdf import (
     Box, PageRenderer, PdfFile, RenderSettings, clean_text_layer, page_image_size, render_size)
 from mmlongembed.core.rng import derive_rng
 from mmlongembed.testing import paged_document_spec, write_pdf
-from tests._realdata import shared_data_dir
+from tests.support.realdata import shared_data_dir
 
 pytest.importorskip("pypdfium2")
 

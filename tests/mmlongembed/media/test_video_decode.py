@@ -18,7 +18,7 @@ from mmlongembed.media.frames import FrameStore, decode_all  # noqa: E402
 from mmlongembed.media.video import (  # noqa: E402
     FrameSettings, VideoDecodeError, decode_video, grid_times, nearest_on_grid, wav_bytes)
 from mmlongembed.core.tokens import image_tokens  # noqa: E402
-from tests._realdata import shared_data_dir  # noqa: E402
+from tests.support.realdata import shared_data_dir  # noqa: E402
 
 pytestmark = pytest.mark.realdata
 VIDEOS = ["imageio_cockatoo.mp4", "imageio_realshort.mp4", "moviepy_big_buck_bunny_0_30.webm", "moviepy_chaplin.mp4",

@@ -12,7 +12,7 @@ pytest.importorskip("av", reason="the optional extra [video] is not installed")
 
 from mmlongembed.media.frames import FrameStore, decode_all  # noqa: E402
 from mmlongembed.media.video import FrameSettings  # noqa: E402
-from tests._realdata import shared_data_dir  # noqa: E402
+from tests.support.realdata import shared_data_dir  # noqa: E402
 
 pytestmark = [pytest.mark.realdata, pytest.mark.slow]
 

@@ -2,7 +2,7 @@ import numpy as np
 import pytest
 
 from mmlongembed.ops.bm25 import BM25Index, bm25_tokenize
-from tests._realdata import shared_data_dir
+from tests.support.realdata import shared_data_dir
 
 
 def test_tokenisation_is_documented_behaviour():

@@ -413,7 +413,7 @@ def test_build_pools_reads_no_file_and_calls_no_llm(tmp_path, monkeypatch):
 
     from mmlongembed.core.builder import BuildReport, get_builder
     from builders._hotpotqa_fixtures import write_hotpotqa_sources
-    from tests._outside import nothing_outside
+    from tests.support.outside import nothing_outside
 
     write_hotpotqa_sources(tmp_path, n_instances=30)
     builder = get_builder("hotpotqa")

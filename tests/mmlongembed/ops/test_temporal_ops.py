@@ -15,7 +15,7 @@ from mmlongembed.ops.temporal import (
     cut_run, follows, front_size, grid_in, hard_order, length_matched_run, matching_frame_count, order_problem,
     video_events)
 from mmlongembed.core.pools import LengthBand
-from tests._realdata import shared_data_dir
+from tests.support.realdata import shared_data_dir
 
 
 def ev(i, start, end):

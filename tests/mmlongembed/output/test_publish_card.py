@@ -8,7 +8,7 @@ import pytest
 from mmlongembed.core.errors import UserError
 from mmlongembed.output.layout import configs_from_card, read_card_header, split_card
 from mmlongembed.publish.push import load_build, publish
-from tests._publish_support import REPO, TOKEN, make_pool, write_build
+from tests.support.publish_support import REPO, TOKEN, make_pool, write_build
 
 CARD = "---\nconfigs:\n- config_name: pools\n  data_files: data/pools.parquet\npretty_name: T\n---\n# Title\n\nBody.\n"
 

@@ -15,7 +15,7 @@ from mmlongembed.core.builder import get_builder, registered
 from mmlongembed.output.disclosure import DATASHEET_MARKER, OVERLAPS_FILE, LICENCES_FILE, hub_metadata
 from mmlongembed.output.layout import split_card
 from mmlongembed.build.validate import validate_build
-from tests._croissant import assert_croissant_matches, check_card_with_huggingface_hub
+from tests.support.croissant import assert_croissant_matches, check_card_with_huggingface_hub
 
 DATASHEET_QUESTIONS = ("**Motivation.**", "**Composition.**", "**Collection.**", "**Preprocessing.**", "**Uses.**",
                        "**Uses to avoid:**", "**Distribution.**", "**Maintenance.**")

@@ -6,7 +6,7 @@ import pytest
 
 from mmlongembed.core.errors import UserError
 from mmlongembed.publish.push import publish
-from tests._publish_support import REPO, TOKEN, make_pool, write_build
+from tests.support.publish_support import REPO, TOKEN, make_pool, write_build
 
 @pytest.fixture()
 def build(tmp_path):

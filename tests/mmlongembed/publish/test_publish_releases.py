@@ -9,7 +9,7 @@ import pyarrow.parquet as pq
 import yaml
 
 from mmlongembed.publish.push import pool_summaries, publish, release_notes
-from tests._publish_support import REPO, TOKEN, make_pool, write_build
+from tests.support.publish_support import REPO, TOKEN, make_pool, write_build
 
 def push(hub, build, version, **kw):
     return publish(build, REPO, version, endpoint=hub.endpoint, token=TOKEN, log=lambda m: None, wait_s=0.01, **kw)

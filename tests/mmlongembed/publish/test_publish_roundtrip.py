@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from tests._publish_support import (REPO, TOKEN, client_env, load_hashes, make_pool, parquet_hashes, run_push_cli,
+from tests.support.publish_support import (REPO, TOKEN, client_env, load_hashes, make_pool, parquet_hashes, run_push_cli,
                              write_build)
 
 

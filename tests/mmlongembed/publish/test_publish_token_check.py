@@ -10,7 +10,7 @@ import pytest
 
 from mmlongembed.core.errors import UserError
 from mmlongembed.publish.push import load_build, publish
-from tests._publish_support import REPO, TOKEN, make_pool, write_build
+from tests.support.publish_support import REPO, TOKEN, make_pool, write_build
 
 
 @pytest.fixture()

@@ -17,8 +17,8 @@ from mmlongembed.build.run import run_build
 from mmlongembed.core.builder import get_builder
 from mmlongembed.core.errors import UserError
 from mmlongembed.publish.reproduce import first_difference, first_row_difference, reproduce, source_differences
-from tests._publish_support import REPO, client_env, run_push_cli
-from tests._subprocess import python_env
+from tests.support.publish_support import REPO, client_env, run_push_cli
+from tests.support.python_env import python_env
 
 
 @pytest.fixture(scope="module")

@@ -31,8 +31,8 @@ from mmlongembed.readers.hotpotqa import parse_instance
 from mmlongembed.readers.needle import NEEDLEBENCH, OBELICS
 from mmlongembed.core.rng import derive_rng
 from mmlongembed.build.validate import format_report, validate_dir
-from tests._publish_support import TOKEN, client_env
-from tests._subprocess import python_env
+from tests.support.publish_support import TOKEN, client_env
+from tests.support.python_env import python_env
 
 
 # -- helpers ----------------------------------------------------------------------------------

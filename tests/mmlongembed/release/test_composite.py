@@ -24,9 +24,9 @@ from mmlongembed.output.manifest import file_sha256, toolkit_identity
 from mmlongembed.publish.push import publish
 from mmlongembed.publish.reproduce import reproduce
 from mmlongembed.build.validate import format_report, validate_dir
-from tests._publish_support import REPO, TOKEN
-from tests._realdata import shared_data_dir
-from tests._croissant import assert_croissant_matches, check_card_with_huggingface_hub
+from tests.support.publish_support import REPO, TOKEN
+from tests.support.realdata import shared_data_dir
+from tests.support.croissant import assert_croissant_matches, check_card_with_huggingface_hub
 
 
 @pytest.fixture(scope="module")
@@ -242,7 +242,7 @@ def test_a_release_over_one_sources_root_of_several_sources_is_up_to_date_when_r
     and so does the component built alone from that root."""
     pytest.importorskip("av", reason="the optional extra [video] is not installed")
     from mmlongembed.demo_sources import write_demo_sources
-    from tests._rebuild import files_state
+    from tests.support.rebuild import files_state
 
     root = tmp_path / "sources"
     config = example_release_config(root, exclude=tuple(n for n in COMPONENT_NAMES if n != "govreport"))

@@ -22,7 +22,7 @@ pytest.importorskip("mteb", reason="the optional extra [mteb] is not installed")
 from harness.mteb.video import SeededMediaEncoder, evaluate  # noqa: E402
 from mmlongembed.cli import main as cli_main  # noqa: E402
 from mmlongembed.video_tasks.cli import load_task_dir  # noqa: E402
-from tests._realdata import shared_data_dir  # noqa: E402
+from tests.support.realdata import shared_data_dir  # noqa: E402
 
 pytestmark = pytest.mark.realdata
 
@@ -334,7 +334,7 @@ def test_tiny_vlm_embeds_clip_frames_through_mteb(built, tmp_path, monkeypatch):
     pytest.importorskip("transformers")
     from harness.models.adapters import HFModel, RunSettings
     from harness.mteb.video import HarnessEncoder
-    from tests._tiny_vlm import make_tiny_qwen2_vl
+    from tests.support.tiny_vlm import make_tiny_qwen2_vl
 
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
     model = HFModel(str(make_tiny_qwen2_vl(tmp_path / "vlm")), RunSettings(pooling="mean", batch_size=8))

@@ -18,14 +18,14 @@ from pathlib import Path
 
 from mmlongembed.core.documents import text_document
 from mmlongembed.testing import write_fixture_build
-from tests import _fixture_builder  # noqa: F401  (registers the "fixture" builder the builds name)
+from tests.support import fixture_builder  # noqa: F401  (registers the "fixture" builder the builds name)
 from mmlongembed.core.pools import Candidate, LengthBand, Pool, Query
 from mmlongembed.core.tokens import default_counter
-from tests._subprocess import python_env
+from tests.support.python_env import python_env
 
 TOKEN = "hf_secretTOKENvalue0123456789abcdef"
 USER = "alice"
-REPO_ROOT = Path(__file__).resolve().parents[1]
+REPO_ROOT = Path(__file__).resolve().parents[2]
 
 TOPICS = ["rivers and floods", "tax policy", "bird migration", "solar panels", "medieval castles",
           "coral reefs", "railway history", "vaccine trials"]
@@ -100,7 +100,7 @@ def run_push_cli(args: list[str], env: dict) -> subprocess.CompletedProcess:
     import argparse, sys
     from mmlongembed.core.errors import UserError, report_error
     from mmlongembed.publish import push as publish
-    from tests import _fixture_builder
+    from tests.support import fixture_builder
     parser = argparse.ArgumentParser(prog="mmle push")
     publish.add_arguments(parser)
     try:

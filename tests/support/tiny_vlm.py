@@ -9,6 +9,6 @@ from pathlib import Path
 def make_tiny_qwen2_vl(directory: Path) -> Path:
     from transformers import Qwen2VLModel
 
-    from tests._fixtures_harness import qwen3_tokenizer, save_tiny_qwen2_vl
+    from tests.support.fixtures_harness import qwen3_tokenizer, save_tiny_qwen2_vl
 
     return save_tiny_qwen2_vl(directory, qwen3_tokenizer(), Qwen2VLModel)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import os
 
-from tests._realdata import REPO_ROOT
+from tests.support.realdata import REPO_ROOT
 
 
 def python_env(env: dict | None = None) -> dict:

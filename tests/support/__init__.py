@@ -1,0 +1,1 @@
+"""What the tests share: fixtures, reference models, the loopback browser and Hub helpers."""
