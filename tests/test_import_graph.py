@@ -150,3 +150,63 @@ def test_the_checks_catch_what_they_are_for(tmp_path):
                                                "pkg.top": {"pkg.sub.leaf", "pkg.sub"}}
     assert cycles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c"]]
     assert layer_of("mmlongembed.video_tasks.cli") == 13 and layer_of("mmlongembed.video_tasks.build") == 6
+
+
+# -- the rooms: each folder is one stage, small enough to read, its functions short enough to read ------------
+
+MOST_MODULES_PER_FOLDER = 15  # a folder's own .py files, __init__ aside
+PER_SOURCE_REGISTRIES = {"builders", "mmlongembed/readers"}  # one module per source, as mteb keeps one per task
+LONGEST_FUNCTION = 80  # lines, decorators and docstring included
+
+
+def _tracked_python(root: Path = ROOT, folders=(*PACKAGES, "tests", "bench")) -> list[Path]:
+    return sorted(p for folder in folders for p in (root / folder).rglob("*.py") if "__pycache__" not in p.parts)
+
+
+def crowded_folders(paths: list[Path], root: Path = ROOT) -> dict[str, int]:
+    """Folders holding more than MOST_MODULES_PER_FOLDER modules directly (the registries aside)."""
+    counts: dict[str, int] = {}
+    for path in paths:
+        if path.name != "__init__.py":
+            folder = path.parent.relative_to(root).as_posix()
+            counts[folder] = counts.get(folder, 0) + 1
+    return {f: n for f, n in counts.items() if n > MOST_MODULES_PER_FOLDER and f not in PER_SOURCE_REGISTRIES}
+
+
+def long_functions(paths: list[Path], root: Path = ROOT) -> list[str]:
+    found = []
+    for path in paths:
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"), str(path))):
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                first = min([node.lineno, *(d.lineno for d in node.decorator_list)])
+                if node.end_lineno - first + 1 > LONGEST_FUNCTION:
+                    found.append(f"{path.relative_to(root)}:{node.lineno} {node.name}")
+    return found
+
+
+def test_no_folder_holds_more_modules_than_one_can_scan():
+    assert crowded_folders(_tracked_python()) == {}
+
+
+def test_no_function_is_longer_than_a_screenful_or_two():
+    assert long_functions(_tracked_python()) == []
+
+
+def test_every_stage_package_says_what_it_holds():
+    undocumented = [p.parent.relative_to(ROOT).as_posix() for p in _tracked_python(folders=PACKAGES)
+                    if p.name == "__init__.py" and not ast.get_docstring(ast.parse(p.read_text(encoding="utf-8")))]
+    assert undocumented == []
+
+
+def test_the_room_checks_catch_what_they_are_for(tmp_path):
+    (tmp_path / "pkg").mkdir()
+    for k in range(MOST_MODULES_PER_FOLDER + 1):
+        (tmp_path / "pkg" / f"m{k}.py").write_text("")
+    (tmp_path / "pkg" / "__init__.py").write_text("")
+    body = "\n".join(f"    x{k} = {k}" for k in range(LONGEST_FUNCTION - 1))
+    (tmp_path / "pkg" / "m0.py").write_text(f"def fits():\n{body}\n\n\n@staticmethod\ndef over():\n{body}\n")
+    paths = sorted((tmp_path / "pkg").glob("*.py"))
+    assert crowded_folders(paths, tmp_path) == {"pkg": MOST_MODULES_PER_FOLDER + 1}  # __init__ not counted
+    assert crowded_folders([p for p in paths if p.name != "m1.py"], tmp_path) == {}
+    # fits: 80 lines; over: 80 lines and its decorator (its def on line 84)
+    assert long_functions(paths, tmp_path) == [f"pkg/m0.py:{LONGEST_FUNCTION + 4} over"]
