@@ -20,7 +20,8 @@ import numpy as np
 from harness.scoring.data import Item
 from harness.models.adapters import (DenseModel, ModelError, RunSettings, directory_fingerprint,
                             image_token_cost)
-from harness.profiles.catalogue import ImageLimits, ModelProfile, get_profile
+from harness.profiles.catalogue import get_profile
+from harness.profiles.schema import ImageLimits, ModelProfile
 from harness.models import qwen_vision
 from harness.scoring.truncation import truncate_middle
 from mmlongembed.core.documents import IMAGE_PLACEHOLDER

@@ -24,7 +24,7 @@ import math
 
 import numpy as np
 
-from harness.profiles.catalogue import VideoInput
+from harness.profiles.schema import VideoInput
 
 FRAME_CELL_FACTOR = 2  # fetch_image is handed the cell (32 px) as its patch size and doubles it
 FRAME_CELLS = (4, 16384)  # fetch_image's default token bounds

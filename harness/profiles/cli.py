@@ -25,12 +25,19 @@ def table(profiles) -> str:
     return "\n".join(lines)
 
 
+def _instruction_phrase(place: str) -> str:
+    """Where a side's instruction goes, as a phrase: "none" (or "none (why)") is a side without one."""
+    if place == "none" or place.startswith("none ("):
+        return "no instruction" + place[len("none"):]
+    return f"instruction in the {place}"
+
+
 def facts(profile) -> str:
     """One profile's facts, each with where it is stated."""
     lines = [f"## {profile.name}: {profile.repo}@{profile.revision}"]
     for side, form in (("query", profile.query), ("document", profile.document)):
         if form is not None:
-            lines.append(f"- {side}: instruction in the {form.instruction_place}; pooling {form.pooling}; "
+            lines.append(f"- {side}: {_instruction_phrase(form.instruction_place)}; pooling {form.pooling}; "
                          f"normalised {form.normalise}; prompt {json.dumps(form.template)}"
                          + (f"; content followed by {json.dumps(form.content_suffix)}" if form.content_suffix else "")
                          + (f"; {json.dumps(form.after_leading_images)} after the leading images"

@@ -29,9 +29,10 @@ def _processor(directory, min_tokens: int, max_tokens: int, padding_side: str):
     from transformers import Qwen2VLProcessor
 
     from harness.models.profile_model import image_only_processor
-    from harness.profiles.catalogue import ImageLimits
+    from harness.profiles.schema import ImageLimits
 
-    limits = ImageLimits(14, 2, min_tokens * 28 * 28, max_tokens * 28 * 28)
+    limits = ImageLimits(patch_size=14, merge_size=2, min_pixels=min_tokens * 28 * 28,
+                         max_pixels=max_tokens * 28 * 28)
     processor = image_only_processor(Qwen2VLProcessor, str(directory), limits)
     processor.tokenizer.padding_side = padding_side
     return processor
@@ -241,13 +242,14 @@ def colqwen_reference(directory):
     from mteb.models.model_implementations.colqwen_models import ColQwen2_5Wrapper
 
     from harness.models.profile_model import image_only_processor
-    from harness.profiles.catalogue import ImageLimits
+    from harness.profiles.schema import ImageLimits
 
     model_class, processor_class = colpali_classes()
     wrapper = object.__new__(ColQwen2_5Wrapper)
     wrapper.device = "cpu"
     wrapper.mdl = model_class.from_pretrained(str(directory), dtype=torch.float32).eval()
-    processor = image_only_processor(processor_class, str(directory), ImageLimits(14, 2, 4 * 28 * 28, 768 * 28 * 28))
+    limits = ImageLimits(patch_size=14, merge_size=2, min_pixels=4 * 28 * 28, max_pixels=768 * 28 * 28)
+    processor = image_only_processor(processor_class, str(directory), limits)
     processor.tokenizer.padding_side = "left"  # as ColQwen2_5_Processor.__init__ sets it
     processor.query_prefix = "Query: "  # mteb's ColQwen2_5Wrapper(query_prefix="Query: ")
     wrapper.processor = processor

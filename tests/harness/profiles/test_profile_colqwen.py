@@ -16,7 +16,8 @@ import pytest
 
 from harness.scoring.data import Item
 from harness.fixtures import make_pool, png, write_benchmark
-from harness.profiles.catalogue import ImageLimits, get_profile
+from harness.profiles.catalogue import get_profile
+from harness.profiles.schema import ImageLimits
 
 pytest.importorskip("mteb")
 if importlib.util.find_spec("colpali_engine") is None:  # imported through tests/support/profile_references.py's shim
@@ -148,7 +149,8 @@ def test_mean_pooling_instead_of_multi_vector_fails_the_gate(tiny, reference):
 def test_32_pixel_limits_instead_of_28_fail_the_gate(tiny, reference):
     """ColQwen2.5's 4..768-token budget written in 32-px cells gives small images another grid."""
     items = _items(False)[1:2]
-    wrong = _wrong(images=ImageLimits(14, 2, 4 * 32 * 32, 768 * 32 * 32))
+    wrong = _wrong(images=ImageLimits(patch_size=14, merge_size=2, min_pixels=4 * 32 * 32,
+                                      max_pixels=768 * 32 * 32))
     ours = [_unit(m) for m in _model(tiny, wrong).embed_tokens(items)[0]]
     assert _matrix_diff(ours, reference(_reference_items(items))) > 1e-3
 

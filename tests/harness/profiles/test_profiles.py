@@ -40,6 +40,8 @@ def test_mmle_models_lists_table2_columns_status_and_sources(capsys):
     assert "| vlm2vec-qwen2vl-2b | VLM2Vec-Qwen2VL-2B | 32768 | 2B | 1536 |" in out
     assert "yes: the official MMEBModel" in out and "no: not runnable: its modelling code" in out
     assert "- source of prompt: embeddings-benchmark/mteb:mteb/models/model_implementations/gme_v_models.py@" in out
+    assert "- query: instruction in the system prompt; pooling last;" in out
+    assert "- document: no instruction; pooling last;" in out and "instruction in the none" not in out
     assert main(["models", "gme-qwen2-vl-2b", "--json"]) == 0
     record = json.loads(capsys.readouterr().out)[0]
     assert record["images"]["patch_size"] == 14 and record["status"].startswith("verified")

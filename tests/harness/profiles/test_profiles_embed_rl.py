@@ -14,7 +14,8 @@ import dataclasses
 import numpy as np
 import pytest
 
-from harness.profiles.catalogue import ImageLimits, get_profile
+from harness.profiles.catalogue import get_profile
+from harness.profiles.schema import ImageLimits
 from tests.support.golden_profiles import GoldenCheck, golden_fixtures
 from tests.golden import embed_rl as golden
 
@@ -101,7 +102,8 @@ def test_wrong_pooling_fails_the_gate(change, tiny, goldens):
 def test_28_pixel_cells_instead_of_32_fail_the_gate(tiny, goldens):
     """The 128..768-cell image budget written in Qwen2-VL's 28-px cells: the images are resized to
     other sizes and priced in other counts, caught."""
-    cells = ImageLimits(14, 2, 64 * 28 * 28, 16384 * 28 * 28, pre_resize=(128 * 28 * 28, 768 * 28 * 28))
+    cells = ImageLimits(patch_size=14, merge_size=2, min_pixels=64 * 28 * 28, max_pixels=16384 * 28 * 28,
+                        pre_resize=(128 * 28 * 28, 768 * 28 * 28))
     differences = check.differences(_wrong(images=cells), tiny, goldens, "queries", kinds={"image", "small image"})
     assert min(differences.values()) > 1e-3, differences
 

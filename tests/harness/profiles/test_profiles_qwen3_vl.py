@@ -15,7 +15,8 @@ import numpy as np
 import pytest
 
 from harness.scoring.data import Item
-from harness.profiles.catalogue import ImageLimits, get_profile
+from harness.profiles.catalogue import get_profile
+from harness.profiles.schema import ImageLimits
 from tests.support.golden_profiles import GoldenCheck, golden_fixtures
 from tests.golden import qwen3_vl as golden
 
@@ -106,7 +107,8 @@ def test_28_pixel_cells_instead_of_32_fail_the_gate(tiny, goldens):
     """Qwen3-VL's 4..1800-cell image budget written in Qwen2-VL's 28-px cells (4 x 28 x 28 px): the
     image under the minimum is enlarged less (one row of cells instead of two), caught; the larger
     images are not touched by the minimum and still match."""
-    wrong = _wrong(images=ImageLimits(14, 2, 4 * 28 * 28, 1800 * 28 * 28))
+    wrong = _wrong(images=ImageLimits(patch_size=14, merge_size=2, min_pixels=4 * 28 * 28,
+                                      max_pixels=1800 * 28 * 28))
     differences = check.differences(wrong, tiny, goldens, "queries", kinds={"image", "small image"})
     assert differences["small image"] > 1e-3, differences
     assert differences["image"] <= GATE, differences

@@ -143,10 +143,11 @@ def test_wrong_pooling_fails_the_gate(tiny, reference_runs):
 def test_32_pixel_limits_instead_of_28_fail_the_gate(tiny, reference_runs):
     """Ops-MM's 256..1280-token budget written in 32-px cells (256*32*32 pixels, a common slip) resizes
     every small image to another grid: caught on the image inputs."""
-    from harness.profiles.catalogue import ImageLimits
+    from harness.profiles.schema import ImageLimits
 
     reference, interleaved = _reference("ops-mm-v1-2b", tiny, reference_runs)
-    wrong = _wrong("ops-mm-v1-2b", images=ImageLimits(14, 2, 256 * 32 * 32, 1280 * 32 * 32))
+    wrong = _wrong("ops-mm-v1-2b", images=ImageLimits(patch_size=14, merge_size=2, min_pixels=256 * 32 * 32,
+                                                    max_pixels=1280 * 32 * 32))
     items = _items(interleaved, True)[1:2]
     assert _off_by(wrong, (reference, tiny), items) > 1e-3
 

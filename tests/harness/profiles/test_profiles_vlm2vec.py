@@ -13,7 +13,8 @@ import dataclasses
 
 import pytest
 
-from harness.profiles.catalogue import ImageLimits, get_profile
+from harness.profiles.catalogue import get_profile
+from harness.profiles.schema import ImageLimits
 from tests.support.golden_profiles import GoldenCheck, golden_fixtures
 from tests.golden import vlm2vec as golden
 
@@ -92,7 +93,7 @@ def test_wrong_pooling_fails_the_gate(tiny, goldens):
 
 def test_32_pixel_cells_instead_of_28_fail_the_gate(tiny, goldens):
     """The 4..16384-cell budget written in 32-px cells: the images are resized to other sizes, caught."""
-    cells = ImageLimits(16, 2, 4 * 32 * 32, 16384 * 32 * 32)
+    cells = ImageLimits(patch_size=16, merge_size=2, min_pixels=4 * 32 * 32, max_pixels=16384 * 32 * 32)
     differences = check.differences(_wrong(images=cells), tiny, goldens, "queries", kinds={"image", "small image"})
     assert min(differences.values()) > 1e-3, differences
 
