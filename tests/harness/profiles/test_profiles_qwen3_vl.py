@@ -54,6 +54,13 @@ def test_the_weights_check_tolerates_another_cpus_last_bits_not_another_model(go
     other = copy.deepcopy(recorded)
     other["tensors"][name][3] *= 1.01
     assert golden.weights_differ(recorded, other) == [name]
+    # a sum that cancels to near zero (lm_head's -7.36, norm 44) is judged on its norm's scale: torch's
+    # sampler without AVX2 (ATEN_CPU_CAPABILITY=default) moves it by 2.4e-4 of itself, another seed by ~the norm
+    for moved, differ in ((recorded["tensors"]["lm_head.weight"][2] * 3e-4, []),
+                          (recorded["tensors"]["lm_head.weight"][3] ** 0.5, ["lm_head.weight"])):
+        other = copy.deepcopy(recorded)
+        other["tensors"]["lm_head.weight"][2] += moved
+        assert golden.weights_differ(recorded, other) == differ
     other = copy.deepcopy(recorded)
     other["vocab_sha256"] = "0" * 64
     assert golden.weights_differ(recorded, other) == ["the tokenizer's vocabulary"]
@@ -64,9 +71,7 @@ def test_the_weights_check_tolerates_another_cpus_last_bits_not_another_model(go
 def test_profile_matches_the_official_code(name, side, tiny, goldens):
     profile = get_profile(name)
     differences = check.differences(profile, tiny, goldens, side)
-    worst = max(differences.values())
-    assert worst <= GATE, f"{name} {side}: max |diff| per input {differences}"
-    assert profile.verified is not None and worst <= profile.verified.max_abs_diff <= GATE
+    check.assert_within_gate(profile, f"{name} {side}", differences, GATE)  # the recorded figure: reported, not a bound
 
 
 def test_the_profile_writes_the_official_token_ids(tiny, goldens):
