@@ -58,7 +58,7 @@ def measure(code: str, label: str) -> dict:
 # -- 1. the release against its components ---------------------------------------------------------
 
 def release_bench(sources: list[str], exclude: str, settings: list[str], work: Path) -> None:
-    from mmlongembed.release.composite import MMLongEmbedConfig, plan
+    from mmlongembed.release.plan import MMLongEmbedConfig, plan
     from mmlongembed.output.manifest import toolkit_identity
 
     if toolkit_identity()["git_dirty"] is not False:
@@ -70,18 +70,17 @@ def release_bench(sources: list[str], exclude: str, settings: list[str], work: P
                 f"config = MMLongEmbedConfig(sources={tuple(sources)!r}, exclude={exclude!r}, set={tuple(sets)!r})\n")
 
     config = MMLongEmbedConfig(sources=tuple(sources), exclude=exclude, set=tuple(settings))
-    planned, absent = plan(config)
-    print(f"release: {', '.join(p.component.builder for p in planned)}"
-          + (f" (absent: {', '.join(absent)})" if absent else ""))
+    release_plan = plan(config)
+    print(f"release: {', '.join(p.builder.name for p in release_plan.to_build)}"
+          + (f" (absent: {', '.join(release_plan.absent)})" if release_plan.absent else ""))
     alone = {}
-    for item in planned:  # each component alone, with the options the release gives it
-        name = item.component.builder
+    for item in release_plan.to_build:  # each component alone, with the options the release gives it
+        name = item.builder.name
         alone[name] = measure(config_code(str(work / "frames-alone")) + textwrap.dedent(f"""
             from mmlongembed.build.run import run_build
-            from mmlongembed.core.builder import get_builder
-            from mmlongembed.release.composite import plan
-            item = next(p for p in plan(config)[0] if p.component.builder == {name!r})
-            run_build(get_builder({name!r}), item.config, {str(work / 'alone')!r}, progress=False)
+            from mmlongembed.release.plan import plan
+            item = next(p for p in plan(config).to_build if p.builder.name == {name!r})
+            run_build(item.builder, item.config, {str(work / 'alone')!r}, progress=False)
         """), f"{name} alone")
     whole_code = config_code(str(work / "frames-release")) + textwrap.dedent(f"""
         from mmlongembed.build.run import run_build

@@ -167,21 +167,18 @@ def source_differences(label: str, recorded, current) -> list[str]:
 
 def check_sources(builder, config, manifest: dict) -> list[str]:
     """Every difference between the given sources and the recorded ones (a release: per component)."""
-    from mmlongembed.core.builder import get_builder
-
     if not manifest.get("components"):
         return source_differences(builder.name, manifest.get("sources"), builder.source_identity(config))
     from mmlongembed.release.plan import plan
 
-    planned, _ = plan(config)
     recorded = {c["name"]: c.get("sources") for c in manifest["components"]}
     out = []
-    for item in planned:
-        name = item.component.builder
+    for item in plan(config).to_build:
+        name = item.builder.name
         if name not in recorded:
             out.append(f"{name}: a component the release does not have")
             continue
-        out += source_differences(name, recorded.pop(name), get_builder(name).source_identity(item.config))
+        out += source_differences(name, recorded.pop(name), item.builder.source_identity(item.config))
     out += [f"{name}: a component of the release with no sources given" for name in recorded]
     return out
 

@@ -15,6 +15,10 @@ checked, and moved into place (``ReleasePipeline``, over the part every pipeline
 ``mmlongembed.build.pipeline``). Every data file is the one its component wrote and validated
 (sha256 checked again here); ``--revalidate`` recounts the whole release once more, as ``mmle
 validate`` does.
+
+``ReleasePipeline.run`` is the whole build, in order: plan (``release.plan.plan``, once), build
+each component, assemble, check. The plan, the folders and the run's options travel together in
+one ``Release``, which every stage is handed; no stage works anything out from the config again.
 """
 
 from __future__ import annotations
@@ -40,7 +44,7 @@ from mmlongembed.build.pipeline import (
     temporary_output, write_card)
 from mmlongembed.checks.summary import counted
 from mmlongembed.release.plan import (
-    COMPONENTS, COMPONENTS_FOLDER, DEFAULT_OPTIONS, MMLongEmbedConfig, Planned, not_pushable_note, plan, pushable_advice)
+    COMPONENTS, COMPONENTS_FOLDER, DEFAULT_OPTIONS, MMLongEmbedConfig, Planned, ReleasePlan, plan, pushable_advice)
 from mmlongembed.release.tables import (
     demote_headings, distinct_images, figure1, measured_table1, paper_table1, substitutes, table1_text)
 from mmlongembed.build.validate import validate_build
@@ -48,31 +52,177 @@ from mmlongembed.build.validate import validate_build
 RELEASE = "mmlongembed"
 
 
+# -- one release build, from its plan to its check ---------------------------------------------------
+
+@dataclass(frozen=True)
+class Release:
+    """One build of the release: the plan made once from its config, where the release and its
+    components are written, and how the build runs (also every component's build: ``quiet``,
+    ``skip_unreadable_files``). ``ReleasePipeline.run`` hands it to every stage, which reads
+    what it needs from it."""
+
+    builder: MMLongEmbedBuilder
+    plan: ReleasePlan
+    final_dir: Path  # <output>/mmlongembed
+    components_dir: Path  # --components, else <output>/mmlongembed-components
+    overwrite: bool = False
+    progress: bool = True  # already off under quiet
+    quiet: bool = False
+    skip_unreadable_files: bool = False
+
+    @classmethod
+    def planned(cls, builder: MMLongEmbedBuilder, config: MMLongEmbedConfig, final_dir: Path,
+                **options) -> Release:
+        """The release that ``config`` plans (``plan``), written to ``final_dir``; ``options``:
+        the run's (``overwrite``, ``progress``, ``quiet``, ``skip_unreadable_files``)."""
+        components_dir = Path(config.components) if config.components else final_dir.parent / COMPONENTS_FOLDER
+        return cls(builder, plan(config), final_dir, components_dir, **options)
+
+    @property
+    def component_dirs(self) -> dict[str, Path]:
+        """Each planned component's build folder (where ``run_build`` puts it), in the paper's order."""
+        return {item.builder.name: self.components_dir / item.builder.name for item in self.plan.to_build}
+
+    def why_component_not_current(self, item: Planned) -> str | None:
+        """None when the component's folder holds what its build would write again; "absent"
+        when there is none to keep (or --overwrite rebuilds it); else why not."""
+        folder = self.components_dir / item.builder.name
+        if self.overwrite or not folder.exists():
+            return "absent"
+        return why_not_current(item.builder, item.config, folder)
+
+    def why_assembled_not_current(self) -> str | None:
+        """None when ``final_dir`` is the release this toolkit would assemble again from the
+        component builds; else why not."""
+        manifest, unreadable = recorded_manifest(self.final_dir)
+        if manifest is None:
+            return unreadable
+        toolkit = toolkit_identity()
+        unclean = clean_toolkit_problem(toolkit)
+        if unclean:
+            return unclean
+        if not _same(manifest.get("toolkit"), toolkit) or \
+                manifest.get("builder", {}).get("version") != self.builder.version:
+            return "another toolkit made it"
+        if not _same(manifest.get("config"), public_config(self.plan.config)) or \
+                not _same(manifest.get("absent"), self.plan.absent):
+            return "another config made it"
+        recorded = {c.get("name"): c for c in manifest.get("components") or []}
+        components = self.component_dirs
+        if list(recorded) != list(components) or any(
+                recorded[name].get("manifest_sha256") != file_sha256(directory / "manifest.json")
+                for name, directory in components.items()):
+            return "its components changed"
+        changed = check_files(self.final_dir, {}, manifest)
+        if changed:
+            return f"its files changed after the build: {changed[0].detail}"
+        return None
+
+    def why_not_current(self) -> str | None:
+        """None when every component build is up to date and ``final_dir`` is the release they
+        assemble; else why not."""
+        for item in self.plan.to_build:
+            reason = self.why_component_not_current(item)
+            if reason is not None:
+                return f"component {item.builder.name} is not up to date ({reason})"
+        return self.why_assembled_not_current()
+
+    def refuse_what_is_not_a_release(self) -> None:
+        """A release is rebuilt in place (without --overwrite); anything else there is not ours."""
+        if self.final_dir.exists() and not self.overwrite:
+            manifest, _ = recorded_manifest(self.final_dir)
+            if (manifest or {}).get("builder", {}).get("name") != self.builder.name:
+                raise UserError(f"output directory {self.final_dir} already exists and is not an "
+                                f"{self.builder.name} release; pass --overwrite to replace it")
+
+    def keep_if_assembled(self) -> bool:
+        """True when the release in place is what its component builds assemble: it is kept (its
+        summary's end printed again). False when there is none, under --overwrite, or when it is
+        to be reassembled (which is said, and why)."""
+        if not self.final_dir.exists() or self.overwrite:
+            return False
+        reason = self.why_assembled_not_current()
+        if reason is None:
+            print(f"{self.final_dir} is up to date: assembled by this toolkit from the same component builds",
+                  file=sys.stderr)
+            _print_end(load_manifest(self.final_dir))
+            return True
+        print(f"reassembling {self.final_dir} ({reason})", file=sys.stderr)
+        return False
+
+
+class ReleasePipeline(Pipeline):
+    """A release of several builds: each component built by its own pipeline (kept when up to
+    date), then assembled into one repo in the pool layout (``assemble``), checked, moved into
+    place."""
+
+    output_kind = "composite"
+    tasks = ("all",)
+
+    def run(self, builder: MMLongEmbedBuilder, config: MMLongEmbedConfig, output_root: Path,
+            overwrite: bool = False, progress: bool = True, quiet: bool = False,
+            skip_unreadable_files: bool = False) -> Path:
+        """Plan, build each component, assemble, check, in that order, each stage handed the one
+        ``Release`` the plan made; an up-to-date release is kept. ``quiet`` and
+        ``skip_unreadable_files`` go to every component's build."""
+        release = Release.planned(builder, config, Path(output_root) / builder.name, overwrite=overwrite,
+                                  progress=progress and not quiet, quiet=quiet,
+                                  skip_unreadable_files=skip_unreadable_files)
+        note = release.plan.not_pushable_note()
+        if note and not quiet:
+            print(note, file=sys.stderr)
+        with output_site(output_root, builder.name) as final_dir:
+            release.refuse_what_is_not_a_release()
+            check_replaceable(final_dir)
+            build_components(release)
+            if release.keep_if_assembled():
+                return final_dir
+            remove_stale_temporaries(final_dir)
+            with temporary_output(final_dir, overwrite=True) as tmp_dir:
+                manifest = assemble(release, tmp_dir)
+                check_assembled(release, tmp_dir, manifest)
+                _print_end(manifest)
+                commit_output_dir(tmp_dir, final_dir)
+        print(f"built {builder.name} into {final_dir}")
+        return final_dir
+
+    def why_not_current(self, builder: MMLongEmbedBuilder, config: MMLongEmbedConfig,
+                        final_dir: Path) -> str | None:
+        """None when every component build is up to date and ``final_dir`` is the release they
+        assemble (``Release.why_not_current``); else why not."""
+        return Release.planned(builder, config, Path(final_dir)).why_not_current()
+
+    def validate(self, root: Path, specs: dict, manifest: dict, builder: Builder, file_problems: list,
+                 progress: bool = False):
+        """A release is in the pool layout: validated as a benchmark is, each pool by the builder
+        of its component (``MMLongEmbedBuilder.validate_pool``)."""
+        return BENCHMARK.validate(root, specs, manifest, builder, file_problems, progress)
+
+
+RELEASE_PIPELINE = ReleasePipeline()
+
+
 # -- building the components -----------------------------------------------------------------------
 
-def build_components(planned: list[Planned], components_dir: Path, overwrite: bool, progress: bool,
-                     **build_options) -> dict[str, Path]:
-    """Each component built (or kept, when up to date) into ``components_dir/<builder>``;
-    ``build_options`` (``quiet``, ``skip_unreadable_files``) go to ``run_build``."""
-    built = {}
-    for item in planned:
-        builder = get_builder(item.component.builder)
-        final = components_dir / builder.name
-        print(f"== component {builder.name} ({'Hub' if item.sources is None else item.sources})", file=sys.stderr)
-        reason = why_not_current(builder, item.config, final) if final.exists() and not overwrite else "absent"
-        if reason is None:
-            print(f"{final} is up to date: this toolkit made it from the same config, seed and sources",
+def build_components(release: Release) -> None:
+    """Each planned component built into ``release.components_dir/<builder>``, or kept when up to
+    date; the release's ``quiet`` and ``skip_unreadable_files`` go to every one's ``run_build``."""
+    for item in release.plan.to_build:
+        name = item.builder.name
+        folder = release.components_dir / name
+        print(f"== component {name} ({'Hub' if item.sources is None else item.sources})", file=sys.stderr)
+        if release.why_component_not_current(item) is None:
+            print(f"{folder} is up to date: this toolkit made it from the same config, seed and sources",
                   file=sys.stderr)
-            built[builder.name] = final
             continue
         try:
             # The components folder is the release's own: a stale component is replaced.
-            built[builder.name] = run_build(builder, item.config, components_dir, overwrite=final.exists(),
-                                            progress=progress, **build_options)
+            run_build(item.builder, item.config, release.components_dir, overwrite=folder.exists(),
+                      progress=release.progress, quiet=release.quiet,
+                      skip_unreadable_files=release.skip_unreadable_files)
         except UserError as error:
             message = str(error)
-            raise type(error)(message if message.startswith(builder.name) else f"{builder.name}: {message}") from None
-    return built
+            raise type(error)(message if message.startswith(name) else f"{name}: {message}") from None
 
 
 # -- assembling the release -------------------------------------------------------------------------
@@ -147,10 +297,10 @@ def release_storage(tmp_dir: Path, specs: list, files: dict[str, dict], manifest
             if image_bytes + text_bytes else 0.0}
 
 
-def assemble(builder: "MMLongEmbedBuilder", config: MMLongEmbedConfig, components: dict[str, Path],
-             absent: dict[str, str], tmp_dir: Path) -> dict:
-    """The release in ``tmp_dir`` from the component builds; returns its manifest."""
-    got = gather(components, tmp_dir)
+def assemble(release: Release, tmp_dir: Path) -> dict:
+    """The release in ``tmp_dir`` from its component builds; returns its manifest."""
+    builder, absent = release.builder, release.plan.absent
+    got = gather(release.component_dirs, tmp_dir)
     rows, recorded, manifests = got.rows, got.recorded, got.manifests
     names = [r["pool"] for r in rows]
     if len(set(names)) != len(names):
@@ -165,7 +315,7 @@ def assemble(builder: "MMLongEmbedBuilder", config: MMLongEmbedConfig, component
     synthetic = [f"{name}: {part}" for name, facts in recorded.items() for part in facts["synthetic"]]
     table1 = measured_table1(rows)
     manifest = {
-        **RELEASE_PIPELINE.made_by(builder, config),
+        **RELEASE_PIPELINE.made_by(builder, release.plan.config),
         "sources": {name: facts["sources"] for name, facts in recorded.items()},
         "synthetic": synthetic,
         "components": [{"name": name, **facts} for name, facts in recorded.items()],  # in the paper's order
@@ -202,6 +352,8 @@ def non_default_options(name: str, config: dict) -> dict:
     return {k: v for k, v in config.items() if k not in ("seed", "sources") and not _same(v, defaults.get(k))}
 
 
+# -- checking the assembled release -----------------------------------------------------------------
+
 def check_release(root: Path, manifest: dict) -> list:
     """The assembled release read back as `mmle validate` reads it, bar the recount: the card's
     configs against the pools table, every data file there and as its component wrote it."""
@@ -210,112 +362,11 @@ def check_release(root: Path, manifest: dict) -> list:
     return check_configs(pools_table(root, specs)["pool"], specs) + check_files(root, specs, manifest)
 
 
-def why_release_not_current(builder: "MMLongEmbedBuilder", config: MMLongEmbedConfig, components: dict[str, Path],
-                            absent: dict[str, str], final_dir: Path) -> str | None:
-    """None when ``final_dir`` is the release this toolkit would assemble again from these
-    component builds; else why not."""
-    manifest, unreadable = recorded_manifest(final_dir)
-    if manifest is None:
-        return unreadable
-    toolkit = toolkit_identity()
-    unclean = clean_toolkit_problem(toolkit)
-    if unclean:
-        return unclean
-    if not _same(manifest.get("toolkit"), toolkit) or manifest.get("builder", {}).get("version") != builder.version:
-        return "another toolkit made it"
-    if not _same(manifest.get("config"), public_config(config)) or not _same(manifest.get("absent"), absent):
-        return "another config made it"
-    recorded = {c.get("name"): c for c in manifest.get("components") or []}
-    if list(recorded) != list(components) or any(
-            recorded[name].get("manifest_sha256") != file_sha256(directory / "manifest.json")
-            for name, directory in components.items()):
-        return "its components changed"
-    changed = check_files(final_dir, {}, manifest)
-    if changed:
-        return f"its files changed after the build: {changed[0].detail}"
-    return None
-
-
-def components_folder(config: MMLongEmbedConfig, output_root: Path) -> Path:
-    return Path(config.components) if config.components else Path(output_root) / COMPONENTS_FOLDER
-
-
-class ReleasePipeline(Pipeline):
-    """A release of several builds: each component built by its own pipeline (kept when up to
-    date), then assembled into one repo in the pool layout (``assemble``), checked, moved into
-    place."""
-
-    output_kind = "composite"
-    tasks = ("all",)
-
-    def run(self, builder: "MMLongEmbedBuilder", config: MMLongEmbedConfig, output_root: Path,
-            overwrite: bool = False, progress: bool = True, quiet: bool = False,
-            skip_unreadable_files: bool = False) -> Path:
-        """The components first (``quiet`` and ``skip_unreadable_files`` go to every one's build),
-        then the release, unless it is up to date."""
-        progress = progress and not quiet
-        planned, absent = plan(config)
-        note = not_pushable_note(planned)
-        if note and not quiet:
-            print(note, file=sys.stderr)
-        with output_site(output_root, builder.name) as final_dir:
-            if final_dir.exists() and not overwrite:
-                manifest, _ = recorded_manifest(final_dir)
-                if (manifest or {}).get("builder", {}).get("name") != builder.name:
-                    # a release is rebuilt in place; anything else is not ours
-                    raise UserError(f"output directory {final_dir} already exists and is not an {builder.name} "
-                                    "release; pass --overwrite to replace it")
-            check_replaceable(final_dir)
-            components = build_components(planned, components_folder(config, output_root), overwrite, progress,
-                                          quiet=quiet, skip_unreadable_files=skip_unreadable_files)
-            if final_dir.exists() and not overwrite:
-                reason = why_release_not_current(builder, config, components, absent, final_dir)
-                if reason is None:
-                    print(f"{final_dir} is up to date: assembled by this toolkit from the same component builds",
-                          file=sys.stderr)
-                    _print_end(load_manifest(final_dir))
-                    return final_dir
-                print(f"reassembling {final_dir} ({reason})", file=sys.stderr)
-            remove_stale_temporaries(final_dir)
-            with temporary_output(final_dir, overwrite=True) as tmp_dir:
-                manifest = assemble(builder, config, components, absent, tmp_dir)
-                _check_assembled(tmp_dir, manifest, config.revalidate, progress, final_dir)
-                _print_end(manifest)
-                commit_output_dir(tmp_dir, final_dir)
-        print(f"built {builder.name} into {final_dir}")
-        return final_dir
-
-    def why_not_current(self, builder: "MMLongEmbedBuilder", config: MMLongEmbedConfig,
-                        final_dir: Path) -> str | None:
-        """None when every component build is up to date and ``final_dir`` is the release they
-        assemble (``why_release_not_current``); else why not."""
-        planned, absent = plan(config)
-        folder = components_folder(config, Path(final_dir).parent)
-        components = {}
-        for item in planned:
-            component = get_builder(item.component.builder)
-            directory = folder / component.name
-            reason = why_not_current(component, item.config, directory) if directory.exists() else "absent"
-            if reason is not None:
-                return f"component {component.name} is not up to date ({reason})"
-            components[component.name] = directory
-        return why_release_not_current(builder, config, components, absent, final_dir)
-
-    def validate(self, root: Path, specs: dict, manifest: dict, builder: Builder, file_problems: list,
-                 progress: bool = False):
-        """A release is in the pool layout: validated as a benchmark is, each pool by the builder
-        of its component (``MMLongEmbedBuilder.validate_pool``)."""
-        return BENCHMARK.validate(root, specs, manifest, builder, file_problems, progress)
-
-
-RELEASE_PIPELINE = ReleasePipeline()
-
-
-def _check_assembled(tmp_dir: Path, manifest: dict, revalidate: bool, progress: bool, final_dir: Path) -> None:
-    """The assembled release checked (``revalidate``: recounted, as `mmle validate` does); one
-    line when it has problems."""
-    if revalidate:
-        validation = validate_build(tmp_dir, progress=progress)
+def check_assembled(release: Release, tmp_dir: Path, manifest: dict) -> None:
+    """The release assembled in ``tmp_dir`` checked (--revalidate: recounted, as `mmle validate`
+    does); one line when it has problems."""
+    if release.plan.config.revalidate:
+        validation = validate_build(tmp_dir, progress=release.progress)
         problems = validation.problems
         print(validation.report(), file=sys.stderr)
     else:
@@ -325,7 +376,7 @@ def _check_assembled(tmp_dir: Path, manifest: dict, revalidate: bool, progress: 
               + (f": {counted(len(problems), 'problems')}" if problems else ""), file=sys.stderr)
     if problems:
         raise UserError(f"the assembled release has {counted(len(problems), 'problems')} ({problems[0]}); nothing "
-                        f"was written to {final_dir}")
+                        f"was written to {release.final_dir}")
 
 
 @register

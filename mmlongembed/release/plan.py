@@ -1,7 +1,8 @@
 """The plan of the MMLongEmbed release (``mmlongembed.release.composite``): its components (one builder
 per source of the paper), where each one's files live under a ``--sources`` root, the release's
 options (``MMLongEmbedConfig``), each component's options (the release's defaults, then
-``--set``), and which components are built from which sources (``plan``).
+``--set``), and which components are built from which sources: ``plan`` makes the ``ReleasePlan``
+once from the config, and the build reads it from then on.
 """
 
 from __future__ import annotations
@@ -12,7 +13,7 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from mmlongembed.core.builder import config_from_dict, get_builder
+from mmlongembed.core.builder import Builder, config_from_dict, get_builder
 from mmlongembed.core.errors import UserError
 from mmlongembed.llm import LLMConfig
 
@@ -119,8 +120,12 @@ class MMLongEmbedConfig(LLMConfig):
 
 @dataclass
 class Planned:
+    """One component the release builds: its builder, the --sources path it reads (None: the
+    Hub) and its config (the release's seed and LLM options, the release's defaults, then --set)."""
+
     component: Component
-    sources: Path | None  # None: the Hub
+    builder: Builder
+    sources: Path | None
     config: object
 
 
@@ -189,10 +194,45 @@ def excluded(config: MMLongEmbedConfig) -> list[str]:
     return names
 
 
-def plan(config: MMLongEmbedConfig) -> tuple[list[Planned], dict[str, str]]:
-    """(the components to build, in the paper's order; absent component -> why). A component
-    with no local files and no Hub source, not left out, stops the build: one line naming each
-    such source and what to put where."""
+@dataclass(frozen=True)
+class ReleasePlan:
+    """What the release will hold, decided from its config before anything is built (``plan``)."""
+
+    config: MMLongEmbedConfig
+    to_build: tuple[Planned, ...]  # in the paper's order
+    absent: dict[str, str]  # component left out -> why (the manifest and the card say it)
+
+    def foreseen_synthetic(self) -> dict[str, list[str]]:
+        """Component -> what in its build will be synthetic (or, for stand-in queries, may be:
+        only documents without a reference summary get one), in the manifest's words, known from
+        its options and sources before anything is built."""
+        found = {}
+        for item in self.to_build:
+            name, parts = item.builder.name, []
+            marker = item.builder.sources_marker(item.config)
+            if marker:
+                parts.append(f"sources: {marker.split('. ')[0].rstrip('.')}")
+            if name in LLM_WRITTEN and getattr(item.config, "llm", "none") == "none":
+                parts.append("queries: built with --llm none, so documents without a reference summary get "
+                             "text-layer stand-in queries")
+            if parts:
+                found[name] = parts
+        return found
+
+    def not_pushable_note(self) -> str | None:
+        """The line a release build prints first when what it will hold keeps `mmle push` from it."""
+        synthetic = self.foreseen_synthetic()
+        if not synthetic:
+            return None
+        why = "; ".join(f"{name}: {part}" for name, parts in synthetic.items() for part in parts)
+        return (f"note: this release will be marked synthetic, and `mmle push` refuses it ({why}); "
+                + pushable_advice(synthetic))
+
+
+def plan(config: MMLongEmbedConfig) -> ReleasePlan:
+    """The components to build from ``config``, in the paper's order, and those absent, with why.
+    A component with no local files and no Hub source, not left out, stops the build: one line
+    naming each such source and what to put where."""
     roots = [Path(r) for r in config.sources]
     for root in roots:
         if not root.is_dir():
@@ -214,16 +254,14 @@ def plan(config: MMLongEmbedConfig) -> tuple[list[Planned], dict[str, str]]:
         builder = get_builder(component.builder)
         values = {**llm_values, **options[component.builder], "seed": config.seed,
                   "sources": str(local) if local is not None else None}
-        planned.append(Planned(component, local, config_from_dict(builder.config_class, values)))
+        planned.append(Planned(component, builder, local, config_from_dict(builder.config_class, values)))
     if missing:
         names = ",".join(m.split(" ", 1)[0] for m in missing)
         raise UserError(f"no sources for {'; '.join(missing)}; pass them with --sources (make: SOURCES=...) or "
                         f"leave them out with --exclude {names}")
     if not planned:
         raise UserError("every component is left out: nothing to build")
-    return planned, absent
-
-
+    return ReleasePlan(config, tuple(planned), absent)
 
 
 # -- whether the release can be pushed --------------------------------------------------------------
@@ -248,31 +286,3 @@ def pushable_advice(synthetic: dict[str, list[str]]) -> str:
                     + (f" --exclude {','.join(others)}" if others else ""))
     ways.append(f"--exclude {','.join(synthetic)}")
     return "for a pushable release, build it with " + ", or ".join(ways)
-
-
-def foreseen_synthetic(planned: list[Planned]) -> dict[str, list[str]]:
-    """Component -> what in its build will be synthetic (or, for stand-in queries, may be: only
-    documents without a reference summary get one), in the manifest's words, known from its
-    options and sources before anything is built."""
-    found = {}
-    for item in planned:
-        name, parts = item.component.builder, []
-        marker = get_builder(name).sources_marker(item.config)
-        if marker:
-            parts.append(f"sources: {marker.split('. ')[0].rstrip('.')}")
-        if name in LLM_WRITTEN and getattr(item.config, "llm", "none") == "none":
-            parts.append("queries: built with --llm none, so documents without a reference summary get text-layer "
-                         "stand-in queries")
-        if parts:
-            found[name] = parts
-    return found
-
-
-def not_pushable_note(planned: list[Planned]) -> str | None:
-    """The line a release build prints first when what it will hold keeps `mmle push` from it."""
-    synthetic = foreseen_synthetic(planned)
-    if not synthetic:
-        return None
-    why = "; ".join(f"{name}: {part}" for name, parts in synthetic.items() for part in parts)
-    return f"note: this release will be marked synthetic, and `mmle push` refuses it ({why}); " + pushable_advice(
-        synthetic)

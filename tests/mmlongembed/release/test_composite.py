@@ -175,9 +175,9 @@ def test_activitynet_annotations_without_their_videos_are_not_a_source(tmp_path)
     others = "needle,mmdocrag,hotpotqa,govreport,mmlongbench,youkudc"
     with pytest.raises(UserError, match=r"no sources for activitynet \(put ActivityNet Captions JSON"):
         composite.plan(MMLongEmbedConfig(sources=(str(tmp_path / "sample"),), exclude=others))
-    planned, _ = composite.plan(MMLongEmbedConfig(sources=(str(tmp_path / "sample"), str(tmp_path / "demo")),
-                                                  exclude=others))
-    assert [(p.component.builder, p.sources) for p in planned] == [("activitynet", tmp_path / "demo")]
+    planned = composite.plan(MMLongEmbedConfig(sources=(str(tmp_path / "sample"), str(tmp_path / "demo")),
+                                               exclude=others)).to_build
+    assert [(p.builder.name, p.sources) for p in planned] == [("activitynet", tmp_path / "demo")]
 
 
 def test_component_options_are_parsed_by_the_components_own_flags():
@@ -232,6 +232,44 @@ def test_components_are_built_once_and_a_new_source_builds_only_itself(tmp_path,
     # the release's pipeline answers the up-to-date question as every kind's does
     assert build_module.why_not_current(builder, config, out) is None
     assert build_module.why_not_current(builder, first, out) == "another config made it"
+
+
+def test_a_release_is_planned_once_then_its_components_are_built_then_it_is_assembled_then_checked(
+        tmp_path, monkeypatch, clean_toolkit):
+    """`mmle build mmlongembed` in order, through one object: the plan made once from the config,
+    each component built from it (in the paper's order), then the release assembled and checked,
+    both handed the one Release that carries that plan. Run again, it plans once and keeps it all."""
+    calls, plans = [], []
+
+    def spy(name):
+        real = getattr(composite, name)
+
+        def called(*args, **kwargs):
+            calls.append((name, args))
+            result = real(*args, **kwargs)
+            if name == "plan":
+                plans.append(result)
+            return result
+        monkeypatch.setattr(composite, name, called)
+
+    for name in ("plan", "run_build", "assemble", "check_assembled"):
+        spy(name)
+    few = tuple(n for n in COMPONENT_NAMES if n not in ("hotpotqa", "govreport"))
+    config = example_release_config(tmp_path / "sources", exclude=few)
+    out = run_build(get_builder("mmlongembed"), config, tmp_path / "out", progress=False, quiet=True)
+
+    assert [name for name, _ in calls] == ["plan", "run_build", "run_build", "assemble", "check_assembled"]
+    (made,) = plans
+    assert calls[0][1] == (config,)
+    assert made.config is config and [item.builder.name for item in made.to_build] == ["hotpotqa", "govreport"]
+    for (_, (builder, component_config, *_)), item in zip(calls[1:3], made.to_build):
+        assert builder is item.builder and component_config is item.config  # as planned, not planned again
+    release = calls[3][1][0]
+    assert calls[4][1][0] is release and release.plan is made and release.final_dir == out
+
+    calls.clear()
+    assert run_build(get_builder("mmlongembed"), config, tmp_path / "out", progress=False, quiet=True) == out
+    assert [name for name, _ in calls] == ["plan"]  # every component and the release are up to date
 
 
 def test_a_release_over_one_sources_root_of_several_sources_is_up_to_date_when_run_again(tmp_path, clean_toolkit,
