@@ -1,5 +1,7 @@
 """One module per source dataset. Importing this package imports every builder module, and
-each registers itself with ``mmlongembed.core.builder.register`` (duplicate names fail loudly)."""
+each registers itself with ``mmlongembed.core.builder.register`` (duplicate names fail loudly).
+Builders import the build stage and those below it (a training-set builder also ``training``),
+never the harness."""
 
 import importlib
 import pkgutil

@@ -13,13 +13,13 @@ above it in this list (tests/test_import_graph.py holds each to that):
 - ``output``: the published layout and its writers (config names, output folder, parquet files,
   manifest, card, croissant.json, disclosure);
 - ``checks``: the checks of a written build, the label-free shortcut audit, the build summary;
-- ``build``: ``mmle build`` and ``mmle validate``: the pipeline of each output kind, the pool loop
-  every builder shares, capacity checks;
+- ``build``: ``mmle build`` and ``mmle validate``: the benchmark pipeline and what every output
+  kind's pipeline shares, the pool loop every builder shares, capacity checks; with it ``testing``
+  (small generated sources for tests and examples);
 - ``training``: training-set builds (EviAlign evidence); ``release``: ``mmle build mmlongembed``,
   every task of the paper in one release; ``video_tasks``: MTEB video tasks (``mmle mveb``);
 - ``publish``: ``mmle push``, the loopback Hub, ``mmle reproduce``;
-- ``cli`` (``mmle``), ``readme`` (the README's builder tables), ``demo_sources``, and ``testing``
-  (small generated sources for tests and examples).
+- ``cli`` (``mmle``), ``readme`` (the README's builder tables) and ``demo_sources``.
 
 The builders themselves are the top-level ``builders`` package, one module per source; the
 scoring harness is the top-level ``harness`` package. Modules that moved into these stages keep

@@ -463,7 +463,20 @@ def test_sigterm_to_a_building_process_group_leaves_no_lock_temporary_folder_or_
     assert not [pid for pid in workers if _running(pid)]
 
 
-def test_an_error_that_sigterm_caused_ends_as_sigterm(monkeypatch, capsys):
+@pytest.fixture
+def default_sigterm():
+    """SIGTERM's default disposition for the test, as a fresh `mmle` process has it: cli.main leaves
+    a handler someone else installed alone, and an earlier test of this process may have left one
+    (ray.init installs its own, and the signal then ended the whole test run)."""
+    import signal
+
+    found = signal.getsignal(signal.SIGTERM)
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)
+    yield
+    signal.signal(signal.SIGTERM, found)
+
+
+def test_an_error_that_sigterm_caused_ends_as_sigterm(monkeypatch, capsys, default_sigterm):
     """The signal's own exception can be swallowed (raised inside an import-lock callback: Python
     prints "Exception ignored"); what reaches the top is the consequence, a worker pipe at EOF.
     That is SIGTERM's exit (143), not a traceback; the same error without the signal is not."""

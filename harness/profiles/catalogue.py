@@ -18,7 +18,7 @@ from collections.abc import Iterable
 from harness.profiles import colqwen, doubao, embed_rl, gme, jina, ops_mm, qwen3_vl, rzen, vlm2vec
 from harness.profiles.schema import (CHAT, DEFAULT_SYSTEM, MTEB, MTEB_RELEASE, QWEN_VISION, WRAPPERS, ImageLimits,
                                      ModelProfile, ProfileError, SideForm, Source, TrainingData, Verification,
-                                     VideoInput, source_faults)
+                                     VideoInput, source_faults, value_faults)
 from mmlongembed.core.errors import UserError
 
 # the schema's names stay importable from here, where they were defined before the families' modules
@@ -32,14 +32,14 @@ FAMILIES = (qwen3_vl, gme, rzen, ops_mm, embed_rl, vlm2vec, jina, colqwen, douba
 
 
 def checked_catalogue(profiles: Iterable[ModelProfile]) -> dict[str, ModelProfile]:
-    """The profiles by name, in their order; refused (ProfileError) if two share a name or one lacks a
-    source for a fact it states."""
+    """The profiles by name, in their order; refused (ProfileError) if two share a name, one has a
+    value the runner does not know, or one lacks a source for a fact it states."""
     catalogue: dict[str, ModelProfile] = {}
     for profile in profiles:
         if profile.name in catalogue:
             raise ProfileError(f"two model profiles are named {profile.name!r}: a name is the --model name, "
                                "one profile each")
-        faults = source_faults(profile)
+        faults = value_faults(profile) + source_faults(profile)
         if faults:
             raise ProfileError(f"model profile {profile.name!r}: " + "; ".join(faults))
         catalogue[profile.name] = profile

@@ -45,7 +45,8 @@ MODELS = (
                            path="colpali_engine/models/qwen2_5/colqwen2_5/modeling_colqwen2_5.py")),
         group="Other",
         verified=Verification(reference="mteb's ColQwen2_5Wrapper (colqwen_models.py, colpali_engine 0.3.18's "
-                                        "ColQwen2_5) on a tiny ColQwen2.5", max_abs_diff=6.0e-8),
+                                        "ColQwen2_5) on a tiny ColQwen2.5", max_abs_diff=6.0e-8,
+                              test="tests/harness/profiles/test_profile_colqwen.py"),
         training_data=trained_on(("vidore/colpali_train_set",), _COLQWEN_WRAPPER),
         notes=("the Hub repo is a LoRA adapter on vidore/colqwen2.5-base: merge it into the base "
                "(peft's merge_and_unload) and give the merged directory with --model-path colqwen2.5=DIR",

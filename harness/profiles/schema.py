@@ -245,6 +245,25 @@ def source_faults(profile: ModelProfile) -> list[str]:
     if card is not None and (card.repo, card.commit) != (profile.repo, profile.revision):
         faults.append(f"its model card source {card} is not its repo at its revision "
                       f"({profile.repo}@{profile.revision})")
+    if "api" in profile.sources and profile.family != "api":
+        faults.append("an `api` source stands for an API's facts; its family is not `api`")
+    return faults
+
+
+FRAME_INPUTS = ("images", "video")
+POSITION_SCHEMES = ("mrope", "sequential", "api")
+
+
+def value_faults(profile: ModelProfile) -> list[str]:
+    """Fields whose value the runner would not know what to do with."""
+    faults = [f"{field} {value!r} is not one of {', '.join(known)}"
+              for field, value, known in (("frames", profile.frames, FRAME_INPUTS),
+                                          ("positions", profile.positions, POSITION_SCHEMES))
+              if value not in known]
+    if profile.frames == "video" and profile.video is None:
+        faults.append("frames 'video' needs `video` (how its frames are fed)")
+    if profile.window <= 0 or profile.dim <= 0:
+        faults.append("its window and dimension are positive numbers of tokens and values")
     return faults
 
 

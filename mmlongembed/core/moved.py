@@ -43,6 +43,7 @@ class _MovedLoader(importlib.abc.Loader):
 
     def get_code(self, fullname):
         """What `python -m OLD` runs: the moved module's code."""
+        _warn(self.old, self.new)
         return importlib.util.find_spec(self.new).loader.get_code(self.new)
 
 
@@ -72,12 +73,13 @@ def old_names_from(package: str, module: str):
     (``mmlongembed.output.write_tables`` from ``mmlongembed.output.writer``)."""
 
     def __getattr__(name: str):
-        if not name.startswith("_"):
-            home = importlib.import_module(module)
-            value = home.__dict__.get(name)
-            if value is not None and not isinstance(value, type(sys)):
+        # `from package import submodule` asks for the attribute first: a submodule is imported as
+        # such, never looked up in the old home (which would import that whole module first)
+        if not name.startswith("_") and importlib.util.find_spec(f"{package}.{name}") is None:
+            names = vars(importlib.import_module(module))
+            if name in names and not isinstance(names[name], type(sys)):
                 _warn(f"{package}.{name}", f"{module}.{name}")
-                return value
+                return names[name]
         raise AttributeError(f"module {package!r} has no attribute {name!r}")
 
     return __getattr__

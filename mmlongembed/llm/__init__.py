@@ -1,5 +1,6 @@
 """The LLM layer: versioned prompts, backends (none, openai, vllm, ray, replay), a persistent
-answer cache, contract checks with bounded repair retries, and the steps builders call."""
+answer cache, contract checks with bounded repair retries, and the steps builders call. Imports
+``core`` only."""
 
 from mmlongembed.llm.config import BACKENDS, LLMConfig
 from mmlongembed.llm.prompts import Prompt, load_prompt

@@ -1,1 +1,2 @@
-"""Heavy media I/O (PDF rendering, video decoding, frame stores): builders call it, operations never do."""
+"""Heavy media I/O (PDF rendering, video decoding, frame stores): builders call it, operations never
+do. Imports ``core`` only."""

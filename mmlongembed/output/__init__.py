@@ -10,5 +10,5 @@ and media (the page store).
 
 from mmlongembed.core.moved import old_names_from
 
-# `mmlongembed.output` was the writer's module (mmlongembed.output.write_tables, docs/LAYOUT.md)
+# `mmlongembed.output` was the writer's module (mmlongembed.output.write_tables, for one release)
 __getattr__ = old_names_from(__name__, "mmlongembed.output.writer")

@@ -2,4 +2,4 @@
 format) or its Hub rows into the records its builder works on. Reading is what they do, with no
 pool logic; where a source's records are only made by a choice (the MMDocIR substitute picks the
 non-evidence quotes of each question's context) the reader draws it from a generator derived from
-the seed, as every random choice is."""
+the seed, as every random choice is. Imports ``core``, ``ops``, ``needles`` and ``media``."""

@@ -2,9 +2,9 @@
 
 The release is made of *components*, the existing builders (the needle grid, HotpotQA, MMDocRAG,
 GovReport, MMLongBench, YoukuDC, ActivityNet), each built by the ordinary pipeline
-(``build.run_build``: its lock, temporary folder, validation and atomic move) into a components
+(``build.run.run_build``: its lock, temporary folder, validation and atomic move) into a components
 folder, ``<output>/mmlongembed-components/<builder>/``. A component whose build is up to date
-(``build.why_not_current``) is not built again, so adding one source's files later builds only
+(``build.run.why_not_current``) is not built again, so adding one source's files later builds only
 that source; components are built one after another, so memory is bounded by the largest one.
 
 The release is then assembled from the components' files: their data files hardlinked (copied

@@ -11,5 +11,6 @@
 
 The pure operations are in ``mmlongembed.ops.mveb``, clip containers in
 ``mmlongembed.media.clips``; evaluation (model wrappers) in ``harness.mteb.video`` and ranking
-and pruning in ``harness.mteb.ranking``. See docs/MVEB.md.
+and pruning in ``harness.mteb.ranking``. Imports the build stage and those below it (its
+``cli`` is a command line, above them all). See docs/MVEB.md.
 """

@@ -2,7 +2,7 @@
 (the generated ``TaskMetadata``), the ``mteb_tasks.py`` loader and ``manifest.json``.
 
 A task repo is a Hugging Face dataset repo that mteb reads with ``load_dataset`` through the
-task classes of ``mteb_tasks.py``. Files are named by content hash (``output.write_parquet``),
+task classes of ``mteb_tasks.py``. Files are named by content hash (``output.writer.write_parquet``),
 and the repo's content revision (``tasks.json`` ``revision``, what the generated metadata pins
 until it is published under a tag) is a hash of every data file's hash.
 """

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import dataclasses
 import importlib
+import re
 
 import pytest
 
@@ -97,6 +98,26 @@ def test_a_model_card_at_another_revision_is_refused():
     other = dataclasses.replace(profile, revision="0" * 40)
     with pytest.raises(ProfileError, match="model card source .* is not its repo at its revision"):
         checked_catalogue([other])
+
+
+@pytest.mark.parametrize("changes, fault", [
+    ({"frames": "hologram"}, "frames 'hologram' is not one of images, video"),
+    ({"positions": "nowhere"}, "positions 'nowhere' is not one of mrope, sequential, api"),
+    ({"frames": "video", "video": None}, "frames 'video' needs `video`"),
+    ({"dim": -5}, "window and dimension are positive"),
+])
+def test_a_value_the_runner_does_not_know_is_refused(changes, fault):
+    with pytest.raises(ProfileError, match=re.escape(fault)):
+        checked_catalogue([dataclasses.replace(get_profile("qwen3-vl-2b"), **changes)])
+
+
+def test_an_api_source_stands_only_for_an_apis_facts():
+    profile = get_profile("gme-qwen2-vl-2b")
+    api_only = dataclasses.replace(profile, sources={"api": profile.sources["prompt"],
+                                                     "paper_name": profile.sources["paper_name"]})
+    with pytest.raises(ProfileError, match="an `api` source stands for an API's facts"):
+        checked_catalogue([api_only])
+    assert checked_catalogue([get_profile("doubao-seed-1.6")])  # the API's own profile passes
 
 
 def test_a_duplicate_name_is_refused():
