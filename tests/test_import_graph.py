@@ -166,8 +166,8 @@ PER_SOURCE_REGISTRIES = {"builders", "mmlongembed/readers"}  # one module per so
 LONGEST_FUNCTION = 80  # lines, decorators and docstring included
 
 
-def _tracked_python(root: Path = ROOT, folders=(*PACKAGES, "tests", "bench")) -> list[Path]:
-    return sorted(p for folder in folders for p in (root / folder).rglob("*.py") if "__pycache__" not in p.parts)
+def _python_files(folders=(*PACKAGES, "tests", "bench")) -> list[Path]:
+    return list(module_files(ROOT, folders).values())
 
 
 def crowded_folders(paths: list[Path], root: Path = ROOT) -> dict[str, int]:
@@ -192,15 +192,15 @@ def long_functions(paths: list[Path], root: Path = ROOT) -> list[str]:
 
 
 def test_no_folder_holds_more_modules_than_one_can_scan():
-    assert crowded_folders(_tracked_python()) == {}
+    assert crowded_folders(_python_files()) == {}
 
 
 def test_no_function_is_longer_than_a_screenful_or_two():
-    assert long_functions(_tracked_python()) == []
+    assert long_functions(_python_files()) == []
 
 
 def test_every_stage_package_says_what_it_holds():
-    undocumented = [p.parent.relative_to(ROOT).as_posix() for p in _tracked_python(folders=PACKAGES)
+    undocumented = [p.parent.relative_to(ROOT).as_posix() for p in _python_files(PACKAGES)
                     if p.name == "__init__.py" and not ast.get_docstring(ast.parse(p.read_text(encoding="utf-8")))]
     assert undocumented == []
 
