@@ -47,7 +47,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--pools", nargs="+", default=["*"],
                         help="glob patterns of pool names to score (space or comma separated), default all")
     parser.add_argument("--batch-size", type=int, default=16,
-                        help="inputs per model call; memory is bounded by the batch, not the pool (default 16)")
+                        help="most inputs per model call; memory is bounded by the call, not the pool (default 16)")
+    add_execution_arguments(parser)
     parser.add_argument("--output", default=None,
                         help="directory for results.json, table.md, predictions.parquet (each query's top-10 per model, "
                              "with the positive's rank and the audit's label of each pick) and the plots "
@@ -89,6 +90,34 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                              "as the paper)")
     parser.add_argument("--quiet", action="store_true", help="no progress bars, per-pool lines or results table: only the line naming what was "
                              "written (and errors)")
+
+
+def add_execution_arguments(parser: argparse.ArgumentParser) -> None:
+    """How the embedding step runs: call sizes, input workers, devices, Ray, the out-of-memory test."""
+    parser.add_argument("--batch-tokens", type=int, default=None,
+                        help="most padded tokens per model call (inputs x the longest, in the model's own tokens); "
+                             "inputs are ordered longest first and packed up to it. Default: what the model's memory "
+                             "plan leaves free on the device (the weights loaded); models without one (API, "
+                             "sentence-transformers) are bounded by --batch-size alone. A call that runs out of memory "
+                             "is split in two and retried, down to one input, and recorded in results.json")
+    parser.add_argument("--loader-workers", type=int, default=0,
+                        help="processes assembling inputs (image decode and resize, pixels, frames, tokens, template, "
+                             "truncation) ahead of the model, per device; 0 (default): on the model's own thread. "
+                             "docs/MODELS.md's run plan says how many keep each family's GPU busy")
+    parser.add_argument("--devices", default=None,
+                        help="comma list of torch devices, one model replica each in its own process, sharing one "
+                             "embedding cache, work split by tokens (e.g. cuda:0,cuda:1,cuda:2,cuda:3); default "
+                             "--device alone")
+    parser.add_argument("--executor", choices=("local", "ray"), default="local",
+                        help="local (default): this machine's processes; ray: the embedding step as a Ray Data job, "
+                             "on the cluster at RAY_ADDRESS or a local one (docs/MODELS.md, 'Past one machine')")
+    parser.add_argument("--replicas", type=int, default=None,
+                        help="--executor ray: model replicas (actors); default the number of --devices")
+    parser.add_argument("--gpus-per-replica", type=float, default=None,
+                        help="--executor ray: GPUs each actor holds (default 1 when the devices are CUDA, else 0)")
+    parser.add_argument("--simulate-memory-tokens", type=int, default=None,
+                        help="testing the out-of-memory back-off without a GPU: a model call above this many padded "
+                             "tokens fails as a device out of memory would")
 
 
 def _tokens(value: str | None) -> tuple[str, ...] | None:
@@ -144,8 +173,10 @@ def _run(args) -> int:
     selections = _select(benchmarks, _split(args.pools))
     if args.max_new_tokens is not None and args.max_new_tokens < 1:
         raise UserError("--max-new-tokens must be at least 1")
-    settings = RunSettings(batch_size=args.batch_size, max_length=args.max_length, pooling=args.pooling,
-                           instruction=args.instruction, device=args.device, progress=not args.quiet,
+    settings = RunSettings(batch_size=args.batch_size, batch_tokens=args.batch_tokens,
+                           loader_workers=args.loader_workers, simulate_memory_tokens=args.simulate_memory_tokens,
+                           max_length=args.max_length, pooling=args.pooling,
+                           instruction=args.instruction, device=_devices(args)[0], progress=not args.quiet,
                            readout_tokens=_readout_tokens(args), readout_subset=_tokens(args.readout_subset),
                            readout_drop=_tokens(args.readout_drop), max_new_tokens=args.max_new_tokens,
                            model_paths=_model_paths(args.model_path))
@@ -158,10 +189,19 @@ def _run(args) -> int:
     return _write_report(args, output, result, table3_cells, table4_cells, outcome)
 
 
+def _devices(args) -> list[str]:
+    return _split([args.devices]) if args.devices else [args.device]
+
+
 def _checked_modalities(args) -> set[str]:
     """The numeric options' bounds, and the modalities selected (each a known one)."""
-    if args.batch_size < 1:
-        raise UserError("--batch-size must be at least 1")
+    for option, value, least in (("--batch-size", args.batch_size, 1), ("--batch-tokens", args.batch_tokens, 1),
+                                 ("--loader-workers", args.loader_workers, 0), ("--replicas", args.replicas, 1),
+                                 ("--simulate-memory-tokens", args.simulate_memory_tokens, 1)):
+        if value is not None and value < least:
+            raise UserError(f"{option} must be at least {least}")
+    if args.devices is not None and not _devices(args):
+        raise UserError("--devices: name at least one device (e.g. cuda:0,cuda:1)")
     if args.max_length is not None and args.max_length < 16:
         raise UserError("--max-length must be at least 16")
     modalities = set(_split([args.modalities]))
@@ -181,8 +221,8 @@ def _score_all(args, selections, settings, modalities: set[str], log):
     specs = _split([args.model or DEFAULT_MODELS])
     # the default pair, whether left implicit or spelled out, lets MiniLM skip image pools without failing
     lenient = {"minilm"} if set(specs) == set(_split([DEFAULT_MODELS])) else set()
-    models = [load_model(spec, settings) for spec in dict.fromkeys(specs)]
     cache = EmbeddingCache(cache_directory(args))
+    models = [_load_with_executor(spec, settings, args, cache) for spec in dict.fromkeys(specs)]
     try:
         outcome = Outcome()
         for benchmark, pools in selections:
@@ -191,10 +231,33 @@ def _score_all(args, selections, settings, modalities: set[str], log):
             outcome.skipped += part.skipped
             outcome.predictions += part.predictions
     finally:
-        cache.close()
         for model in models:
+            if getattr(model, "executor", None) is not None:
+                model.executor.close()
             model.close()
+        cache.close()
     return models, outcome
+
+
+def _load_with_executor(spec: str, settings, args, cache):
+    """The model a `--model` item names, with the executor `--devices` / `--executor` ask for. Several
+    devices or Ray: this process only plans and reads the cache, so it loads no weights, unless the model's
+    embedding step is its own (then it runs here, on the first device)."""
+    import dataclasses
+
+    from harness.execution import make_executor
+    from harness.models.adapters import DenseModel, load_model
+
+    devices = _devices(args)
+    if len(devices) == 1 and args.executor == "local":
+        return load_model(spec, settings)
+    model = load_model(spec, dataclasses.replace(settings, load_weights=False))
+    if not (isinstance(model, DenseModel) and model.runs_on_executors):
+        model.close()
+        return load_model(spec, settings)
+    gpus = args.gpus_per_replica if args.gpus_per_replica is not None else float(devices[0].startswith("cuda"))
+    model.executor = make_executor(settings, spec, devices, args.executor, args.replicas, gpus, cache.directory)
+    return model
 
 
 def _results(args, benchmarks, models, outcome, modalities: set[str], started: float) -> tuple[dict, list, list]:
@@ -214,7 +277,10 @@ def _results(args, benchmarks, models, outcome, modalities: set[str], started: f
         "datasets": datasets,
         "models": [{"spec": m.spec, "identity": m.identity(), "training_data": declared_training_data(m)}
                    for m in models],
-        "settings": {"batch_size": args.batch_size, "max_length": args.max_length, "pooling": args.pooling,
+        "settings": {"batch_size": args.batch_size, "batch_tokens": args.batch_tokens,
+                     "loader_workers": args.loader_workers, "devices": _devices(args), "executor": args.executor,
+                     "replicas": args.replicas, "simulate_memory_tokens": args.simulate_memory_tokens,
+                     "max_length": args.max_length, "pooling": args.pooling,
                      "readout_tokens": args.readout_tokens, "readout_units": args.readout_units,
                      "readout_subset": args.readout_subset,
                      "readout_drop": args.readout_drop, "max_new_tokens": args.max_new_tokens,

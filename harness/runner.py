@@ -5,7 +5,7 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass, field
 
-from harness.scoring.cache import EmbeddingCache
+from harness.scoring.cache import EmbeddingCache, model_key
 from harness.scoring.data import Benchmark, PoolError, PoolInfo
 from harness.scoring.metrics import MAIN_METRIC, per_query, positive_ranks, summarise, tied_positives, variant_breakdown
 from harness.models.adapters import Model, ModelError, NotMeasured, RunSettings
@@ -40,9 +40,12 @@ def score(benchmark: Benchmark, pools: list[PoolInfo], models: list[Model], sett
     `lenient_models`: models whose modality mismatches are expected (the default run's MiniLM)."""
     outcome = Outcome()
     ref = benchmark.ref
+    plan = [(info, _runnable(outcome, ref, info, models, modalities, lenient_models)) for info in pools]
+    for model in models:
+        if hasattr(getattr(model, "executor", None), "embed_many"):
+            prefill(model, benchmark, [info for info, runnable in plan if model in runnable], cache, log)
 
-    for info in pools:
-        runnable = _runnable(outcome, ref, info, models, modalities, lenient_models)
+    for info, runnable in plan:
         if not runnable:
             continue
         start = time.perf_counter()
@@ -89,6 +92,29 @@ def score(benchmark: Benchmark, pools: list[PoolInfo], models: list[Model], sett
                 f"[{p1['ci95'][0]:.3f}, {p1['ci95'][1]:.3f}]  truncated {scored.truncated_queries}q/"
                 f"{scored.truncated_candidates}c  embedded {scored.embedded}, cached {scored.cached}")
     return outcome
+
+
+def prefill(model, benchmark: Benchmark, pools: list[PoolInfo], cache: EmbeddingCache, log) -> None:
+    """Embed every input of ``pools`` not yet cached in one job of the model's executor (Ray: its actors
+    load the model once, not once per pool); each pool's share of the cost is kept for its result row.
+    A pool that cannot be read, or a job that fails, is left to the pool loop, which reports it."""
+    from harness.scoring.embedding import SIDES, side_work
+
+    key_of_model = model_key(model.identity())
+    jobs = []
+    for info in pools:
+        try:
+            pool = benchmark.open_pool(info)
+        except PoolError:
+            continue
+        model.begin_pool(pool)
+        jobs += [(pool, work) for side in SIDES if (work := side_work(model, pool, side, cache, key_of_model)).missing]
+    if not jobs:
+        return
+    try:
+        model.prefilled = model.executor.embed_many(model, jobs, cache, key_of_model)
+    except ModelError as exc:
+        log(f"{model.spec}: the joint embedding job failed ({exc}); embedding pool by pool")
 
 
 def needle_truncated(pool, model: Model) -> int | None:
@@ -145,5 +171,17 @@ def _result_row(ref: str, info: PoolInfo, model: Model, pool, scored, ranks, met
         "timings": timings,
         "items_per_s": round(scored.embedded / scored.embed_seconds, 2) if scored.embed_seconds > 0 else None,
         "notes": scored.notes,
+        "throughput": _bare_throughput(scored),
         **scored.details,
     }
+
+
+def _bare_throughput(scored) -> dict:
+    """The throughput of a model whose embedding step is its own (multi-vector, generative readout, a
+    diagnostic): inputs and time; tokens only where it counted them (its ``details`` replace this)."""
+    from harness.scoring.batching import Throughput, peak_memory
+
+    throughput = Throughput(inputs=scored.embedded, wall_seconds=scored.embed_seconds,
+                            model_seconds=scored.embed_seconds)
+    throughput.peak_memory_bytes, throughput.peak_memory_source = peak_memory("cpu")
+    return {**throughput.as_dict(), "own_tokens": None, "padded_tokens": None}

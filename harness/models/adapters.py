@@ -29,8 +29,9 @@ from typing import Callable
 
 import numpy as np
 
+from harness.scoring.batching import Prepared, Throughput, model_failure, peak_memory
 from harness.scoring.cache import EmbeddingCache, input_key, model_key
-from harness.scoring.data import Item, PoolData, PoolError
+from harness.scoring.data import Item, ModelError, PoolData, PoolError
 from harness.scoring.truncation import kept_character_ranges, truncate_middle
 from mmlongembed.core.documents import IMAGE_PLACEHOLDER
 from mmlongembed.core.errors import UserError
@@ -38,10 +39,6 @@ from mmlongembed.core.plugins import PluginRegistry
 
 DEFAULT_QUERY_TEMPLATE = "Instruct: {instruction}\nQuery: {text}"
 READOUT_POOLINGS = ("boundary", "trailing", "distributed", "last")  # generative readouts (harness.models.boundary)
-
-
-class ModelError(Exception):
-    """The model failed on a pool's inputs: the pool is reported and skipped."""
 
 
 class NotMeasured(Exception):
@@ -64,7 +61,11 @@ class PoolScores:
 
 @dataclass
 class RunSettings:
-    batch_size: int = 16
+    batch_size: int = 16  # most inputs per model call
+    batch_tokens: int | None = None  # most padded tokens per call; None: the model's memory plan decides
+    loader_workers: int = 0  # processes assembling inputs ahead of the model (harness.scoring.loader)
+    simulate_memory_tokens: int | None = None  # a call above this many padded tokens fails as out of memory would
+    load_weights: bool = True  # False: the driver of several devices (harness.execution), which embeds nothing itself
     max_length: int | None = None
     pooling: str | None = None
     instruction: str | None = None
@@ -135,8 +136,14 @@ class BM25Model(Model):
         index = BM25Index(corpus_tokens)
         scores = np.stack([index.scores(tokens) for tokens in query_tokens]).astype(np.float32)
         notes = ["images ignored (text only)"] if "image" in pool.info.modalities else []
-        return PoolScores(scores, embedded=len(corpus_tokens) + len(query_tokens),
-                          embed_seconds=time.perf_counter() - start, notes=notes)
+        seconds = time.perf_counter() - start
+        # one "call" over the whole pool, in BM25's own tokens: nothing is padded
+        tokens = sum(len(t) for t in corpus_tokens + query_tokens)
+        throughput = Throughput(inputs=len(corpus_tokens) + len(query_tokens), own_tokens=tokens, padded_tokens=tokens,
+                                batches=1, model_seconds=seconds, wall_seconds=seconds, devices=["cpu"])
+        throughput.peak_memory_bytes, throughput.peak_memory_source = peak_memory("cpu")
+        return PoolScores(scores, embedded=len(corpus_tokens) + len(query_tokens), embed_seconds=seconds, notes=notes,
+                          details={"throughput": throughput.as_dict()})
 
 
 def directory_fingerprint(path: Path) -> str:
@@ -162,21 +169,31 @@ def timed_model_call(stats: PoolScores, call, items: list):
     start = time.perf_counter()
     try:
         result = call(items)
-    except (PoolError, ModelError, UserError):
-        raise
     except Exception as exc:  # noqa: BLE001  (a model failure skips the pool, one line)
-        raise ModelError(f"{type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}") from None
+        raise model_failure(exc) from None
     stats.embed_seconds += time.perf_counter() - start
     return result
 
 
 class DenseModel(Model):
-    """Embeds queries and candidates (through the cache, in batches) and scores by cosine."""
+    """Embeds queries and candidates (through the cache, in token-budget calls) and scores by cosine.
+
+    An adapter splits its work in two where it can: ``assemble`` (an input as the model's call takes
+    it: tokens, template, truncation, pixels; no weights, so it runs in loader workers) and
+    ``forward_prepared`` (a call on the device). One that does not split keeps ``embed``."""
 
     query_template = "{text}"
+    runs_on_executors = True  # False: its embedding step is its own (multi-vector, generative readout, drawn vectors)
+    prepares_in_workers = False  # True: ``assemble`` is heavy enough to run in loader worker processes
+    # what a worker's copy leaves behind: the weights, and whatever runs the embedding step
+    heavy_attributes = ("model", "llm", "executor", "_local_executor", "prefilled")
 
     def __init__(self, settings: RunSettings):
         self.settings = settings
+        self.executor = None  # set by `mmle score` (harness.execution); None: this process
+        self._local_executor = None
+        # (pool, side) -> Throughput of inputs an executor embedded for several pools at once (harness.runner.prefill)
+        self.prefilled: dict[tuple[str, str], Throughput] = {}
         if settings.instruction is not None:
             self.query_template = settings.instruction
 
@@ -192,14 +209,80 @@ class DenseModel(Model):
         return item
 
     def embed(self, items: list[Item]) -> tuple[np.ndarray, list[bool]]:
-        """Embeddings [n, d] (any scale) and whether each input was truncated."""
-        raise NotImplementedError
+        """Embeddings [n, d] (any scale) and whether each input was truncated: an adapter's own, or one call
+        of its two halves."""
+        if type(self).forward_prepared is DenseModel.forward_prepared:
+            raise NotImplementedError
+        return self.forward_prepared([self.prepare(i, "", item, 0) for i, item in enumerate(items)])
+
+    # ---- the two halves of a call ------------------------------------------------------------------
+    def assemble(self, item: Item) -> tuple[object, int | None, bool | None]:
+        """(what ``forward_prepared`` takes of the item, its length in the model's own tokens after
+        truncation, whether it lost its middle); None where only the call can say (then the length is the
+        benchmark's yardstick and the call reports truncation)."""
+        return item, None, None
+
+    def prepare(self, index: int, key: str, item: Item, yardstick: int) -> Prepared:
+        payload, length, truncated = self.assemble(item)
+        return Prepared(index, item.id, key, yardstick if length is None else length, bool(truncated), payload)
+
+    def forward_prepared(self, prepared: list[Prepared]) -> tuple[np.ndarray, list[bool]]:
+        """One model call: the inputs' embeddings [n, d] and whether each was truncated."""
+        return self.embed([p.payload for p in prepared])
+
+    def preparer(self) -> "DenseModel":
+        """The preparing half for loader workers: this adapter, pickled without its weights."""
+        return self
+
+    def preparer_state(self) -> dict:
+        """The per-pool attributes ``assemble`` reads (sent to loader workers with each input)."""
+        return {}
+
+    def __getstate__(self) -> dict:
+        import types
+
+        state = {}
+        for name, value in self.__dict__.items():
+            if name in self.heavy_attributes:
+                state[name] = None
+            elif isinstance(value, types.ModuleType):
+                state[name] = ("module", value.__name__)
+            else:
+                state[name] = value
+        return state
+
+    def __setstate__(self, state: dict) -> None:
+        import importlib
+
+        for name, value in state.items():
+            if isinstance(value, tuple) and len(value) == 2 and value[0] == "module":
+                value = importlib.import_module(value[1])
+            self.__dict__[name] = value
+
+    def activation_bytes_per_token(self) -> float | None:
+        """Device memory one token of a call takes beyond the weights (harness.scoring.batching); None:
+        no memory plan (calls bounded by ``--batch-size`` alone)."""
+        return None
+
+    # ---- a pool ------------------------------------------------------------------------------------
+    def begin_pool(self, pool) -> None:
+        """Per-pool state the inputs' form depends on (profiles: the pool's task instruction)."""
+
+    def _executor(self):
+        if self.executor is not None:
+            return self.executor
+        if self._local_executor is None:
+            from harness.scoring.embedding import LocalExecutor
+
+            self._local_executor = LocalExecutor(self.settings)
+        return self._local_executor
 
     def embed_all(self, batches, total: int, cache: EmbeddingCache, stats: PoolScores,
                   label: str) -> tuple[np.ndarray, list[bool]]:
         """Unit vectors [n, d] of every item of ``batches`` (``total`` in all), each from the cache
         (keyed by the model's identity and the input's hash) or embedded and stored there, and
-        whether each was truncated; a progress bar labelled ``label``, counts into ``stats``."""
+        whether each was truncated; a progress bar labelled ``label``, counts into ``stats``.
+        The mteb path's embedding: its batches as mteb hands them over."""
         from tqdm.auto import tqdm
 
         key_of_model = model_key(self.identity())
@@ -233,19 +316,36 @@ class DenseModel(Model):
         return np.stack(vectors), truncated
 
     def score_pool(self, pool, cache, settings):
+        from harness.scoring.embedding import embed_side
+
+        self.begin_pool(pool)
         stats = PoolScores(scores=np.zeros((0, 0)))
-        size = settings.batch_size
-        queries = ([self.format_query(q) for q in batch] for batch in pool.iter_queries(size))
-        query_vectors, truncated_queries = self.embed_all(
-            queries, len(pool.query_ids), cache, stats, f"{pool.info.name} queries")
-        candidates = ([self.format_candidate(c) for c in batch] for batch in pool.iter_candidates(size))
-        doc_vectors, truncated_candidates = self.embed_all(
-            candidates, len(pool.corpus_ids), cache, stats, f"{pool.info.name} candidates")
+        throughput = Throughput()
+        sides = {}
+        for side in ("queries", "candidates"):
+            vectors, truncated, spent, cached = embed_side(self, pool, side, cache, self._executor(),
+                                                           f"{pool.info.name} {side}", self.settings.progress)
+            sides[side] = (vectors, truncated)
+            ahead = self.prefilled.pop((pool.info.name, side), None)
+            if ahead is not None:  # embedded beforehand with other pools' inputs: this pool's share
+                spent.merge(ahead)
+                cached -= ahead.inputs
+            throughput.merge(spent)
+            stats.embedded += spent.inputs
+            stats.cached += cached
+        (query_vectors, truncated_queries), (doc_vectors, truncated_candidates) = sides["queries"], sides["candidates"]
         stats.truncated_queries, stats.truncated_candidates = sum(truncated_queries), sum(truncated_candidates)
+        stats.embed_seconds = throughput.model_seconds
+        stats.details["throughput"] = throughput.as_dict()
         if query_vectors.shape[1] != doc_vectors.shape[1]:
             raise ModelError("query and candidate embeddings differ in size")
         stats.scores = query_vectors @ doc_vectors.T  # unit vectors: cosine similarity
         return stats
+
+    def close(self) -> None:
+        if self._local_executor is not None:
+            self._local_executor.close()
+            self._local_executor = None
 
 
 def _in_original(text: str, position: int) -> int:
@@ -280,14 +380,15 @@ class SentenceTransformerModel(DenseModel):
         return {"model": self.spec, "revision": self.revision, "max_length": self.window,
                 "query_template": self.query_template, "pooling": "model's own"}
 
-    def _fit(self, text: str) -> tuple[str, bool]:
-        budget = self.window - self.tokenizer.num_special_tokens_to_add()
+    def assemble(self, item):
+        """The text the model encodes (placeholders as spaces, over the window: its middle cut), its length in
+        the model's tokens (special tokens included), and whether it was cut."""
+        text = item.text.replace(IMAGE_PLACEHOLDER, " ")
+        specials = self.tokenizer.num_special_tokens_to_add()
         ids = self.tokenizer(text, add_special_tokens=False, verbose=False)["input_ids"]
-        kept, truncated = _middle_truncate_text(ids, budget)
-        if not truncated:
-            return text, False
+        kept, truncated = _middle_truncate_text(ids, self.window - specials)
         # Decoding and re-encoding can shift a token or two; the model's own end truncation is the backstop.
-        return self.tokenizer.decode(kept), True
+        return (self.tokenizer.decode(kept) if truncated else text), len(kept) + specials, truncated
 
     def kept_characters(self, item):
         # the model reads the text with each image placeholder as one space (``embed``)
@@ -298,11 +399,10 @@ class SentenceTransformerModel(DenseModel):
         kept = kept_character_ranges(spans, [1] * len(spans), budget, len(text))
         return [(_in_original(item.text, lo), _in_original(item.text, hi)) for lo, hi in kept]
 
-    def embed(self, items):
-        fitted = [self._fit(item.text.replace(IMAGE_PLACEHOLDER, " ")) for item in items]
-        vectors = self.model.encode([t for t, _ in fitted], batch_size=len(items), convert_to_numpy=True,
+    def forward_prepared(self, prepared):
+        vectors = self.model.encode([p.payload for p in prepared], batch_size=len(prepared), convert_to_numpy=True,
                                     show_progress_bar=False, normalize_embeddings=True)
-        return vectors, [f for _, f in fitted]
+        return vectors, [p.truncated for p in prepared]
 
 
 def load_image_processor(name: str):
@@ -389,7 +489,8 @@ class HFModel(DenseModel):
         try:
             config = AutoConfig.from_pretrained(name, local_files_only=local or None)
             self.tokenizer = AutoTokenizer.from_pretrained(name, local_files_only=local or None)
-            self.model = AutoModel.from_pretrained(name, local_files_only=local or None).to(settings.device).eval()
+            self.model = (AutoModel.from_pretrained(name, local_files_only=local or None).to(settings.device).eval()
+                          if settings.load_weights else None)  # None: the driver of several devices
         except OSError as exc:
             raise UserError(f"hf: cannot load {name!r}: {str(exc).splitlines()[0]}") from None
         self.torch = torch

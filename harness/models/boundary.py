@@ -75,7 +75,7 @@ class GenerationStore:
     """The generations beside the embedding cache (same SQLite file), or in memory without one."""
 
     def __init__(self, cache: EmbeddingCache):
-        self.connection = cache.connection
+        self.connection = cache.connection if cache.persistent else None
         self.memory: dict[tuple[str, str], Generation] = {}
         if self.connection is not None:
             self.connection.execute(
@@ -113,6 +113,8 @@ class GenerationStore:
 
 class GenerativeReadoutModel(DenseModel):
     """A transformers causal or vision-language model read at its boundary tokens (module doc)."""
+
+    runs_on_executors = False
 
     query_template = DEFAULT_QUERY_TEMPLATE
     # Qwen-VL inputs are assembled as HFModel does (placeholders -> vision tokens, images through

@@ -40,6 +40,8 @@ class RandomModel(DenseModel):
     """A seeded random encoder. Vectors depend only on the seed and what reaches the model (the
     input's content hash), never on ids, order or batching, so reruns agree and nothing is cached."""
 
+    runs_on_executors = False
+
     spec = "random"
     modalities = frozenset({"text", "image"})
 
@@ -56,7 +58,11 @@ class RandomModel(DenseModel):
         return np.array(vectors, dtype=np.float32), [False] * len(items)
 
     def score_pool(self, pool, cache, settings):
-        return super().score_pool(pool, EmbeddingCache(None), settings)  # cheaper drawn than stored
+        private = EmbeddingCache(None)  # cheaper drawn than stored
+        try:
+            return super().score_pool(pool, private, settings)
+        finally:
+            private.close()
 
 
 def yardstick_length(item: Item, counter=None) -> int:

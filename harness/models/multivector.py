@@ -46,6 +46,8 @@ def maxsim(query: np.ndarray, candidates: list[np.ndarray]) -> np.ndarray:
 class MultiVectorModel(DenseModel):
     """A model that embeds each input as a token matrix; subclasses give ``embed_tokens``."""
 
+    runs_on_executors = False
+
     def embed_tokens(self, items: list[Item]) -> tuple[list[np.ndarray], list[bool]]:
         """Token matrices [n_tokens, d] (any scale) and whether each input was truncated."""
         raise NotImplementedError

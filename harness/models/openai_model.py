@@ -60,6 +60,7 @@ class OpenAIModel(DenseModel):
         return [d["embedding"] for d in data]
 
     def close(self) -> None:
+        super().close()
         if self._client is not None:
             self._client.close()
             self._client = None

@@ -112,7 +112,9 @@ class ProfileModel(DenseModel):
             if missing:
                 self.tokenizer.add_tokens(missing)
             dtype = torch.float32 if settings.device == "cpu" else getattr(torch, profile.dtype)
-            self.model = self.load_weights(source, dtype, kwargs).to(settings.device).eval()
+            # without weights: the driver of several devices, which only plans and reads the cache
+            self.model = (self.load_weights(source, dtype, kwargs).to(settings.device).eval()
+                          if settings.load_weights else None)
             self.image_processor = image_processor_for(source, profile.images)
         except OSError as exc:
             raise UserError(f"--model {profile.name}: cannot load {source!r}: {str(exc).splitlines()[0]}") from None
@@ -129,6 +131,8 @@ class ProfileModel(DenseModel):
 
     def _check_added_tokens(self) -> None:
         """An added token (Embed-RL's <emb>) needs a row in the embedding table: the checkpoints have one."""
+        if self.model is None:
+            return
         rows = self.model.get_input_embeddings().num_embeddings
         for token in self.profile.added_tokens:
             if self.tokenizer.convert_tokens_to_ids(token) >= rows:
@@ -263,49 +267,76 @@ class ProfileModel(DenseModel):
                                            + 2 * (input_ids == self.video_token_id).long())
         return model(**inputs).last_hidden_state
 
-    def _video_inputs(self, clips):
-        """(pixel_values_videos, video_grid_thw) of the batch's clips, or None."""
+    def _video_parts(self, clips) -> list:
+        """Each clip's (patches, grid) as the model's video processor makes them."""
         if not clips:
-            return None
+            return []
         if self._video_settings is None:
             self._video_settings = qwen_vision.processor_settings(self._source, **self._load_kwargs)
-        torch = self.torch
-        parts = [qwen_vision.video_patches(clip, self._video_settings) for clip in clips]
-        device = self.settings.device
-        return (torch.cat([patches for patches, _ in parts]).to(device),
-                torch.tensor([grid for _, grid in parts], device=device))
+        return [qwen_vision.video_patches(clip, self._video_settings) for clip in clips]
+
+    # ---- the two halves of a call (harness.scoring.embedding) ------------------------------------
+    prepares_in_workers = True  # tokenising, images and frames: the heavy half, in loader workers
+
+    def assemble(self, item: Item):
+        """The item as the call takes it (``_payload``) and where its vector is read."""
+        encoded = self.encode_item(item)
+        form = self.profile.side(item.is_query)
+        if form.pooling not in ("last", "mean"):
+            raise ModelError(f"{self.spec}: pooling {form.pooling!r} is not in the scoring path yet")
+        # right padding: the last real token (the suffix / EOS / <emb> token), or the mean over the real ones
+        read_at = len(encoded.ids) - 1 - len(self._ids(form.after_pooled))
+        payload = {**self._payload(encoded), "pooling": form.pooling, "read_at": read_at}
+        return payload, len(encoded.ids), encoded.truncated
+
+    def _payload(self, encoded: Encoded) -> dict:
+        """Token ids, the images' pixel patches and grids (the image processor's, one input at a time exactly
+        as over a batch), and each clip's patches."""
+        pixels = grid = None
+        if encoded.images:
+            vision = self.image_processor(images=encoded.images, return_tensors="pt")
+            pixels, grid = vision["pixel_values"], vision["image_grid_thw"]
+        return {"ids": encoded.ids, "pixels": pixels, "grid": grid, "videos": self._video_parts(encoded.videos)}
 
     def _forward(self, encoded: list[Encoded]):
         """The last hidden states [n, width, hidden] (the model's dtype) of encoded inputs, right-padded."""
-        torch = self.torch
-        width = max(len(e.ids) for e in encoded)
-        device = self.settings.device
-        input_ids = torch.tensor([e.ids + [self.pad_id] * (width - len(e.ids)) for e in encoded], device=device)
-        attention = torch.tensor([[1] * len(e.ids) + [0] * (width - len(e.ids)) for e in encoded], device=device)
-        images = [image for e in encoded for image in e.images]
-        pixel_values = grid = None
-        if images:
-            vision = self.image_processor(images=images, return_tensors="pt")
-            pixel_values, grid = vision["pixel_values"].to(device), vision["image_grid_thw"].to(device)
-        video = self._video_inputs([clip for e in encoded for clip in e.videos])
-        with torch.no_grad():
-            return self._hidden(input_ids, attention, pixel_values, grid, video)
+        return self._batch_hidden([self._payload(e) for e in encoded])
 
-    def embed(self, items):
+    def _batch_hidden(self, inputs: list[dict]):
+        """One call: the inputs right-padded into one batch, their images and clips concatenated in order."""
         torch = self.torch
-        encoded = [self.encode_item(item) for item in items]
-        hidden = self._forward(encoded).float()
-        vectors = []
-        for row, (item, e) in enumerate(zip(items, encoded)):
-            form = self.profile.side(item.is_query)
-            pooling = form.pooling
-            if pooling == "last":  # right padding: the last real token (the suffix / EOS / <emb> token)
-                vectors.append(hidden[row, len(e.ids) - 1 - len(self._ids(form.after_pooled))])
-            elif pooling == "mean":
-                vectors.append(hidden[row, : len(e.ids)].mean(dim=0))
-            else:
-                raise ModelError(f"{self.spec}: pooling {pooling!r} is not in the scoring path yet")
-        return torch.stack(vectors).cpu().numpy(), [e.truncated for e in encoded]
+        width = max(len(x["ids"]) for x in inputs)
+        device = self.settings.device
+        input_ids = torch.tensor([x["ids"] + [self.pad_id] * (width - len(x["ids"])) for x in inputs], device=device)
+        attention = torch.tensor([[1] * len(x["ids"]) + [0] * (width - len(x["ids"])) for x in inputs], device=device)
+        with_images = [x for x in inputs if x["pixels"] is not None]
+        pixels = torch.cat([x["pixels"] for x in with_images]).to(device) if with_images else None
+        grid = torch.cat([x["grid"] for x in with_images]).to(device) if with_images else None
+        clips = [part for x in inputs for part in x["videos"]]
+        video = ((torch.cat([patches for patches, _ in clips]).to(device),
+                  torch.tensor([g for _, g in clips], device=device)) if clips else None)
+        with torch.no_grad():
+            return self._hidden(input_ids, attention, pixels, grid, video)
+
+    def preparer_state(self) -> dict:
+        return {"frame_sequences": self.frame_sequences}
+
+    def forward_prepared(self, prepared):
+        inputs = [p.payload for p in prepared]
+        hidden = self._batch_hidden(inputs).float()
+        vectors = [hidden[row, x["read_at"]] if x["pooling"] == "last" else hidden[row, : len(x["ids"])].mean(dim=0)
+                   for row, x in enumerate(inputs)]
+        return self.torch.stack(vectors).cpu().numpy(), [p.truncated for p in prepared]
+
+    def activation_bytes_per_token(self) -> float | None:
+        if self.model is None:  # the driver of several devices: each computes its own
+            return None
+        config = self.model.config
+        text = getattr(config, "text_config", config)
+        hidden, mlp = text.hidden_size, getattr(text, "intermediate_size", 4 * text.hidden_size)
+        element = next(self.model.parameters()).element_size()
+        # one layer's live activations (harness.scoring.batching) and the fp32 last hidden state read for pooling
+        return (6 * hidden + 3 * mlp) * element + 4 * hidden
 
     # ---- the model's own count (issue 26 point 3) -----------------------------------------------
     def own_lengths(self, pool) -> dict:
@@ -329,9 +360,12 @@ class ProfileModel(DenseModel):
         whether it reaches the model (for every profile here it does not)."""
         return Item(id=item.id, text=item.text, images=item.images, instruction=self._pool_instruction)
 
-    def score_pool(self, pool, cache, settings):
+    def begin_pool(self, pool) -> None:
         self._pool_instruction = next(iter(pool.iter_queries(1)))[0].instruction
         self.frame_sequences = pool.info.frame_sequences
+
+    def score_pool(self, pool, cache, settings):
+        self.begin_pool(pool)  # also for the multi-vector profiles, whose scoring is their own
         stats = super().score_pool(pool, cache, settings)
         stats.details["own_lengths"] = self.own_lengths(pool)
         if self.profile.verified is None:

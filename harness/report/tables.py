@@ -19,6 +19,7 @@ from typing import Callable
 
 import numpy as np
 
+from harness.report.throughput import TITLE as THROUGHPUT_TITLE, throughput_table
 from harness.scoring.own_lengths import OWN_LENGTHS_TITLE, own_lengths_table
 from harness.scoring.metrics import MAIN_METRIC, bootstrap_ci
 
@@ -599,7 +600,8 @@ def markdown(report: dict, table3_cells: list[dict] | None = None, table4_cells:
                         (f"Per pool ({HIT_K_NOTE})", pool_table(rows) if rows else ""),
                         ("Generative readout (format validity, fallbacks to the last generated token, mean "
                          "generated length)", readout_table(rows)),
-                        (OWN_LENGTHS_TITLE, own_lengths_table(rows))):
+                        (OWN_LENGTHS_TITLE, own_lengths_table(rows)),
+                        (THROUGHPUT_TITLE, throughput_table(rows))):
         if body:
             parts += [f"## {title}", "", body, ""]
     if skipped:

@@ -11,6 +11,7 @@ import hashlib
 import json
 import os
 import sqlite3
+import tempfile
 from pathlib import Path
 
 import numpy as np
@@ -51,12 +52,19 @@ def input_key(item: Item) -> str:
 
 
 class EmbeddingCache:
+    """``directory`` None (``--no-cache``): a private folder for this run, removed on ``close``, so that
+    the executors (a process per device, Ray's driver) hand vectors back the same way as with a cache."""
+
     def __init__(self, directory: str | Path | None):
-        self.connection = None
+        self._scratch = None
         if directory is None:
-            return
-        Path(directory).mkdir(parents=True, exist_ok=True)
-        self.connection = sqlite3.connect(str(Path(directory) / "embeddings.sqlite"))
+            self._scratch = tempfile.TemporaryDirectory(prefix="mmle-embeddings-")
+            directory = self._scratch.name
+        self.directory = Path(directory)
+        self.directory.mkdir(parents=True, exist_ok=True)
+        # a device's process writes its calls while the others read and write theirs: WAL, and a wait on a lock
+        self.connection = sqlite3.connect(str(self.directory / "embeddings.sqlite"), timeout=600)
+        self.connection.execute("PRAGMA journal_mode=WAL")
         self.connection.execute(
             "CREATE TABLE IF NOT EXISTS embeddings (model TEXT, input TEXT, truncated INTEGER, "
             "dim INTEGER, vector BLOB, PRIMARY KEY (model, input))")
@@ -72,6 +80,17 @@ class EmbeddingCache:
         for start in range(0, len(keys), 500):
             chunk = keys[start:start + 500]
             yield from self.connection.execute(f"{query} ({','.join('?' * len(chunk))})", [model, *chunk])
+
+    @property
+    def persistent(self) -> bool:
+        """False for a run's private cache (``--no-cache``): nothing in it outlives the run."""
+        return self._scratch is None
+
+    def cached_keys(self, model: str, keys: list[str]) -> set[str]:
+        """Which of ``keys`` have a vector of ``model`` stored."""
+        if self.connection is None or not keys:
+            return set()
+        return {key for (key,) in self._select("SELECT input FROM embeddings WHERE model = ? AND input IN", model, keys)}
 
     def get_many(self, model: str, keys: list[str]) -> dict[str, tuple[np.ndarray, bool]]:
         if self.connection is None or not keys:
@@ -111,3 +130,6 @@ class EmbeddingCache:
         if self.connection is not None:
             self.connection.close()
             self.connection = None
+        if self._scratch is not None:
+            self._scratch.cleanup()
+            self._scratch = None

@@ -31,6 +31,10 @@ class PoolError(Exception):
     """A pool cannot be scored (layout, missing image, ...): reported and skipped, never a traceback."""
 
 
+class ModelError(Exception):
+    """The model failed on a pool's inputs: the pool is reported and skipped."""
+
+
 @dataclass(frozen=True)
 class Item:
     """One input to embed: a query or a candidate, with its images (encoded bytes) in placeholder order."""
@@ -407,9 +411,14 @@ class PoolData:
             raise PoolError(f"layout: qrels name unknown query {sorted(unknown)[0]!r}")
         return index
 
-    def _items(self, table, is_query: bool, batch_size: int) -> Iterator[list[Item]]:
+    def _items(self, table, is_query: bool, batch_size: int, indices=None) -> Iterator[list[Item]]:
         columns = ["_id", "text", "images"] + (["instruction"] if is_query else [])
-        batches = table.select_columns(columns).iter(batch_size=batch_size)
+        table = table.select_columns(columns)
+        if indices is None:
+            batches = table.iter(batch_size=batch_size)
+        else:  # rows in the given order, read a batch at a time from the memory-mapped table
+            batches = (table.select(indices[start:start + batch_size])[:]
+                       for start in range(0, len(indices), batch_size))
         config = f"{self.info.name}-{'queries' if is_query else 'corpus'}"
         while True:
             try:
@@ -438,6 +447,16 @@ class PoolData:
 
     def iter_candidates(self, batch_size: int) -> Iterator[list[Item]]:
         return self._items(self.corpus, False, batch_size)
+
+    def iter_side(self, side: str, batch_size: int, indices: list[int] | None = None) -> Iterator[list[Item]]:
+        """The items of one side ("queries" or "candidates") in batches: all in pool order, or the rows
+        ``indices`` in that order."""
+        is_query = side == "queries"
+        return self._items(self.queries if is_query else self.corpus, is_query, batch_size, indices)
+
+    def side_tokens(self, side: str) -> list[int]:
+        """Each item's length on the benchmark's yardstick, for one side."""
+        return self.query_tokens if side == "queries" else self.candidate_tokens
 
     @property
     def query_tokens(self) -> list[int]:

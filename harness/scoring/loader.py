@@ -1,0 +1,77 @@
+"""Input assembly off the model's thread, as a PyTorch ``DataLoader`` does it: a pool of worker
+processes (``--loader-workers``) prepares inputs (image decode and resize, pixel normalisation,
+frames, tokenising, template, middle truncation) ahead of the model, and hands them back in order.
+
+Each worker holds a copy of the model's preparing half (``Model.preparer()``: the adapter without its
+weights), sent once when the pool starts; per-pool settings that change how an input is prepared
+travel with each task. Prefetching is bounded (``ahead`` inputs in flight), so memory stays a few
+batches whatever the pool's size. With no workers, inputs are prepared inline, in the same order.
+"""
+
+from __future__ import annotations
+
+import multiprocessing
+import os
+from collections import deque
+from concurrent.futures import ProcessPoolExecutor
+from typing import Iterable, Iterator
+
+_PREPARER = None  # the worker's copy of the model's preparing half
+
+
+def _install(preparer) -> None:
+    global _PREPARER
+    os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")  # the workers are the parallelism
+    try:
+        import torch
+
+        torch.set_num_threads(1)  # one core per worker, as DataLoader's workers
+    except ImportError:
+        pass
+    _PREPARER = preparer
+
+
+def _prepare(state: dict, task):
+    for name, value in state.items():
+        setattr(_PREPARER, name, value)
+    return _PREPARER.prepare(*task)
+
+
+class InputLoader:
+    """Prepares ``(index, item)`` tasks with ``preparer.prepare(index, item)`` in ``workers`` processes
+    (0: inline), at most ``ahead`` in flight, results in task order. One pool serves a whole run."""
+
+    def __init__(self, preparer, workers: int, ahead: int | None = None):
+        self.preparer, self.workers = preparer, workers
+        self.ahead = ahead or max(4, 4 * workers)
+        self._pool = None
+
+    def _executor(self) -> ProcessPoolExecutor:
+        if self._pool is None:
+            # spawn, not fork: the parent may hold CUDA state and threads that a forked child cannot use
+            self._pool = ProcessPoolExecutor(self.workers, mp_context=multiprocessing.get_context("spawn"),
+                                             initializer=_install, initargs=(self.preparer,))
+        return self._pool
+
+    def prepared(self, tasks: Iterable[tuple], state: dict | None = None) -> Iterator:
+        """Each task prepared, in order; ``state``: the preparer's per-pool attributes, set in every worker."""
+        state = state or {}
+        if self.workers == 0:
+            for name, value in state.items():
+                setattr(self.preparer, name, value)
+            for task in tasks:
+                yield self.preparer.prepare(*task)
+            return
+        executor = self._executor()
+        pending: deque = deque()
+        for task in tasks:
+            pending.append(executor.submit(_prepare, state, task))
+            if len(pending) >= self.ahead:
+                yield pending.popleft().result()
+        while pending:
+            yield pending.popleft().result()
+
+    def close(self) -> None:
+        if self._pool is not None:
+            self._pool.shutdown(cancel_futures=True)
+            self._pool = None
