@@ -16,7 +16,7 @@ TABLE3_ARGS ?=
 # e.g. make push DATASET=govreport PUSH_ARGS="--repo org/mmlongembed --version 1.0.0"
 PUSH_ARGS ?=
 
-.PHONY: venv build-dataset validate test browser bench bench-scale score table3 push readme clean
+.PHONY: venv build-dataset validate test browser bench bench-scale bench-score score table3 push readme clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -59,6 +59,10 @@ bench: $(STAMP)
 	$(BIN)/python bench/read_memory.py
 
 # Every builder at the paper's size (hours on 2 cores; docs/SCALE.md). A short run:
+# Scoring throughput on CPU with a tiny model: padding, loader workers, Ray (bench/score_throughput.py)
+bench-score: $(STAMP)
+	$(BIN)/python bench/score_throughput.py $(BENCH_SCORE_ARGS)
+
 # make bench-scale SCALE_ARGS="--scale 0.1 --builders govreport hotpotqa"
 SCALE_ARGS ?=
 bench-scale: $(STAMP)

@@ -10,7 +10,8 @@ packages, each importing only those above it:
 - ``models``: the adapters behind one interface (bm25, sentence-transformers, transformers,
   vLLM, OpenAI-compatible and Doubao APIs, multi-vector, boundary readout), the profile runner,
   diagnostic rows and tiny random models;
-- ``report`` (tables and plots, the leaderboard, predictions, training-overlap marks),
+- ``execution`` (the embedding step on several devices, each a process of its own, or on Ray),
+  ``report`` (tables and plots, the leaderboard, predictions, training-overlap marks),
   ``explore`` (the static site of ``mmle explore``) and ``mteb`` (the pools and the video tasks
   through mteb's evaluators, MVEB ranking);
 - then this package's own modules: ``runner`` (every pool with every model), ``cli``

@@ -56,25 +56,30 @@ class DeviceExecutor:
         self.cache_directory = str(cache_directory)
         self._workers: list[tuple] = []
 
-    def _start(self) -> None:
+    def _start(self, device: str) -> tuple:
         context = multiprocessing.get_context("spawn")  # CUDA cannot be used in a forked child
-        for device in self.devices:
-            tasks, results = context.Queue(), context.Queue()
-            process = context.Process(target=_serve, name=f"mmle-{device}", daemon=True,
-                                      args=(self.spec, self.settings, device, self.cache_directory, tasks, results))
-            process.start()
-            self._workers.append((device, process, tasks, results))
+        tasks, results = context.Queue(), context.Queue()
+        process = context.Process(target=_serve, name=f"mmle-{device}", daemon=True,
+                                  args=(self.spec, self.settings, device, self.cache_directory, tasks, results))
+        process.start()
+        return device, process, tasks, results
+
+    def _ready_workers(self) -> list[tuple]:
+        """A process per device; one that ended (killed, out of host memory) is started again."""
+        if not self._workers:
+            self._workers = [self._start(device) for device in self.devices]
+        self._workers = [worker if worker[1].is_alive() else self._start(worker[0]) for worker in self._workers]
+        return self._workers
 
     def embed(self, model, pool, work: SideWork, cache, key_of_model: str, progress) -> Throughput:
         if not isinstance(pool, PoolData):  # a diagnostic's edited inputs exist only in this process
             raise ModelError(f"{model.spec}: edited inputs are embedded in one process, not on several devices")
         if Path(self.cache_directory) != Path(cache.directory):
             raise ModelError(f"the devices write {self.cache_directory}, the run reads {cache.directory}")
-        if not self._workers:
-            self._start()
-        shares = split_by_tokens(work.missing, work.lengths, len(self._workers))
+        workers = self._ready_workers()
+        shares = split_by_tokens(work.missing, work.lengths, len(workers))
         busy = []
-        for (device, process, tasks, results), share in zip(self._workers, shares):
+        for (device, process, tasks, results), share in zip(workers, shares):
             if share:
                 tasks.put((pool.benchmark.ref, pool.info, dataclasses.replace(work, missing=share), key_of_model))
                 busy.append((device, process, results, len(share)))

@@ -111,12 +111,15 @@ class _EditedPool:
     def __getattr__(self, name):
         return getattr(self._pool, name)
 
+    def iter_side(self, side: str, batch_size: int, indices: list[int] | None = None):
+        return ([self._edit(item, self._pool.info) for item in batch]
+                for batch in self._pool.iter_side(side, batch_size, indices))
+
     def iter_queries(self, batch_size: int):
-        return ([self._edit(item, self._pool.info) for item in batch] for batch in self._pool.iter_queries(batch_size))
+        return self.iter_side("queries", batch_size)
 
     def iter_candidates(self, batch_size: int):
-        return ([self._edit(item, self._pool.info) for item in batch]
-                for batch in self._pool.iter_candidates(batch_size))
+        return self.iter_side("candidates", batch_size)
 
 
 class EditedInputsModel(Model):

@@ -326,6 +326,29 @@ def _image_bytes(value: dict | None, where: str) -> bytes:
     raise PoolError(f"missing image in {where}")
 
 
+class InMemoryPool:
+    """The side access of ``PoolData`` for a pool held in memory (``queries`` and ``candidates`` lists of
+    items, ``query_tokens`` and ``candidate_tokens`` its yardstick lengths): a test's pool, a hand-made one."""
+
+    queries: list
+    candidates: list
+
+    def iter_side(self, side: str, batch_size: int, indices: list[int] | None = None) -> Iterator[list[Item]]:
+        items = self.queries if side == "queries" else self.candidates
+        chosen = items if indices is None else [items[i] for i in indices]
+        for start in range(0, len(chosen), batch_size):
+            yield list(chosen[start:start + batch_size])
+
+    def iter_queries(self, batch_size: int) -> Iterator[list[Item]]:
+        return self.iter_side("queries", batch_size)
+
+    def iter_candidates(self, batch_size: int) -> Iterator[list[Item]]:
+        return self.iter_side("candidates", batch_size)
+
+    def side_tokens(self, side: str) -> list[int]:
+        return list(self.query_tokens if side == "queries" else self.candidate_tokens)
+
+
 class PoolData:
     """The three tables of one pool, checked against the layout, read in batches (memory bounded)."""
 

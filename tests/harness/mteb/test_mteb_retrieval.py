@@ -223,8 +223,9 @@ def test_the_mteb_path_shares_mmle_scores_embedding_cache(generated, minilm, tmp
     from mmlongembed.cli import main as mmle_main
 
     embedded = []
-    original = type(minilm).embed
-    monkeypatch.setattr(type(minilm), "embed", lambda self, items: (embedded.extend(items), original(self, items))[1])
+    original = type(minilm).forward_prepared  # every model call of both paths
+    monkeypatch.setattr(type(minilm), "forward_prepared",
+                        lambda self, prepared: (embedded.extend(prepared), original(self, prepared))[1])
     build, cache = str(generated["build"]), str(tmp_path / "cache")
     assert mmle_main(["score", "--dataset", build, "--model", "minilm", "--cache-dir", cache, "--batch-size", "8",
                       "--output", str(tmp_path / "results"), "--quiet"]) == 0

@@ -14,7 +14,7 @@ import dataclasses
 import numpy as np
 import pytest
 
-from harness.scoring.data import Item
+from harness.scoring.data import InMemoryPool, Item
 from harness.profiles.catalogue import get_profile
 from harness.profiles.schema import ImageLimits
 from tests.support.golden_profiles import GoldenCheck, golden_fixtures
@@ -119,7 +119,7 @@ def test_28_pixel_cells_instead_of_32_fail_the_gate(tiny, goldens):
     assert differences["image"] <= GATE, differences
 
 
-class FramePool:
+class FramePool(InMemoryPool):
     """A frame-sequence pool (a temporal build's, as harness.scoring.data reads it): text queries, candidates
     of ordered frames only, with the benchmark's yardstick lengths."""
 
@@ -135,12 +135,6 @@ class FramePool:
         self.queries = [Item("q0", "the dog jumps, then it sits", (), golden.INSTRUCTION, True)]
         self.query_ids, self.corpus_ids = ["q0"], [c.id for c in self.candidates]
         self.query_tokens, self.candidate_tokens = [8], [5 * 16] * 3
-
-    def iter_queries(self, batch_size):
-        yield list(self.queries)
-
-    def iter_candidates(self, batch_size):
-        yield list(self.candidates)
 
 
 def test_a_frame_pool_feeds_its_candidates_as_video_batched_as_one_by_one(tiny):
