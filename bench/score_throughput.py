@@ -93,10 +93,10 @@ def assembly(model, pool, items: int) -> dict[int, float]:
     candidates = side_items(model, pool, "candidates", items)
     tasks = [(i, input_key(item), item, 0) for i, item in enumerate(candidates)]
     rates = {}
-    for workers in (1, 2):
-        loader = InputLoader(model.preparer(), workers)
+    for workers in (0, 1, 2):
+        loader = InputLoader(model.preparer() if workers else model, workers)
         try:
-            list(loader.prepared(tasks[:workers], model.preparer_state()))  # start the workers
+            list(loader.prepared(tasks[:max(workers, 1)], model.preparer_state()))  # start the workers
             start = time.perf_counter()
             prepared = list(loader.prepared(tasks, model.preparer_state()))
             rates[workers] = len(prepared) / (time.perf_counter() - start)
@@ -150,8 +150,9 @@ def main() -> None:
             print(f"2. assembly, inputs/s (goal: 2 workers >= 1.7x one; {os.cpu_count()} cores here)")
             for info in measured:
                 rates = assembly(model, benchmark.open_pool(info), args.items)
-                print(f"   {info.name:<36} 1 worker {rates[1]:6.2f}/s ({1 / rates[1]:.3f} s per input of "
-                      f"{rates['tokens']:,.0f} tokens), 2 workers {rates[2]:6.2f}/s: {rates[2] / rates[1]:.2f}x")
+                print(f"   {info.name:<24} {rates['tokens']:>6,.0f} tokens: on the model's thread {rates[0]:6.2f}/s "
+                      f"({1 / rates[0]:.3f} s per input), 1 worker {rates[1]:6.2f}/s, 2 workers {rates[2]:6.2f}/s: "
+                      f"{rates[2] / rates[1]:.2f}x one")
         if "end-to-end" in args.parts:
             runs = end_to_end(dataset, [measured[1].name, measured[-1].name], name, path, workdir)
             plain_tokens, plain_wall = runs["plain"]

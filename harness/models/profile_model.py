@@ -296,7 +296,9 @@ class ProfileModel(DenseModel):
         if encoded.images:
             vision = self.image_processor(images=encoded.images, return_tensors="pt")
             pixels, grid = vision["pixel_values"], vision["image_grid_thw"]
-        return {"ids": encoded.ids, "pixels": pixels, "grid": grid, "videos": self._video_parts(encoded.videos)}
+        # ids as an array: a loader worker hands it back as one buffer, not as a list of Python ints
+        return {"ids": np.asarray(encoded.ids, dtype=np.int64), "pixels": pixels, "grid": grid,
+                "videos": self._video_parts(encoded.videos)}
 
     def _forward(self, encoded: list[Encoded]):
         """The last hidden states [n, width, hidden] (the model's dtype) of encoded inputs, right-padded."""
@@ -307,8 +309,12 @@ class ProfileModel(DenseModel):
         torch = self.torch
         width = max(len(x["ids"]) for x in inputs)
         device = self.settings.device
-        input_ids = torch.tensor([x["ids"] + [self.pad_id] * (width - len(x["ids"])) for x in inputs], device=device)
-        attention = torch.tensor([[1] * len(x["ids"]) + [0] * (width - len(x["ids"])) for x in inputs], device=device)
+        input_ids = torch.full((len(inputs), width), self.pad_id, dtype=torch.long)
+        attention = torch.zeros((len(inputs), width), dtype=torch.long)
+        for row, x in enumerate(inputs):  # right padding
+            input_ids[row, : len(x["ids"])] = torch.from_numpy(x["ids"])
+            attention[row, : len(x["ids"])] = 1
+        input_ids, attention = input_ids.to(device), attention.to(device)
         with_images = [x for x in inputs if x["pixels"] is not None]
         pixels = torch.cat([x["pixels"] for x in with_images]).to(device) if with_images else None
         grid = torch.cat([x["grid"] for x in with_images]).to(device) if with_images else None

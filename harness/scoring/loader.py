@@ -19,11 +19,23 @@ from typing import Iterable, Iterator
 _PREPARER = None  # the worker's copy of the model's preparing half
 
 
+def _context():
+    """Spawn, not fork: the parent may hold CUDA state and threads that a forked child cannot use. With
+    torch, its context: tensors (pixel patches, hundreds of MB for a 32K input of pages) come back through
+    shared memory, not through the pipe, as a DataLoader's do."""
+    try:
+        import torch.multiprocessing as torch_multiprocessing
+    except ImportError:
+        return multiprocessing.get_context("spawn")
+    return torch_multiprocessing.get_context("spawn")
+
+
 def _install(preparer) -> None:
     global _PREPARER
     os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")  # the workers are the parallelism
     try:
         import torch
+        import torch.multiprocessing  # noqa: F401  (registers the shared-memory reductions of tensors)
 
         torch.set_num_threads(1)  # one core per worker, as DataLoader's workers
     except ImportError:
@@ -31,26 +43,36 @@ def _install(preparer) -> None:
     _PREPARER = preparer
 
 
-def _prepare(state: dict, task):
+def _prepare(state: dict, tasks: list):
     for name, value in state.items():
         setattr(_PREPARER, name, value)
-    return _PREPARER.prepare(*task)
+    return [_PREPARER.prepare(*task) for task in tasks]
+
+
+def _chunks(tasks: Iterable[tuple], size: int) -> Iterator[list[tuple]]:
+    chunk: list[tuple] = []
+    for task in tasks:
+        chunk.append(task)
+        if len(chunk) == size:
+            yield chunk
+            chunk = []
+    if chunk:
+        yield chunk
 
 
 class InputLoader:
     """Prepares ``(index, item)`` tasks with ``preparer.prepare(index, item)`` in ``workers`` processes
     (0: inline), at most ``ahead`` in flight, results in task order. One pool serves a whole run."""
 
-    def __init__(self, preparer, workers: int, ahead: int | None = None):
-        self.preparer, self.workers = preparer, workers
-        self.ahead = ahead or max(4, 4 * workers)
+    def __init__(self, preparer, workers: int, ahead: int | None = None, chunk: int = 2):
+        self.preparer, self.workers, self.chunk = preparer, workers, chunk
+        self.ahead = ahead or max(4, 4 * workers)  # inputs in flight
         self._pool = None
 
     def _executor(self) -> ProcessPoolExecutor:
         if self._pool is None:
-            # spawn, not fork: the parent may hold CUDA state and threads that a forked child cannot use
-            self._pool = ProcessPoolExecutor(self.workers, mp_context=multiprocessing.get_context("spawn"),
-                                             initializer=_install, initargs=(self.preparer,))
+            self._pool = ProcessPoolExecutor(self.workers, mp_context=_context(), initializer=_install,
+                                             initargs=(self.preparer,))
         return self._pool
 
     def prepared(self, tasks: Iterable[tuple], state: dict | None = None) -> Iterator:
@@ -64,12 +86,13 @@ class InputLoader:
             return
         executor = self._executor()
         pending: deque = deque()
-        for task in tasks:
-            pending.append(executor.submit(_prepare, state, task))
-            if len(pending) >= self.ahead:
-                yield pending.popleft().result()
+        # a few inputs per submission: a short text's assembly costs less than a round trip to a worker
+        for chunk in _chunks(tasks, self.chunk):
+            pending.append(executor.submit(_prepare, state, chunk))
+            if len(pending) * self.chunk >= self.ahead:
+                yield from pending.popleft().result()
         while pending:
-            yield pending.popleft().result()
+            yield from pending.popleft().result()
 
     def close(self) -> None:
         if self._pool is not None:

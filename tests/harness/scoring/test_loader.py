@@ -1,0 +1,41 @@
+"""The input loader (harness.scoring.loader): worker processes give what the model's thread gives, in order,
+with the per-pool state each input was prepared under."""
+
+from __future__ import annotations
+
+from harness.scoring.batching import Prepared
+from harness.scoring.loader import InputLoader
+
+
+class Doubler:
+    """A preparer: an input's length is its text's length, times ``factor`` (a per-pool attribute)."""
+
+    factor = 1
+
+    def prepare(self, index, key, item, yardstick):
+        import os
+
+        return Prepared(index, item, key, len(item) * self.factor, False, os.getpid())
+
+
+def test_workers_prepare_in_order_with_the_pool_state_and_elsewhere():
+    tasks = [(i, f"k{i}", "x" * (i % 7 + 1), 0) for i in range(23)]
+    inline = list(InputLoader(Doubler(), 0).prepared(tasks, {"factor": 3}))
+    loader = InputLoader(Doubler(), 2, ahead=4)
+    try:
+        first = list(loader.prepared(tasks, {"factor": 3}))
+        second = list(loader.prepared(tasks[:5], {"factor": 5}))  # the same workers, the next pool's state
+    finally:
+        loader.close()
+    assert [(p.index, p.key, p.length) for p in first] == [(p.index, p.key, p.length) for p in inline]
+    assert [p.length for p in second] == [len(t[2]) * 5 for t in tasks[:5]]
+    import os
+
+    assert {p.payload for p in first} - {os.getpid()}  # prepared in worker processes
+
+
+def test_no_workers_prepare_on_the_caller_s_thread():
+    import os
+
+    prepared = list(InputLoader(Doubler(), 0).prepared([(0, "k", "abc", 0)]))
+    assert prepared[0].payload == os.getpid() and prepared[0].length == 3
