@@ -36,16 +36,18 @@ def padded_tokens(lengths: Sequence[int]) -> int:
     return len(lengths) * max(lengths) if lengths else 0
 
 
-def pack(entries: Iterable, length_of: Callable[[object], int], budget: int | None,
+def pack(entries: Iterable, length_of: Callable[[object], int], budget: int | Callable[[], int | None] | None,
          max_inputs: int) -> Iterator[list]:
     """Consecutive entries grouped into calls of at most ``max_inputs`` inputs and ``budget`` padded
-    tokens (None: no token bound); an entry longer than the budget is a call of its own."""
+    tokens (None: no token bound; a callable: read before each entry, so a lowered budget applies at
+    once); an entry longer than the budget is a call of its own."""
     batch: list = []
     longest = 0
     for entry in entries:
         length = length_of(entry)
         width = max(longest, length)
-        if batch and (len(batch) >= max_inputs or (budget is not None and (len(batch) + 1) * width > budget)):
+        limit = budget() if callable(budget) else budget
+        if batch and (len(batch) >= max_inputs or (limit is not None and (len(batch) + 1) * width > limit)):
             yield batch
             batch, width = [], length
         batch.append(entry)
@@ -211,7 +213,7 @@ class CallRunner:
 
     def calls(self, prepared: Iterable[Prepared]) -> Iterator[tuple[list[Prepared], object]]:
         """(the call's inputs, its vectors) for every call, in order."""
-        for batch in pack(prepared, lambda p: p.length, self.budget, self.max_inputs):
+        for batch in pack(prepared, lambda p: p.length, lambda: self.budget, self.max_inputs):
             yield from self._run(batch)
 
     def _run(self, batch: list[Prepared]) -> Iterator[tuple[list[Prepared], object]]:

@@ -88,3 +88,19 @@ def test_a_model_failure_is_one_line_not_a_back_off():
     runner = CallRunner(forward, budget=None, max_inputs=8, throughput=Throughput())
     with pytest.raises(ModelError, match=r"^ValueError: bad pixel values$"):
         list(runner.calls(_prepared([10, 10])))
+
+
+def test_a_lowered_budget_applies_to_the_calls_after_it():
+    failures = []
+
+    def forward(batch):
+        if padded_tokens([p.length for p in batch]) > 400:
+            failures.append(len(batch))
+            raise SimulatedOutOfMemory("too large")
+        return [[1.0]] * len(batch), [False] * len(batch)
+
+    throughput = Throughput()
+    runner = CallRunner(forward, budget=800, max_inputs=16, throughput=throughput)
+    list(runner.calls(_prepared([100] * 64)))
+    assert len(throughput.backoffs) == 1 and failures == [8]  # once lowered to 400, no later call fails
+    assert throughput.inputs == 64
