@@ -341,8 +341,12 @@ class ProfileModel(DenseModel):
         text = getattr(config, "text_config", config)
         hidden, mlp = text.hidden_size, getattr(text, "intermediate_size", 4 * text.hidden_size)
         element = next(self.model.parameters()).element_size()
-        # one layer's live activations (harness.scoring.batching) and the fp32 last hidden state read for pooling
-        return (6 * hidden + 3 * mlp) * element + 4 * hidden
+        # an image token's fp32 pixel patches: merge^2 patches of 3 x temporal x patch^2 values (18.8 KB for Qwen2-VL)
+        processor = self.image_processor
+        patch, temporal = getattr(processor, "patch_size", 14), getattr(processor, "temporal_patch_size", 2)
+        pixels = getattr(processor, "merge_size", 2) ** 2 * 3 * temporal * patch * patch * 4
+        # one layer's live activations (harness.scoring.batching), the fp32 last hidden state read for pooling
+        return (6 * hidden + 3 * mlp) * element + 4 * hidden + pixels
 
     # ---- the model's own count (issue 26 point 3) -----------------------------------------------
     def own_lengths(self, pool) -> dict:

@@ -23,7 +23,10 @@ from mmlongembed.core.errors import UserError
 # attention output, the MLP's gate, up and activation: 6 x hidden + 3 x MLP width) and the last
 # hidden state kept for pooling; doubled for the allocator's slack and the vision tower.
 ACTIVATION_SLACK = 2.0
-FREE_MEMORY_SHARE = 0.8  # of the memory left after the weights: the rest stays with the allocator
+# Of the memory left after the weights: on a GPU the rest stays with the allocator (and an out-of-memory
+# error backs off); the host's memory is also the input loader's and the system's, and running out of it
+# kills the process instead of raising, so a CPU run takes a quarter.
+FREE_MEMORY_SHARE = {"cuda": 0.8, "cpu": 0.25}
 
 
 def length_order(indices: Sequence[int], lengths: Sequence[int]) -> list[int]:
@@ -184,7 +187,8 @@ def default_batch_tokens(bytes_per_token: float | None, device: str, window: int
     (API models, BM25): their calls are bounded by ``--batch-size`` alone."""
     if not bytes_per_token:
         return None
-    budget = int(free_memory(device) * FREE_MEMORY_SHARE / (bytes_per_token * ACTIVATION_SLACK))
+    share = FREE_MEMORY_SHARE["cuda" if device.startswith("cuda") else "cpu"]
+    budget = int(free_memory(device) * share / (bytes_per_token * ACTIVATION_SLACK))
     return max(budget, window or 1)
 
 

@@ -66,13 +66,18 @@ class InputLoader:
 
     def __init__(self, preparer, workers: int, ahead: int | None = None, chunk: int = 2):
         self.preparer, self.workers, self.chunk = preparer, workers, chunk
-        self.ahead = ahead or max(4, 4 * workers)  # inputs in flight
+        # inputs in flight: two per worker, as a DataLoader's prefetch (a 32K input of pages is ~0.5 GB of pixels)
+        self.ahead = ahead or max(2, 2 * workers)
         self._pool = None
 
     def _executor(self) -> ProcessPoolExecutor:
         if self._pool is None:
             self._pool = ProcessPoolExecutor(self.workers, mp_context=_context(), initializer=_install,
                                              initargs=(self.preparer,))
+            # every worker started and ready now: a spawned worker starts only when a task finds none idle,
+            # and one that starts mid-run spends seconds importing torch beside the others
+            for ready in [self._pool.submit(os.getpid) for _ in range(self.workers)]:
+                ready.result()
         return self._pool
 
     def prepared(self, tasks: Iterable[tuple], state: dict | None = None) -> Iterator:
