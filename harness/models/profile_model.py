@@ -345,8 +345,11 @@ class ProfileModel(DenseModel):
         processor = self.image_processor
         patch, temporal = getattr(processor, "patch_size", 14), getattr(processor, "temporal_patch_size", 2)
         pixels = getattr(processor, "merge_size", 2) ** 2 * 3 * temporal * patch * patch * 4
+        # a padded call's attention mask, as transformers builds it for SDPA: one byte per token pair, up to a
+        # window's worth per token; on CPU the attention scores are materialised too (fp32, per head)
+        mask = self.window * (1 + (4 * text.num_attention_heads if self.settings.device == "cpu" else 0))
         # one layer's live activations (harness.scoring.batching), the fp32 last hidden state read for pooling
-        return (6 * hidden + 3 * mlp) * element + 4 * hidden + pixels
+        return (6 * hidden + 3 * mlp) * element + 4 * hidden + pixels + mask
 
     # ---- the model's own count (issue 26 point 3) -----------------------------------------------
     def own_lengths(self, pool) -> dict:
