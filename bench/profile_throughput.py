@@ -82,7 +82,6 @@ def measure(family: str, directory: Path, lengths: list[int], items: int) -> lis
 
 
 def main() -> None:
-    from harness.profiles.catalogue import get_profile
     from harness.models.tiny_models import FAMILIES, make_tiny
 
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
@@ -90,26 +89,26 @@ def main() -> None:
     parser.add_argument("--items", type=int, default=4)
     parser.add_argument("--gpu-tflops", type=float, default=400.0, help="assumed effective bf16 TFLOP/s")
     args = parser.parse_args()
-    assembly_at = {}
     with tempfile.TemporaryDirectory() as tmp:
         for family in FAMILIES:
             for length, assembly, tokens_per_s in measure(family, make_tiny(Path(tmp) / family, family),
                                                          args.lengths, args.items):
-                assembly_at[(family, length)] = assembly
                 print(f"tiny {family:<10} {length:>6} tokens: assembly {assembly * 1e3:7.1f} ms/input, "
                       f"forward {tokens_per_s:9.0f} tokens/s (CPU)")
-    longest = max(args.lengths)
     print(f"\nprojection for one 140 GB GPU at {args.gpu_tflops:g} effective bf16 TFLOP/s, batch 1:")
-    print("| model | bf16 weights GiB | peak at 32K (SDPA/FA) GiB | eager attention adds GiB | s per 8K | s per 32K | "
-          "host assembly s per 32K |")
-    print("|---|---:|---:|---:|---:|---:|---:|")
+    # the host's assembly per input of real pools (pages, text) is bench/score_throughput.py's to measure
+    print("| model | bf16 weights GiB | peak at 32K (SDPA/FA) GiB | eager attention adds GiB | s per 8K | s per 32K |")
+    print("|---|---:|---:|---:|---:|---:|")
     for name, (params, layers, hidden, mlp, heads) in REAL.items():
         weights, peak, eager = peak_memory_gib(params, hidden, mlp, heads, 32768)
-        family = get_profile(name).family
-        assembly = assembly_at.get((family, longest), 0.0) * 32768 / longest
-        seconds = [flops(params, layers, hidden, t) / (args.gpu_tflops * 1e12) for t in (8192, 32768)]
-        print(f"| {name} | {weights:.1f} | {peak:.1f} | {eager:.0f} | {seconds[0]:.2f} | {seconds[1]:.2f} | "
-              f"{assembly:.2f} |")
+        seconds = forward_seconds(name, args.gpu_tflops)
+        print(f"| {name} | {weights:.1f} | {peak:.1f} | {eager:.0f} | {seconds[0]:.2f} | {seconds[1]:.2f} |")
+
+
+def forward_seconds(name: str, gpu_tflops: float = 400.0) -> tuple[float, float]:
+    """The projected forward seconds of one 8K and one 32K input of the real model ``name``."""
+    params, layers, hidden, _, _ = REAL[name]
+    return tuple(flops(params, layers, hidden, t) / (gpu_tflops * 1e12) for t in (8192, 32768))
 
 
 if __name__ == "__main__":

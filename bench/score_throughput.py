@@ -106,6 +106,29 @@ def assembly(model, pool, items: int) -> dict[int, float]:
     return rates
 
 
+def run_plan(family: str, seconds_per_token: dict) -> None:
+    """docs/MODELS.md's run plan for the family's models: one worker's assembly seconds per 8K and 32K input
+    (text; pages, from the pool nearest that length) against the projected forward seconds
+    (bench/profile_throughput.py), and the loader workers that keep a GPU busy on pages."""
+    import math
+
+    from bench.profile_throughput import REAL, forward_seconds
+    from harness.profiles.catalogue import get_profile
+
+    def at(source: str, tokens: int) -> float:
+        nearest = min((key for key in seconds_per_token if key[0] == source), key=lambda key: abs(key[1] - tokens))
+        return seconds_per_token[nearest] * tokens
+
+    text, pages = [at("govreport", n) for n in (8192, 32768)], [at("mmlongbench", n) for n in (8192, 32768)]
+    print(f"   run plan ({family}): one worker's seconds per input, text 8K {text[0]:.3f}, 32K {text[1]:.3f}; "
+          f"pages 8K {pages[0]:.2f}, 32K {pages[1]:.2f}")
+    for name in (n for n in REAL if get_profile(n).family == family):
+        forward = forward_seconds(name)
+        workers = [math.ceil(p / f) for p, f in zip(pages, forward)]
+        print(f"   | {name} | {forward[0]:.2f} | {forward[1]:.2f} | {text[0]:.3f} / {text[1]:.3f} | "
+              f"{pages[0]:.2f} / {pages[1]:.2f} | {workers[0]} / {workers[1]} |")
+
+
 def end_to_end(dataset: Path, pools: list[str], name: str, path: Path, workdir: Path) -> dict[str, tuple]:
     from harness.cli import main as score
 
@@ -128,6 +151,9 @@ def main() -> None:
     parser.add_argument("--dataset", type=Path, default=None, help="a built release (default: build the sample one)")
     parser.add_argument("--family", default="qwen2_vl", choices=sorted(PROFILE_OF), help="tiny model's architecture")
     parser.add_argument("--items", type=int, default=24, help="candidates per pool in the assembly measurement")
+    parser.add_argument("--end-to-end-pools", nargs="+", default=None, metavar="PATTERN",
+                        help="pools of the end-to-end runs (default the longest MMLongBench and GovReport Easy pools); "
+                             "more pools amortise Ray's start over more work")
     parser.add_argument("--parts", nargs="+", default=["padding", "assembly", "end-to-end"],
                         choices=("padding", "assembly", "end-to-end"), help="what to measure (default all)")
     args = parser.parse_args()
@@ -148,13 +174,17 @@ def main() -> None:
             measured += [pools[0], pools[-1]] if len(pools) > 1 else pools
         if "assembly" in args.parts:
             print(f"2. assembly, inputs/s (goal: 2 workers >= 1.7x one; {os.cpu_count()} cores here)")
+            seconds_per_token = {}
             for info in measured:
                 rates = assembly(model, benchmark.open_pool(info), args.items)
+                seconds_per_token[(info.dataset, info.length)] = 1 / rates[1] / rates["tokens"]
                 print(f"   {info.name:<24} {rates['tokens']:>6,.0f} tokens: on the model's thread {rates[0]:6.2f}/s "
                       f"({1 / rates[0]:.3f} s per input), 1 worker {rates[1]:6.2f}/s, 2 workers {rates[2]:6.2f}/s: "
                       f"{rates[2] / rates[1]:.2f}x one")
+            run_plan(args.family, seconds_per_token)
         if "end-to-end" in args.parts:
-            runs = end_to_end(dataset, [measured[1].name, measured[-1].name], name, path, workdir)
+            runs = end_to_end(dataset, args.end_to_end_pools or [measured[1].name, measured[-1].name], name, path,
+                              workdir)
             plain_tokens, plain_wall = runs["plain"]
             print("3. end to end, own tokens per wall second (goal: Ray within 1.3x of the plain run's wall time)")
             for label, (tokens, wall) in runs.items():
