@@ -101,14 +101,21 @@ def prefill(model, benchmark: Benchmark, pools: list[PoolInfo], cache: Embedding
     from harness.scoring.embedding import SIDES, side_work
 
     key_of_model = model_key(model.identity())
-    jobs = []
+    jobs, planned = [], set()
     for info in pools:
         try:
             pool = benchmark.open_pool(info)
         except PoolError:
             continue
         model.begin_pool(pool)
-        jobs += [(pool, work) for side in SIDES if (work := side_work(model, pool, side, cache, key_of_model)).missing]
+        for side in SIDES:
+            work = side_work(model, pool, side, cache, key_of_model)
+            # an input shared by several pools (an Easy and a Hard pool's queries) is embedded once, for the
+            # first; the others find it cached, as they would in a pool-by-pool run
+            work.missing = [i for i in work.missing if work.keys[i] not in planned]
+            planned.update(work.keys[i] for i in work.missing)
+            if work.missing:
+                jobs.append((pool, work))
     if not jobs:
         return
     try:

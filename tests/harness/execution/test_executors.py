@@ -4,6 +4,8 @@ result row carries its throughput."""
 
 from __future__ import annotations
 
+import json
+
 import pyarrow.parquet as pq
 import pytest
 
@@ -58,8 +60,6 @@ def test_figures_do_not_depend_on_the_token_budget(setup, tmp_path, budget):
 
 def test_every_row_carries_its_throughput(setup):
     _, _, _, root = setup
-    import json
-
     report = json.loads((root / "plain" / "results.json").read_text())
     assert report["results"]
     for row in report["results"]:
@@ -117,3 +117,63 @@ def test_ray_with_two_actors_one_killed_mid_run_gives_the_plain_figures(setup, t
     assert fault.exists()  # an actor ended its process on its second row; Ray restarted it and retried the row
     assert scored == plain
     assert report["settings"]["executor"] == "ray"
+    # each row's inputs and own tokens are the plain run's: the joint job's costs go to the pools they belong to
+    plain_report = json.loads((setup[3] / "plain" / "results.json").read_text())
+    assert cost_by_row(report) == cost_by_row(plain_report)
+
+
+def cost_by_row(report: dict) -> dict:
+    return {(row["model"], row["pool"]): (row["embedded"], row["cached"], row["throughput"]["own_tokens"])
+            for row in report["results"] if row["model"] == TINY}
+
+
+def test_one_job_over_several_pools_embeds_a_shared_input_once(tmp_path):
+    """An Easy and a Hard pool ask the same questions: the joint job (Ray's) embeds each question once, for
+    the first pool, as a pool-by-pool run would, so no row's throughput counts another's inputs."""
+    from harness.fixtures import make_pool, write_benchmark
+    from harness.runner import prefill
+    from harness.scoring.cache import EmbeddingCache
+    from harness.scoring.data import Benchmark
+
+    easy = make_pool("govreport-easy-256", length=256, words=60)
+    hard = make_pool("govreport-hard-256", difficulty="hard", length=256, words=60)
+    for shared, query in zip(easy.queries, hard.queries):
+        query.text = shared.text
+    benchmark = Benchmark(str(write_benchmark(tmp_path / "bench", [easy, hard])))
+
+    class RecordingExecutor:
+        def __init__(self):
+            self.jobs = []
+
+        def embed_many(self, model, jobs, cache, key_of_model, progress=None):
+            self.jobs = [(pool.info.name, work.side, [work.keys[i] for i in work.missing]) for pool, work in jobs]
+            return {}
+
+    class TextModel:
+        executor = RecordingExecutor()
+        prefilled = {}
+
+        def identity(self):
+            return {"name": "text"}
+
+        def begin_pool(self, pool):
+            pass
+
+        def format_query(self, item):
+            return item
+
+        def format_candidate(self, item):
+            return item
+
+    model = TextModel()
+    cache = EmbeddingCache(None)
+    try:
+        prefill(model, benchmark, benchmark.pools, cache, log=print)
+    finally:
+        cache.close()
+    sent = {(pool, side): keys for pool, side, keys in model.executor.jobs}
+    assert len(sent[("govreport-easy-256", "queries")]) == len(easy.queries)
+    assert ("govreport-hard-256", "queries") not in sent  # every question already planned for the Easy pool
+    assert len(sent[("govreport-hard-256", "candidates")]) == len(hard.candidates)
+    everything = [key for keys in sent.values() for key in keys]
+    assert len(everything) == len(set(everything))
