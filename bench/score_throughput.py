@@ -10,8 +10,10 @@ against its reference measured in the same run:
    pool order) against token budgets (longest first, packed up to the budget). Goal <= 1.05.
 2. input assembly (tokens, template, truncation, image resize and pixels) in inputs/s with 1 and 2
    loader workers, on an image-heavy pool (MMLongBench pages) and a text pool. Goal: 2 workers >= 1.7x
-   one on a 2-core machine. Also the seconds per input, for the run plan in docs/MODELS.md.
-3. end-to-end `mmle score` on those two pools: own tokens per wall second of a plain run, with 2 loader
+   one on a 2-core machine. Also the seconds per input, for the run plan in docs/MODELS.md (the loader
+   workers that keep a GPU busy), and how fast this machine faults fresh memory in, which bounds pages.
+3. end-to-end `mmle score` on the longest of those pools (or --end-to-end-pools): own tokens per wall
+   second of a plain run, with 2 loader
    workers, and on Ray with 2 local actors. Goal: Ray within 1.3x of the plain run's wall time.
 Asserts nothing: the figures depend on the machine, the ratios are what to read.
 """
@@ -106,6 +108,26 @@ def assembly(model, pool, items: int) -> dict[int, float]:
     return rates
 
 
+def first_touch() -> tuple[float, float]:
+    """GB/s of writing 512 MiB into memory fresh from the system (each page faulted in) and into the same
+    memory again: a page input's image processor writes a few times its pixel bytes into fresh arrays,
+    so where first touch is slow (a sandboxed or virtualised host) it bounds the pages' assembly."""
+    import numpy as np
+
+    source = np.ones(2 ** 27, dtype=np.float32)
+    rates = []
+    for _ in range(3):
+        start = time.perf_counter()
+        target = np.empty_like(source)  # above malloc's mmap threshold: fresh pages every time
+        np.copyto(target, source)
+        fresh = time.perf_counter() - start
+        start = time.perf_counter()
+        np.copyto(target, source)
+        rates.append((source.nbytes / fresh / 1e9, source.nbytes / (time.perf_counter() - start) / 1e9))
+        del target
+    return sorted(r[0] for r in rates)[1], sorted(r[1] for r in rates)[1]  # the medians
+
+
 def run_plan(family: str, seconds_per_token: dict) -> None:
     """docs/MODELS.md's run plan for the family's models: one worker's assembly seconds per 8K and 32K input
     (text; pages, from the pool nearest that length) against the projected forward seconds
@@ -152,7 +174,7 @@ def main() -> None:
     parser.add_argument("--family", default="qwen2_vl", choices=sorted(PROFILE_OF), help="tiny model's architecture")
     parser.add_argument("--items", type=int, default=24, help="candidates per pool in the assembly measurement")
     parser.add_argument("--end-to-end-pools", nargs="+", default=None, metavar="PATTERN",
-                        help="pools of the end-to-end runs (default the longest MMLongBench and GovReport Easy pools); "
+                        help="pools of the end-to-end runs (default the longest MMLongBench and GovReport pools measured); "
                              "more pools amortise Ray's start over more work")
     parser.add_argument("--parts", nargs="+", default=["padding", "assembly", "end-to-end"],
                         choices=("padding", "assembly", "end-to-end"), help="what to measure (default all)")
@@ -166,12 +188,13 @@ def main() -> None:
         model, name, path = tiny_model(args.family, workdir / "tiny")
         if "padding" in args.parts:
             padding(model, benchmark)
-        # an image-heavy and a text pool, the shortest and the longest of each (Easy: one pool per length)
+        # an image-heavy and a text pool at the shortest and the longest length of each: the one with the most
+        # candidates there (a Hard pool holds four times an Easy one's), so the workers' start and drain weigh little
         measured = []
         for source in ("mmlongbench", "govreport"):
-            pools = sorted((p for p in benchmark.pools if p.dataset == source and p.difficulty == "easy"),
-                           key=lambda p: p.length)
-            measured += [pools[0], pools[-1]] if len(pools) > 1 else pools
+            pools = [p for p in benchmark.pools if p.dataset == source]
+            for length in sorted({min(p.length for p in pools), max(p.length for p in pools)}):
+                measured.append(max((p for p in pools if p.length == length), key=lambda p: p.n_candidates))
         if "assembly" in args.parts:
             print(f"2. assembly, inputs/s (goal: 2 workers >= 1.7x one; {os.cpu_count()} cores here)")
             seconds_per_token = {}
@@ -182,6 +205,9 @@ def main() -> None:
                       f"({1 / rates[0]:.3f} s per input), 1 worker {rates[1]:6.2f}/s, 2 workers {rates[2]:6.2f}/s: "
                       f"{rates[2] / rates[1]:.2f}x one")
             run_plan(args.family, seconds_per_token)
+            fresh, touched = first_touch()
+            print(f"   memory here: {fresh:.2f} GB/s into fresh pages, {touched:.2f} GB/s into touched ones "
+                  f"({touched / fresh:.0f}x): a page input's assembly writes ~3x its pixel bytes into fresh arrays")
         if "end-to-end" in args.parts:
             runs = end_to_end(dataset, args.end_to_end_pools or [measured[1].name, measured[-1].name], name, path,
                               workdir)

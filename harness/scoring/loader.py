@@ -66,8 +66,9 @@ class InputLoader:
 
     def __init__(self, preparer, workers: int, ahead: int | None = None, chunk: int = 2):
         self.preparer, self.workers, self.chunk = preparer, workers, chunk
-        # inputs in flight: two per worker, as a DataLoader's prefetch (a 32K input of pages is ~0.5 GB of pixels)
-        self.ahead = ahead or max(2, 2 * workers)
+        # inputs in flight: two submissions per worker, as a DataLoader's prefetch factor of 2, so a worker
+        # whose result waits for the model has the next one to assemble (a 32K input of pages is ~0.5 GB of pixels)
+        self.ahead = ahead or max(2, 2 * chunk * workers)
         self._pool = None
 
     def _executor(self) -> ProcessPoolExecutor:
@@ -90,14 +91,19 @@ class InputLoader:
                 yield self.preparer.prepare(*task)
             return
         executor = self._executor()
-        pending: deque = deque()
         # a few inputs per submission: a short text's assembly costs less than a round trip to a worker
-        for chunk in _chunks(tasks, self.chunk):
-            pending.append(executor.submit(_prepare, state, chunk))
-            if len(pending) * self.chunk >= self.ahead:
-                yield from pending.popleft().result()
+        chunks = _chunks(tasks, self.chunk)
+        pending: deque = deque()
+
+        def top_up() -> None:
+            while len(pending) * self.chunk < self.ahead and (chunk := next(chunks, None)) is not None:
+                pending.append(executor.submit(_prepare, state, chunk))
+
+        top_up()
         while pending:
-            yield from pending.popleft().result()
+            ready = pending.popleft().result()
+            top_up()  # before the caller takes these: the workers assemble while the model runs
+            yield from ready
 
     def close(self) -> None:
         if self._pool is not None:

@@ -39,3 +39,24 @@ def test_no_workers_prepare_on_the_caller_s_thread():
 
     prepared = list(InputLoader(Doubler(), 0).prepared([(0, "k", "abc", 0)]))
     assert prepared[0].payload == os.getpid() and prepared[0].length == 3
+
+
+def test_workers_have_the_next_inputs_while_the_caller_holds_one_and_no_more():
+    """As a DataLoader prefetches: when the caller gets an input, the next ``ahead`` are already submitted
+    (the workers assemble while the model runs), and never more than that (memory stays bounded)."""
+    taken = []
+
+    def tasks():
+        for i in range(20):
+            taken.append(i)
+            yield (i, f"k{i}", "x", 0)
+
+    loader = InputLoader(Doubler(), 2, ahead=4, chunk=2)
+    try:
+        seen = [(prepared.index, len(taken)) for prepared in loader.prepared(tasks())]
+    finally:
+        loader.close()
+    assert [index for index, _ in seen] == list(range(20))
+    for index, submitted in seen:
+        # the input's own submission of 2, then 4 more ahead of it (fewer at the end of the tasks)
+        assert submitted == min(20, (index // 2 + 1) * 2 + 4), (index, submitted)
