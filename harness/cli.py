@@ -254,6 +254,9 @@ def _load_with_executor(spec: str, settings, args, cache):
     model = load_model(spec, dataclasses.replace(settings, load_weights=False))
     if not (isinstance(model, DenseModel) and model.runs_on_executors):
         model.close()
+        if spec != "bm25":
+            print(f"{spec}: its embedding step is its own, not the executors': it runs in this process on "
+                  f"{settings.device}", file=sys.stderr)
         return load_model(spec, settings)
     gpus = args.gpus_per_replica if args.gpus_per_replica is not None else float(devices[0].startswith("cuda"))
     model.executor = make_executor(settings, spec, devices, args.executor, args.replicas, gpus, cache.directory)
