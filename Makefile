@@ -58,11 +58,13 @@ bench: $(STAMP)
 	$(BIN)/python bench/release_build.py
 	$(BIN)/python bench/read_memory.py
 
-# Every builder at the paper's size (hours on 2 cores; docs/SCALE.md). A short run:
 # Scoring throughput on CPU with a tiny model: padding, loader workers, Ray (bench/score_throughput.py)
+# make bench-score BENCH_SCORE_ARGS="--family qwen3_vl --end-to-end-pools 'mmlongbench-*' 'govreport-*'"
+BENCH_SCORE_ARGS ?=
 bench-score: $(STAMP)
 	$(BIN)/python bench/score_throughput.py $(BENCH_SCORE_ARGS)
 
+# Every builder at the paper's size (hours on 2 cores; docs/SCALE.md). A short run:
 # make bench-scale SCALE_ARGS="--scale 0.1 --builders govreport hotpotqa"
 SCALE_ARGS ?=
 bench-scale: $(STAMP)

@@ -97,12 +97,13 @@ def add_execution_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--batch-tokens", type=int, default=None,
                         help="most padded tokens per model call (inputs x the longest, in the model's own tokens); "
                              "inputs are ordered longest first and packed up to it. Default: what the model's memory "
-                             "plan leaves free on the device (the weights loaded); models without one (API, "
-                             "sentence-transformers) are bounded by --batch-size alone. A call that runs out of memory "
+                             "plan leaves free on the device (the weights loaded); models without one (hf:, hfgen:, "
+                             "vllm:, API, sentence-transformers, MiniLM) are bounded by --batch-size alone. A call that runs out of memory "
                              "is split in two and retried, down to one input, and recorded in results.json")
     parser.add_argument("--loader-workers", type=int, default=0,
                         help="processes assembling inputs (image decode and resize, pixels, frames, tokens, template, "
-                             "truncation) ahead of the model, per device; 0 (default): on the model's own thread. "
+                             "truncation) ahead of the model, per device, for the model profiles (`mmle models`); other "
+                             "models assemble on their own thread. 0 (default): on the model's own thread. "
                              "docs/MODELS.md's run plan says how many keep each family's GPU busy")
     parser.add_argument("--devices", default=None,
                         help="comma list of torch devices, one model replica each in its own process, sharing one "
@@ -112,7 +113,8 @@ def add_execution_arguments(parser: argparse.ArgumentParser) -> None:
                         help="local (default): this machine's processes; ray: the embedding step as a Ray Data job, "
                              "on the cluster at RAY_ADDRESS or a local one (docs/MODELS.md, 'Past one machine')")
     parser.add_argument("--replicas", type=int, default=None,
-                        help="--executor ray: model replicas (actors); default the number of --devices")
+                        help="--executor ray: model replicas (actors); default the number of --devices (ignored by "
+                             "--executor local, where --devices sets the replicas)")
     parser.add_argument("--gpus-per-replica", type=float, default=None,
                         help="--executor ray: GPUs each actor holds (default 1 when the devices are CUDA, else 0)")
     parser.add_argument("--simulate-memory-tokens", type=int, default=None,
@@ -215,15 +217,16 @@ def _score_all(args, selections, settings, modalities: set[str], log):
     """Every selected pool of every benchmark with every model, through one embedding cache: the
     models (closed) and the outcome."""
     from harness.scoring.cache import EmbeddingCache, cache_directory
-    from harness.models.adapters import load_model
     from harness.runner import Outcome, score
 
     specs = _split([args.model or DEFAULT_MODELS])
     # the default pair, whether left implicit or spelled out, lets MiniLM skip image pools without failing
     lenient = {"minilm"} if set(specs) == set(_split([DEFAULT_MODELS])) else set()
     cache = EmbeddingCache(cache_directory(args))
-    models = [_load_with_executor(spec, settings, args, cache) for spec in dict.fromkeys(specs)]
-    try:
+    models = []
+    try:  # a model that cannot load closes the cache and the models loaded before it
+        for spec in dict.fromkeys(specs):
+            models.append(_load_with_executor(spec, settings, args, cache))
         outcome = Outcome()
         for benchmark, pools in selections:
             part = score(benchmark, pools, models, settings, cache, modalities, lenient, args.bootstrap, args.seed, log)
@@ -254,7 +257,7 @@ def _load_with_executor(spec: str, settings, args, cache):
     model = load_model(spec, dataclasses.replace(settings, load_weights=False))
     if not (isinstance(model, DenseModel) and model.runs_on_executors):
         model.close()
-        if spec != "bm25":
+        if not args.quiet and isinstance(model, DenseModel):
             print(f"{spec}: its embedding step is its own, not the executors': it runs in this process on "
                   f"{settings.device}", file=sys.stderr)
         return load_model(spec, settings)

@@ -118,10 +118,17 @@ def prefill(model, benchmark: Benchmark, pools: list[PoolInfo], cache: Embedding
                 jobs.append((pool, work))
     if not jobs:
         return
+    from tqdm.auto import tqdm
+
+    # one job can run for hours: a bar over all its inputs
+    bar = tqdm(total=sum(len(work.missing) for _, work in jobs), desc=f"{model.spec}: every pool's inputs",
+               unit="input", disable=not model.settings.progress, leave=False, dynamic_ncols=True)
     try:
-        model.prefilled = model.executor.embed_many(model, jobs, cache, key_of_model)
+        model.prefilled = model.executor.embed_many(model, jobs, cache, key_of_model, bar.update)
     except ModelError as exc:
         log(f"{model.spec}: the joint embedding job failed ({exc}); embedding pool by pool")
+    finally:
+        bar.close()
 
 
 def needle_truncated(pool, model: Model) -> int | None:
@@ -178,17 +185,17 @@ def _result_row(ref: str, info: PoolInfo, model: Model, pool, scored, ranks, met
         "timings": timings,
         "items_per_s": round(scored.embedded / scored.embed_seconds, 2) if scored.embed_seconds > 0 else None,
         "notes": scored.notes,
-        "throughput": _bare_throughput(scored),
+        "throughput": _bare_throughput(scored, getattr(getattr(model, "settings", None), "device", "cpu")),
         **scored.details,
     }
 
 
-def _bare_throughput(scored) -> dict:
+def _bare_throughput(scored, device: str) -> dict:
     """The throughput of a model whose embedding step is its own (multi-vector, generative readout, a
-    diagnostic): inputs and time; tokens only where it counted them (its ``details`` replace this)."""
+    diagnostic): inputs, time and peak memory on its device; it counts no tokens (None, not 0)."""
     from harness.scoring.batching import Throughput, peak_memory
 
     throughput = Throughput(inputs=scored.embedded, wall_seconds=scored.embed_seconds,
-                            model_seconds=scored.embed_seconds)
-    throughput.peak_memory_bytes, throughput.peak_memory_source = peak_memory("cpu")
-    return {**throughput.as_dict(), "own_tokens": None, "padded_tokens": None}
+                            model_seconds=scored.embed_seconds, devices=[device])
+    throughput.peak_memory_bytes, throughput.peak_memory_source = peak_memory(device)
+    return {**throughput.as_dict(), "own_tokens": None, "padded_tokens": None, "tokens_per_s": None}

@@ -7,6 +7,7 @@ back-off) and commits every call, so an interrupted run resumes with only what i
 
 from __future__ import annotations
 
+import atexit
 import dataclasses
 import multiprocessing
 import queue
@@ -55,13 +56,19 @@ class DeviceExecutor:
         self.spec, self.settings, self.devices = spec, settings, devices
         self.cache_directory = str(cache_directory)
         self._workers: list[tuple] = []
+        self._closing_at_exit = False
 
     def _start(self, device: str) -> tuple:
         context = multiprocessing.get_context("spawn")  # CUDA cannot be used in a forked child
         tasks, results = context.Queue(), context.Queue()
-        process = context.Process(target=_serve, name=f"mmle-{device}", daemon=True,
+        # not a daemon: a daemon may not start processes, and the device's loader workers are its children;
+        # close() (also at exit) ends it
+        process = context.Process(target=_serve, name=f"mmle-{device}", daemon=False,
                                   args=(self.spec, self.settings, device, self.cache_directory, tasks, results))
         process.start()
+        if not self._closing_at_exit:
+            atexit.register(self.close)
+            self._closing_at_exit = True
         return device, process, tasks, results
 
     def _ready_workers(self) -> list[tuple]:

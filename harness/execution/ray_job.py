@@ -133,15 +133,15 @@ class RayExecutor:
         actor time summed: a replica's rate)."""
         if any(not isinstance(pool, PoolData) for pool, _ in jobs):
             raise ModelError(f"{model.spec}: edited inputs are embedded in one process, not on Ray")
-        ray = self._ray()
-        rows = [row for pool, work in jobs for row in self._rows(pool, work)]
-        results = ray.data.from_items(rows).map_batches(
-            EmbedActor, batch_size=1, batch_format="numpy", compute=ray.data.ActorPoolStrategy(size=self.replicas),
-            num_gpus=self.gpus or None,
-            fn_constructor_kwargs={"spec": self.spec, "settings": self.settings,
-                                   "fault_file": os.environ.get(FAULT_FILE)})
         spent: dict[tuple[str, str], Throughput] = {}
-        try:
+        try:  # joining the cluster too: a wrong RAY_ADDRESS is one line, as a failed row is
+            ray = self._ray()
+            rows = [row for pool, work in jobs for row in self._rows(pool, work)]
+            results = ray.data.from_items(rows).map_batches(
+                EmbedActor, batch_size=1, batch_format="numpy",
+                compute=ray.data.ActorPoolStrategy(size=self.replicas), num_gpus=self.gpus or None,
+                fn_constructor_kwargs={"spec": self.spec, "settings": self.settings,
+                                       "fault_file": os.environ.get(FAULT_FILE)})
             for batch in results.iter_batches(batch_size=None, batch_format="numpy"):
                 cache.put_many(key_of_model, list(zip(batch["key"].tolist(), batch["vector"],
                                                       [bool(f) for f in batch["truncated"]])))
@@ -152,8 +152,13 @@ class RayExecutor:
                             Throughput.from_dict(record))
                 if progress is not None:
                     progress(len(batch["key"]))
+        except ModelError:
+            raise
         except Exception as exc:  # noqa: BLE001  (Ray's own errors: one line; rows written so far stay cached)
-            raise ModelError(f"ray: {type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}") from None
+            # a failed task's error wraps the actor's own (its first line is the task's name): name the cause
+            cause = getattr(exc, "cause", None) or exc
+            lines = [line for line in str(cause).splitlines() if line.strip()]
+            raise ModelError(f"ray: {type(cause).__name__}: {lines[-1] if lines else ''}") from None
         return spent
 
     def close(self) -> None:

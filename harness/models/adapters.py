@@ -601,6 +601,7 @@ class VLLMModel(DenseModel):
 
     modalities = frozenset({"text", "image"})
     query_template = DEFAULT_QUERY_TEMPLATE
+    runs_on_executors = False  # vLLM spreads itself over devices (tensor parallelism); an engine per process would not fit
 
     def __init__(self, name: str, settings: RunSettings):
         super().__init__(settings)

@@ -4,7 +4,7 @@ back-offs and peak memory behind it (each result row's ``throughput``, harness.s
 from __future__ import annotations
 
 TITLE = ("Throughput: tokens/s by length band (own tokens of the inputs embedded, over the wall time of their "
-         "embedding; inputs from the cache cost nothing and are not counted)")
+         "embedding, or with Ray one replica's summed time; inputs from the cache cost nothing and are not counted)")
 
 
 def _band(length: int) -> str:

@@ -166,11 +166,14 @@ def peak_memory(device: str) -> tuple[int, str]:
 
 
 def free_memory(device: str) -> int:
-    """Bytes the device has free now (after the weights): CUDA's own count, or the host's available memory."""
+    """Bytes the device has free now (after the weights): CUDA's own count plus what torch's allocator
+    holds unused (an earlier call's activations, cached for the next), or the host's available memory;
+    the last resort 8 GiB where the host does not say."""
     if device.startswith("cuda"):
         import torch
 
-        return int(torch.cuda.mem_get_info(device)[0])
+        held_unused = torch.cuda.memory_reserved(device) - torch.cuda.memory_allocated(device)
+        return int(torch.cuda.mem_get_info(device)[0]) + int(held_unused)
     try:
         with open("/proc/meminfo", encoding="ascii") as handle:
             for line in handle:
@@ -223,6 +226,7 @@ class CallRunner:
     def _run(self, batch: list[Prepared]) -> Iterator[tuple[list[Prepared], object]]:
         lengths = [p.length for p in batch]
         start = time.perf_counter()
+        out_of_memory = None
         try:
             if self.limit is not None and padded_tokens(lengths) > self.limit:
                 raise SimulatedOutOfMemory(f"{padded_tokens(lengths)} padded tokens > {self.limit}")
@@ -230,20 +234,24 @@ class CallRunner:
         except Exception as exc:  # noqa: BLE001  (out of memory backs off; any other failure is one line)
             if not is_out_of_memory(exc):
                 raise model_failure(exc) from None
-            yield from self._back_off(batch, exc)
+            out_of_memory = type(exc).__name__
+        if out_of_memory is not None:
+            # out of the except block: its traceback held the failed call's frames, and with them its
+            # activations on the device, which the smaller calls need
+            yield from self._back_off(batch, out_of_memory)
             return
         self.throughput.add_call(lengths, time.perf_counter() - start)
         yield batch, vectors
 
-    def _back_off(self, batch: list[Prepared], exc: BaseException) -> Iterator[tuple[list[Prepared], object]]:
+    def _back_off(self, batch: list[Prepared], error: str) -> Iterator[tuple[list[Prepared], object]]:
         self._release_cached_memory()
         padded = padded_tokens([p.length for p in batch])
         if len(batch) == 1:
             raise ModelError(f"input {batch[0].item_id!r} ({batch[0].length} tokens) does not fit in "
-                             f"{self.device}'s memory even alone ({type(exc).__name__})")
+                             f"{self.device}'s memory even alone ({error})")
         self.budget = max(padded // 2, 1)
         self.throughput.backoffs.append({"inputs": len(batch), "padded_tokens": padded, "budget_after": self.budget,
-                                         "error": type(exc).__name__})
+                                         "error": error})
         for part in pack(batch, lambda p: p.length, self.budget, max(len(batch) // 2, 1)):
             yield from self._run(part)
 

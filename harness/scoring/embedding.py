@@ -63,6 +63,7 @@ def embed_inputs(model, pool, work: SideWork, indices: list[int], settings, load
     """Embed ``indices`` (longest first) of ``work``'s side; each call's inputs, unit vectors and truncation
     flags go to ``store``. Returns the throughput, peak memory read on ``device``."""
     throughput = Throughput(devices=[device])
+    loader.start()
     reset_peak_memory(device)
     start = time.perf_counter()
     tasks = ((index, work.keys[index], formatted(model, work.side, item), work.lengths[index])

@@ -14,6 +14,7 @@ import multiprocessing
 import os
 from collections import deque
 from concurrent.futures import ProcessPoolExecutor
+from concurrent.futures.process import BrokenProcessPool
 from typing import Iterable, Iterator
 
 _PREPARER = None  # the worker's copy of the model's preparing half
@@ -81,9 +82,25 @@ class InputLoader:
                 ready.result()
         return self._pool
 
+    def start(self) -> None:
+        """Start the workers now (a run's first pool would otherwise time their start as its own)."""
+        if self.workers:
+            self._executor()
+
     def prepared(self, tasks: Iterable[tuple], state: dict | None = None) -> Iterator:
-        """Each task prepared, in order; ``state``: the preparer's per-pool attributes, set in every worker."""
-        state = state or {}
+        """Each task prepared, in order; ``state``: the preparer's per-pool attributes, set in every worker.
+        An input that cannot be prepared (an undecodable image, a worker killed for memory) is one
+        ``ModelError`` line, which skips the pool; a broken pool of workers is replaced for the next."""
+        try:
+            yield from self._prepared(tasks, state or {})
+        except Exception as exc:  # noqa: BLE001
+            from harness.scoring.batching import model_failure
+
+            if isinstance(exc, BrokenProcessPool):
+                self.close()
+            raise model_failure(exc) from None
+
+    def _prepared(self, tasks: Iterable[tuple], state: dict) -> Iterator:
         if self.workers == 0:
             for name, value in state.items():
                 setattr(self.preparer, name, value)

@@ -78,7 +78,9 @@ def test_out_of_memory_backs_off_finishes_and_is_recorded(setup, tmp_path):
     _, report, scored, plain = _run(setup, tmp_path, "--batch-tokens", "4000", "--simulate-memory-tokens", "600")
     assert scored == plain
     backoffs = [b for row in report["results"] if row["model"] == TINY for b in row["throughput"]["backoffs"]]
-    assert backoffs and all(b["budget_after"] < b["padded_tokens"] for b in backoffs)
+    # only calls past the (simulated) memory failed, and each halved the budget
+    assert backoffs and all(b["padded_tokens"] > 600 and b["budget_after"] == b["padded_tokens"] // 2
+                            for b in backoffs)
     assert report["settings"]["simulate_memory_tokens"] == 600
 
 
@@ -98,8 +100,9 @@ def test_two_devices_give_one_device_s_figures_and_resume(setup, tmp_path):
     code, first, _, _ = _run(setup, tmp_path, "--devices", "cpu,cpu", "--pools", "govreport-easy-*", name="first")
     embedded_first = {(r["model"], r["pool"]): r["embedded"] for r in first["results"]}
     assert all(n > 0 for (model, _), n in embedded_first.items() if model != "bm25")
-    # the same cache: a rerun over every pool embeds only the pools the first left out
-    _, report, scored, plain = _run(setup, tmp_path, "--devices", "cpu,cpu", name="second")
+    # the same cache: a rerun over every pool embeds only the pools the first left out; each device's
+    # process has loader workers of its own (processes that a device's process starts)
+    _, report, scored, plain = _run(setup, tmp_path, "--devices", "cpu,cpu", "--loader-workers", "1", name="second")
     assert scored == plain
     for row in report["results"]:
         if row["model"] != "bm25" and row["pool"].startswith("govreport-easy-"):
@@ -131,6 +134,7 @@ def test_one_job_over_several_pools_embeds_a_shared_input_once(tmp_path):
     """An Easy and a Hard pool ask the same questions: the joint job (Ray's) embeds each question once, for
     the first pool, as a pool-by-pool run would, so no row's throughput counts another's inputs."""
     from harness.fixtures import make_pool, write_benchmark
+    from harness.models.adapters import RunSettings
     from harness.runner import prefill
     from harness.scoring.cache import EmbeddingCache
     from harness.scoring.data import Benchmark
@@ -152,6 +156,8 @@ def test_one_job_over_several_pools_embeds_a_shared_input_once(tmp_path):
     class TextModel:
         executor = RecordingExecutor()
         prefilled = {}
+        settings = RunSettings(progress=False)
+        spec = "text"
 
         def identity(self):
             return {"name": "text"}

@@ -60,3 +60,26 @@ def test_workers_have_the_next_inputs_while_the_caller_holds_one_and_no_more():
     for index, submitted in seen:
         # the input's own submission of 2, then 4 more ahead of it (fewer at the end of the tasks)
         assert submitted == min(20, (index // 2 + 1) * 2 + 4), (index, submitted)
+
+
+class Failing(Doubler):
+    def prepare(self, index, key, item, yardstick):
+        if item == "bad":
+            raise ValueError("cannot identify image file\nsecond line")
+        return super().prepare(index, key, item, yardstick)
+
+
+def test_an_input_that_cannot_be_prepared_is_one_model_error_line():
+    import pytest
+
+    from harness.scoring.data import ModelError
+
+    tasks = [(0, "k0", "good", 0), (1, "k1", "bad", 0)]
+    for workers in (0, 1):
+        loader = InputLoader(Failing(), workers)
+        try:
+            with pytest.raises(ModelError) as failure:
+                list(loader.prepared(tasks))
+        finally:
+            loader.close()
+        assert str(failure.value) == "ValueError: cannot identify image file"
