@@ -31,7 +31,7 @@ def _serve(spec: str, settings, device: str, cache_directory: str, tasks, result
         cache = EmbeddingCache(cache_directory)
         executor = LocalExecutor(settings)
     except Exception as exc:  # noqa: BLE001  (the driver reports it in one line)
-        results.put(("error", f"{device}: cannot load {spec}: {type(exc).__name__}: {str(exc)[:300]}"))
+        results.put(("unloadable", f"{device}: cannot load {spec}: {type(exc).__name__}: {str(exc)[:300]}"))
         return
     benchmarks: dict[str, Benchmark] = {}
     while (task := tasks.get()) is not None:
@@ -57,6 +57,7 @@ class DeviceExecutor:
         self.cache_directory = str(cache_directory)
         self._workers: list[tuple] = []
         self._closing_at_exit = False
+        self._unloadable: str | None = None  # a replica that cannot load: every later pool skips at once
 
     def _start(self, device: str) -> tuple:
         context = multiprocessing.get_context("spawn")  # CUDA cannot be used in a forked child
@@ -83,6 +84,8 @@ class DeviceExecutor:
             raise ModelError(f"{model.spec}: edited inputs are embedded in one process, not on several devices")
         if Path(self.cache_directory) != Path(cache.directory):
             raise ModelError(f"the devices write {self.cache_directory}, the run reads {cache.directory}")
+        if self._unloadable:
+            raise ModelError(self._unloadable)
         workers = self._ready_workers()
         shares = split_by_tokens(work.missing, work.lengths, len(workers))
         busy = []
@@ -100,6 +103,8 @@ class DeviceExecutor:
                     progress(count)
             else:
                 errors.append(value)
+                if status == "unloadable":
+                    self._unloadable = value
         if errors:
             raise ModelError("; ".join(errors))
         return spent

@@ -40,6 +40,8 @@ class EmbedActor:
         self.model = load_model(spec, self.settings)
         self.loader = input_loader(self.model, settings.loader_workers)
         self.pools: dict[tuple[str, str], PoolData] = {}
+        # (pool, side) -> the budget an out-of-memory back-off lowered it to: it holds for the side's later rows
+        self.lowered: dict[tuple[str, str], int] = {}
         self.fault_file, self.calls = fault_file, 0
 
     def _pool(self, ref: str, info) -> PoolData:
@@ -74,8 +76,13 @@ class EmbedActor:
                 flags.extend(truncated)
 
             starts.append(len(keys))
-            spent.append(embed_inputs(self.model, pool, work, list(indices), self.settings, self.loader, store,
-                                      self.settings.device))
+            lowered = self.lowered.get((info.name, side))
+            settings = self.settings if lowered is None else dataclasses.replace(self.settings, batch_tokens=lowered)
+            part = embed_inputs(self.model, pool, work, list(indices), settings, self.loader, store,
+                                self.settings.device)
+            if part.backoffs:
+                self.lowered[(info.name, side)] = part.backoffs[-1]["budget_after"]
+            spent.append(part)
         notes = [""] * len(keys)
         for (pool_name, side), part, at in zip(names, spent, starts):
             notes[at] = json.dumps({"pool": pool_name, "side": side, **part.as_dict()})

@@ -183,3 +183,31 @@ def test_one_job_over_several_pools_embeds_a_shared_input_once(tmp_path):
     assert len(sent[("govreport-hard-256", "candidates")]) == len(hard.candidates)
     everything = [key for keys in sent.values() for key in keys]
     assert len(everything) == len(set(everything))
+
+
+def test_a_replica_that_cannot_load_skips_every_pool_without_loading_again(setup, tmp_path):
+    from harness.execution.devices import DeviceExecutor
+    from harness.models.adapters import RunSettings
+    from harness.scoring.cache import EmbeddingCache
+    from harness.scoring.data import Benchmark, ModelError
+    from harness.scoring.embedding import SideWork
+
+    bench = Benchmark(str(setup[0]))
+    pool = bench.open_pool(bench.pools[0])
+    cache = EmbeddingCache(tmp_path / "cache")
+    executor = DeviceExecutor("no-such-model", RunSettings(progress=False), ["cpu"], tmp_path / "cache")
+    work = SideWork("queries", ["k0"], [10], [0])
+
+    class Named:
+        spec = "no-such-model"
+
+    try:
+        with pytest.raises(ModelError, match="cannot load no-such-model"):
+            executor.embed(Named(), pool, work, cache, "m", None)
+        started = [worker[1] for worker in executor._workers]
+        with pytest.raises(ModelError, match="cannot load no-such-model"):
+            executor.embed(Named(), pool, work, cache, "m", None)
+        assert [worker[1] for worker in executor._workers] == started  # no process started to load it again
+    finally:
+        executor.close()
+        cache.close()
