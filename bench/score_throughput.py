@@ -13,8 +13,7 @@ against its reference measured in the same run:
    one on a 2-core machine. Also the seconds per input, for the run plan in docs/MODELS.md (the loader
    workers that keep a GPU busy), and how fast this machine faults fresh memory in, which bounds pages.
 3. end-to-end `mmle score` on the longest of those pools (or --end-to-end-pools): own tokens per wall
-   second of a plain run, with 2 loader
-   workers, and on Ray with 2 local actors. Goal: Ray within 1.3x of the plain run's wall time.
+   second of a plain run, with 2 loader workers, and on Ray with 2 local actors. Goal: Ray within 1.3x of the plain run's wall time.
 Asserts nothing: the figures depend on the machine, the ratios are what to read.
 """
 
@@ -174,8 +173,8 @@ def main() -> None:
     parser.add_argument("--family", default="qwen2_vl", choices=sorted(PROFILE_OF), help="tiny model's architecture")
     parser.add_argument("--items", type=int, default=24, help="candidates per pool in the assembly measurement")
     parser.add_argument("--end-to-end-pools", nargs="+", default=None, metavar="PATTERN",
-                        help="pools of the end-to-end runs (default the longest MMLongBench and GovReport pools measured); "
-                             "more pools amortise Ray's start over more work")
+                        help="pools of the end-to-end runs (default the longest MMLongBench and GovReport pools "
+                             "measured); more pools amortise Ray's start over more work")
     parser.add_argument("--parts", nargs="+", default=["padding", "assembly", "end-to-end"],
                         choices=("padding", "assembly", "end-to-end"), help="what to measure (default all)")
     args = parser.parse_args()

@@ -98,12 +98,13 @@ def add_execution_arguments(parser: argparse.ArgumentParser) -> None:
                         help="most padded tokens per model call (inputs x the longest, in the model's own tokens); "
                              "inputs are ordered longest first and packed up to it. Default: what the model's memory "
                              "plan leaves free on the device (the weights loaded); models without one (hf:, hfgen:, "
-                             "vllm:, API, sentence-transformers, MiniLM) are bounded by --batch-size alone. A call that runs out of memory "
-                             "is split in two and retried, down to one input, and recorded in results.json")
+                             "vllm:, API, sentence-transformers, MiniLM) are bounded by --batch-size alone. A call "
+                             "that runs out of memory is split in two and retried, down to one input, and recorded "
+                             "in results.json")
     parser.add_argument("--loader-workers", type=int, default=0,
                         help="processes assembling inputs (image decode and resize, pixels, frames, tokens, template, "
-                             "truncation) ahead of the model, per device, for the model profiles (`mmle models`); other "
-                             "models assemble on their own thread. 0 (default): on the model's own thread. "
+                             "truncation) ahead of the model, per device, for the model profiles (`mmle models`); "
+                             "other models assemble on their own thread. 0 (default): on the model's own thread. "
                              "docs/MODELS.md's run plan says how many keep each family's GPU busy")
     parser.add_argument("--devices", default=None,
                         help="comma list of torch devices, one model replica each in its own process, sharing one "

@@ -75,7 +75,7 @@ def score(benchmark: Benchmark, pools: list[PoolInfo], models: list[Model], sett
             row = _result_row(ref, info, model, pool, scored, ranks,
                               summarise(ranks, bootstrap, seed, n_candidates=len(pool.corpus_ids)),
                               {"load_s": round(load_seconds, 3), "embed_s": round(scored.embed_seconds, 3),
-                               "total_s": round(elapsed, 3)})
+                               "total_s": round(elapsed, 3)}, settings.device)
             if not audit_read:  # breakdowns only: read once a model has scored, never before
                 audit, audit_read = pool.audit(), True
             if audit is not None:
@@ -169,8 +169,9 @@ def _runnable(outcome: Outcome, ref: str, info: PoolInfo, models: list[Model], m
     return runnable
 
 
-def _result_row(ref: str, info: PoolInfo, model: Model, pool, scored, ranks, metrics: dict, timings: dict) -> dict:
-    """One pool scored by one model, as results.json records it."""
+def _result_row(ref: str, info: PoolInfo, model: Model, pool, scored, ranks, metrics: dict, timings: dict,
+                device: str) -> dict:
+    """One pool scored by one model on ``device`` (the run's first), as results.json records it."""
     return {
         "model": model.spec, "benchmark": ref, **info.as_dict(),
         "n_queries": len(pool.query_ids), "n_candidates": len(pool.corpus_ids),
@@ -185,7 +186,7 @@ def _result_row(ref: str, info: PoolInfo, model: Model, pool, scored, ranks, met
         "timings": timings,
         "items_per_s": round(scored.embedded / scored.embed_seconds, 2) if scored.embed_seconds > 0 else None,
         "notes": scored.notes,
-        "throughput": _bare_throughput(scored, getattr(getattr(model, "settings", None), "device", "cpu")),
+        "throughput": _bare_throughput(scored, device),
         **scored.details,
     }
 

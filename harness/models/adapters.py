@@ -601,7 +601,8 @@ class VLLMModel(DenseModel):
 
     modalities = frozenset({"text", "image"})
     query_template = DEFAULT_QUERY_TEMPLATE
-    runs_on_executors = False  # vLLM spreads itself over devices (tensor parallelism); an engine per process would not fit
+    # vLLM spreads itself over devices (tensor parallelism): an engine per device process would not fit
+    runs_on_executors = False
 
     def __init__(self, name: str, settings: RunSettings):
         super().__init__(settings)
