@@ -199,7 +199,9 @@ def run_one(name: str, n: int, work: Path, timeout: float) -> dict:
         return result
     out = next(x for x in build["stdout"].splitlines() if x.startswith("OUT="))[4:]
     result["bytes"] = sum(p.stat().st_size for p in Path(out).rglob("*") if p.is_file())
-    result["queries"] = sum(p["queries"] for p in json.loads((Path(out) / "manifest.json").read_text())["pools"])
+    manifest = json.loads((Path(out) / "manifest.json").read_text())
+    result["queries"] = sum(p["queries"] for p in manifest["pools"])
+    result["storage"] = manifest.get("storage") or {}
     loaded = measure(LOAD.format(out=out, cache=str(root / "hf-cache")), timeout, f"{name}-{n}-load")
     checked = measure(VALIDATE.format(out=out), timeout, f"{name}-{n}-validate")
     result["load"] = loaded.get("error") or f"{loaded['wall_s']:.1f} s, {loaded['peak_mb']:.0f} MB"
@@ -208,12 +210,14 @@ def run_one(name: str, n: int, work: Path, timeout: float) -> dict:
 
 
 def line(name: str, r: dict) -> str:
+    from mmlongembed.output.writer import storage_ratios
+
     head = f"{name:12s} {r['n']:6d} {UNIT[name]:9s}"
     if "wall_s" not in r:
         return f"{head} FAILED {r['error']}"
     return (f"{head} gen {r['generate_s']:7.1f} s | build {r['wall_s']:7.1f} s wall {r['cpu_s']:7.1f} s CPU "
             f"{r['peak_mb']:6.0f} MB peak | {r['queries']:5d} queries {r['bytes'] / 2**20:8.1f} MiB | "
-            f"load_dataset {r['load']} | validate {r['validate']}")
+            f"load_dataset {r['load']} | validate {r['validate']} | storage: {storage_ratios(r['storage'])}")
 
 
 def growth(name: str, reference: dict, full: dict) -> str:

@@ -56,3 +56,12 @@ def test_activitynet_sources_are_the_real_annotations_over_clips_of_their_durati
             stream = container.streams.video[0]
             assert abs(float(stream.frames / stream.average_rate) - entry["duration"]) <= 1
     assert (tmp_path / "SYNTHETIC").exists()
+
+
+def test_a_builds_line_gives_its_storage_ratios():
+    measured = {"n": 135, "generate_s": 1.0, "wall_s": 2.0, "cpu_s": 2.0, "peak_mb": 100, "queries": 3, "bytes": 2**20,
+                "load": "1.0 s, 90 MB", "validate": "1.0 s, 90 MB",
+                "storage": {"ratio_to_distinct_payload": 1.0562, "distinct_image_bytes": 10,
+                            "image_ratio_to_distinct": 1.0568}}
+    assert paper_scale.line("mmlongbench", measured).endswith(
+        "| storage: bytes on disk 1.06x distinct images + text, images 1.06x their distinct bytes")

@@ -41,7 +41,8 @@ QUERY_KIND, CANDIDATE_KIND = "query", "candidate"
 # nested column (the images) past 2 GiB cannot be read at all ("Nested data conversions not
 # implemented for chunked array outputs"), by `load_dataset` or anyone; readers also hold a row
 # group at a time, so this bounds their memory. Each row group has its own dictionary: an image is
-# stored once per row group that places it.
+# stored once per row group that places it, and the rows that share images share a row group
+# (``rowgroups.plan_row_groups``).
 ROW_GROUP_BYTES = 256 << 20
 # Arrow's limit for one array of binary values, less a margin: a single row beyond it cannot be
 # read back at all (``capacity`` refuses such a build before rendering).

@@ -3,11 +3,13 @@
 Every builder writes through here, so every release inherits the same guarantees:
 
 - the corpus, queries and qrels configs hold only what a model may see; ids are opaque keyed
-  hashes and corpus rows are in a seeded random order, so neither an id, a column nor a row
-  position points to the positive;
+  hashes and corpus rows are in a seeded random order (inside each row group, where rows that
+  share images are gathered: ``mmlongembed.output.rowgroups``), so neither an id, a column nor a
+  row position points to the positive;
 - what each row is (role, group, source, variant, provenance, task extras) goes to the pool's
   `-audit` config, keyed by the same opaque ids;
-- an image or a text held by several rows of a shard is stored once (dictionary encoding);
+- an image or a text held by several rows of a row group is stored once (dictionary encoding),
+  and the rows that share images share a row group;
 - files are named by their content hash (see ``mmlongembed.output.layout``).
 
 Everything is written into a temporary sibling directory and renamed into place only when
@@ -27,10 +29,10 @@ from typing import Iterator, Sequence
 from mmlongembed.core.documents import VISUAL_KINDS, image_data
 from mmlongembed.core.errors import UserError
 from mmlongembed.output.manifest import file_sha256
-from mmlongembed.media.page_store import StoredPage
 from mmlongembed.output.layout import (
-    AUDIT_COLUMNS, CANDIDATE_KIND, MODEL_COLUMNS, PARTS, POOL_COLUMN, QUERY_KIND, READ_BACK_LIMIT, ROW_GROUP_BYTES,
-    SPLIT, ConfigSpec, OpaqueIds, config_name)
+    AUDIT_COLUMNS, CANDIDATE_KIND, IMAGE_BYTES_PATH, MODEL_COLUMNS, PARTS, POOL_COLUMN, QUERY_KIND, ROW_GROUP_BYTES, SPLIT, ConfigSpec,
+    OpaqueIds, config_name)
+from mmlongembed.output.rowgroups import plan_row_groups, row_group_slices
 from mmlongembed.output.outdir import check_replaceable, make_temporary_dir, temporary_path
 from mmlongembed.core.pools import Pool
 from mmlongembed.core.rng import derive_rng
@@ -40,7 +42,7 @@ from mmlongembed.core.rng import derive_rng
 SHARD_IMAGE_BYTES = 768 << 20
 DICTIONARY_PAGE_LIMIT = 1 << 30
 PARQUET_OPTIONS = dict(compression="zstd", store_schema=False, dictionary_pagesize_limit=DICTIONARY_PAGE_LIMIT,
-                       use_dictionary=[POOL_COLUMN, "text", "images.list.element.bytes", "kind", "role", "group",
+                       use_dictionary=[POOL_COLUMN, "text", IMAGE_BYTES_PATH, "kind", "role", "group",
                                        "source_id", "variant"])
 
 
@@ -54,6 +56,7 @@ class StorageStats:
     distinct_image_bytes: int = 0
     text_bytes: int = 0
     data_bytes_on_disk: int = 0
+    image_bytes_on_disk: int = 0  # the images' column alone (its dictionaries), compressed as written
 
     @property
     def ratio(self) -> float:
@@ -61,18 +64,36 @@ class StorageStats:
         payload = self.distinct_image_bytes + self.text_bytes
         return self.data_bytes_on_disk / payload if payload else 0.0
 
+    @property
+    def image_ratio(self) -> float:
+        """The images' bytes on disk over their distinct bytes (1.0: each image stored once), which
+        text that compresses well cannot hide."""
+        return self.image_bytes_on_disk / self.distinct_image_bytes if self.distinct_image_bytes else 0.0
+
     def as_dict(self) -> dict:
         return {"image_refs": self.image_refs, "image_bytes_referenced": self.image_bytes_referenced,
                 "distinct_images": self.distinct_images, "distinct_image_bytes": self.distinct_image_bytes,
                 "text_bytes": self.text_bytes, "data_bytes_on_disk": self.data_bytes_on_disk,
-                "ratio_to_distinct_payload": round(self.ratio, 4)}
+                "image_bytes_on_disk": self.image_bytes_on_disk,
+                "ratio_to_distinct_payload": round(self.ratio, 4),
+                "image_ratio_to_distinct": round(self.image_ratio, 4)}
 
     def summary(self) -> str:
         mb = 1e6
+        images = f"; images {self.image_ratio:.2f}x their distinct bytes" if self.distinct_image_bytes else ""
         return (f"storage: {self.data_bytes_on_disk / mb:.1f} MB of data on disk for "
                 f"{self.distinct_image_bytes / mb:.1f} MB of distinct images ({self.distinct_images} images, "
                 f"{self.image_refs} placements, {self.image_bytes_referenced / mb:.1f} MB if stored per placement) "
-                f"+ {self.text_bytes / mb:.1f} MB of text: {self.ratio:.2f}x")
+                f"+ {self.text_bytes / mb:.1f} MB of text: {self.ratio:.2f}x{images}")
+
+
+def storage_ratios(storage: dict | None) -> str:
+    """A build's storage ratios from its manifest's ``storage`` (release summaries, the bench)."""
+    storage = storage or {}
+    line = f"bytes on disk {storage.get('ratio_to_distinct_payload', 0.0):.2f}x distinct images + text"
+    if storage.get("distinct_image_bytes") and "image_ratio_to_distinct" in storage:
+        line += f", images {storage['image_ratio_to_distinct']:.2f}x their distinct bytes"
+    return line
 
 
 @dataclass
@@ -166,40 +187,6 @@ def images_array(rows: list[dict], dictionary: dict[bytes, int], store: list[byt
     return pa.ListArray.from_arrays(pa.array(offsets, pa.int32()), struct)
 
 
-def value_bytes(value) -> int:
-    """About the bytes ``value`` (a cell: text, bytes, a list of them, a number) takes decoded."""
-    if isinstance(value, bytes):
-        return len(value)
-    if isinstance(value, str):
-        return len(value) if value.isascii() else len(value.encode("utf-8"))
-    if isinstance(value, (list, tuple)):
-        return sum(value_bytes(v) for v in value)
-    if isinstance(value, dict):
-        return sum(value_bytes(v) for v in value.values())
-    if isinstance(value, StoredPage):  # a stored image: the size of the bytes it stands for
-        return len(value)
-    return 8
-
-
-def row_group_slices(rows: Sequence[dict], budget: int | None = None) -> list[slice]:
-    """Consecutive runs of ``rows`` whose decoded bytes stay within ``budget`` (default
-    ``ROW_GROUP_BYTES``): the row groups of a file (at least one, for no rows). A row that
-    alone is past what Arrow can read back is a UserError (``capacity`` refuses such builds first)."""
-    budget = budget or ROW_GROUP_BYTES
-    slices, start, size = [], 0, 0
-    for k, row in enumerate(rows):
-        n = value_bytes(row)
-        if n > READ_BACK_LIMIT:
-            raise UserError(f"one row holds {n / 2**30:.2f} GiB, more than a parquet file can be read back with "
-                            f"(2 GiB per value); choose shorter --lengths or smaller images")
-        if k > start and size + n > budget:
-            slices.append(slice(start, k))
-            start, size = k, 0
-        size += n
-    slices.append(slice(start, len(rows)))
-    return slices
-
-
 def _features(part: str, rows: list[dict]):
     import datasets
 
@@ -219,27 +206,53 @@ def _features(part: str, rows: list[dict]):
     return datasets.Features(features)
 
 
-def arrow_row_groups(rows: Sequence[dict], features) -> Iterator:
-    """``rows`` as arrow tables of ``features``, one per row group (``row_group_slices``), each
-    made when the writer asks for it (memory bounded by a row group) and with its own image
-    dictionary (only the images its rows place: a parquet writer writes a dictionary whole into
-    every row group it is given for)."""
+def arrow_row_groups(row_groups: Sequence[Sequence[dict]], features) -> Iterator:
+    """Each row group's rows as an arrow table of ``features``, made when the writer asks for it
+    (memory bounded by a row group) and with its own image dictionary (only the images its rows
+    place: a parquet writer writes a dictionary whole into every row group it is given for)."""
     import pyarrow as pa
 
     schema = features.arrow_schema
-    for part in row_group_slices(rows):
-        group = rows[part]
+    for group in row_groups:
         yield pa.table({
             name: images_array(group, {}, []) if name == "images" else
             pa.array([row.get(name) for row in group], type=schema.field(name).type) for name in features})
 
 
-def shard_table(part: str, rows_in_pool_order: list[tuple[str, list[dict]]]):
+def consecutive_row_groups(rows: Sequence[dict]) -> list[Sequence[dict]]:
+    """``rows`` in their order, cut where a row group would pass ``ROW_GROUP_BYTES`` decoded."""
+    return [rows[part] for part in row_group_slices(rows, ROW_GROUP_BYTES)]
+
+
+def shard_table(part: str, rows_in_pool_order: list[tuple[str, list[dict]]], groups: dict[tuple[str, str, str], str],
+                rng):
     """Arrow tables (one per row group, made as they are written) of the given part for several
-    pools, rows of each pool together, and their features."""
+    pools, and their features. Rows that place images go where the rows sharing their images are
+    (``rowgroups.plan_row_groups``: a unit is the rows of one audit group, ``groups``: (pool, kind,
+    id) -> group; ``rng`` orders them); other parts keep each pool's rows together, in its order."""
     rows = [{**row, POOL_COLUMN: pool} for pool, part_rows in rows_in_pool_order for row in part_rows]
     features = _features(part, rows)
-    return arrow_row_groups(rows, features), features
+    if any(row.get("images") for row in rows):
+        kind = CANDIDATE_KIND if part == "corpus" else QUERY_KIND
+        units = [(row[POOL_COLUMN], groups[row[POOL_COLUMN], kind, row["_id"]]) for row in rows]
+        row_groups = [[rows[k] for k in group] for group in plan_row_groups(rows, units, rng, ROW_GROUP_BYTES)]
+    else:
+        row_groups = consecutive_row_groups(rows)
+    return arrow_row_groups(row_groups, features), features
+
+
+def image_column_bytes(path: Path) -> int:
+    """The bytes the images' column takes in a written parquet file (every row group's chunk,
+    its dictionary included; 0 without images), from the file's metadata."""
+    import pyarrow.parquet as pq
+
+    metadata = pq.ParquetFile(path).metadata
+    total = 0
+    for k in range(metadata.num_row_groups):
+        group = metadata.row_group(k)
+        total += sum(group.column(c).total_compressed_size for c in range(group.num_columns)
+                     if group.column(c).path_in_schema == IMAGE_BYTES_PATH)
+    return total
 
 
 def write_parquet(tables, features, directory: Path, stem: str) -> Path:
@@ -331,6 +344,7 @@ def write_tables(pools: Sequence[Pool], root: Path, *, seed: int, builder: str, 
         relative = path.relative_to(root).as_posix()
         files[relative] = {"sha256": file_sha256(path), "bytes": path.stat().st_size}
         stats.data_bytes_on_disk += path.stat().st_size
+        stats.image_bytes_on_disk += image_column_bytes(path)
         return relative
 
     specs.append(ConfigSpec("pools", record(write_pools_table(pools, root / "data" / "pools"))))
@@ -340,6 +354,8 @@ def write_tables(pools: Sequence[Pool], root: Path, *, seed: int, builder: str, 
     try:
         for dataset, shard, chunk in shards:
             rows = {pool.name: rows_by_part(pool, seed, builder) for pool in chunk}
+            groups = {(pool.name, row["kind"], row["_id"]): row["group"]
+                      for pool in chunk for row in rows[pool.name]["audit"]}
             for part in PARTS:
                 ordered = [(pool.name, rows[pool.name][part]) for pool in chunk]
                 if part in ("corpus", "queries"):
@@ -348,7 +364,8 @@ def write_tables(pools: Sequence[Pool], root: Path, *, seed: int, builder: str, 
                         stats.image_refs += len(row["images"])
                         stats.image_bytes_referenced += sum(len(b) for b in row["images"])
                         distinct.update(dict.fromkeys(row["images"]))
-                tables, features = shard_table(part, ordered)
+                tables, features = shard_table(part, ordered, groups,
+                                               derive_rng(seed, builder, dataset, shard, part, "row-groups"))
                 path = record(write_parquet(tables, features, root / "data" / dataset / part, shard))
                 columns = MODEL_COLUMNS.get(part) or tuple(c for c in features if c != POOL_COLUMN)
                 for pool in chunk:

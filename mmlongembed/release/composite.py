@@ -37,7 +37,8 @@ from mmlongembed.output.disclosure import DATASHEET_MARKER
 from mmlongembed.core.errors import UserError
 from mmlongembed.output.layout import ConfigSpec, configs_from_card, pool_rows, pools_table, split_card
 from mmlongembed.output.manifest import file_sha256, public_config, toolkit_identity
-from mmlongembed.output.writer import commit_output_dir, write_json, write_pools_rows
+from mmlongembed.output.writer import (
+    commit_output_dir, image_column_bytes, storage_ratios, write_json, write_pools_rows)
 from mmlongembed.output.outdir import check_replaceable, remove_stale_temporaries
 from mmlongembed.build.pipeline import (
     Pipeline, as_recorded, card_context, clean_toolkit_problem, output_site, recorded_manifest, synthetic_summary,
@@ -290,11 +291,14 @@ def release_storage(tmp_dir: Path, specs: list, files: dict[str, dict], manifest
     per_component = sum(int((m.get("storage") or {}).get("distinct_image_bytes", 0)) for m in manifests.values())
     data_bytes = sum(f["bytes"] for f in files.values())
     text_bytes = sum(int((m.get("storage") or {}).get("text_bytes", 0)) for m in manifests.values())
+    image_bytes_on_disk = sum(image_column_bytes(tmp_dir / path) for path in image_shards)
     return {"data_bytes_on_disk": data_bytes, "distinct_images": n_images, "distinct_image_bytes": image_bytes,
             "distinct_image_bytes_per_component_sum": per_component,
             "image_bytes_in_two_components": per_component - image_bytes, "text_bytes": text_bytes,
+            "image_bytes_on_disk": image_bytes_on_disk,
             "ratio_to_distinct_payload": round(data_bytes / (image_bytes + text_bytes), 4)
-            if image_bytes + text_bytes else 0.0}
+            if image_bytes + text_bytes else 0.0,
+            "image_ratio_to_distinct": round(image_bytes_on_disk / image_bytes, 4) if image_bytes else 0.0}
 
 
 def assemble(release: Release, tmp_dir: Path) -> dict:
@@ -448,6 +452,8 @@ def _print_end(manifest: dict) -> None:
           f"{storage.get('distinct_image_bytes', 0) / 1e6:.1f} MB of distinct images "
           f"({storage.get('distinct_images', 0)} images) + {storage.get('text_bytes', 0) / 1e6:.1f} MB of text",
           file=sys.stderr)
+    for component in manifest.get("components") or ():
+        print(f"  {component['name']}: {storage_ratios(component.get('storage'))}", file=sys.stderr)
     for name, why in (manifest.get("absent") or {}).items():
         print(f"absent: {name} ({why})", file=sys.stderr)
     print(synthetic_summary(manifest.get("synthetic") or []), file=sys.stderr)

@@ -12,6 +12,7 @@ from collections import defaultdict
 from pathlib import Path
 
 from mmlongembed.checks.summary import format_table
+from mmlongembed.output.layout import IMAGE_BYTES_PATH
 
 PAPER_TABLE1 = Path(__file__).with_name("paper_table1.json")
 TASK_NAMES = {"visual_grounding": "Visual Grounding", "multi_source_reasoning": "Multi-Source Reasoning",
@@ -155,17 +156,24 @@ def figure1(root: Path, rows: list[dict], specs: dict, path: Path, synthetic: se
 
 
 def distinct_images(root: Path, paths: list[str]) -> tuple[int, int]:
-    """(distinct images, their bytes) over the corpus and query shards ``paths`` of a release."""
+    """(distinct images, their bytes) over the corpus and query shards ``paths`` of a release,
+    read a row group at a time with the images as their dictionary (each stored image once, not
+    once per placement) and kept as digests."""
+    import hashlib
+
     import pyarrow.parquet as pq
 
-    seen: dict[bytes, None] = {}
+    seen: dict[bytes, int] = {}
     for path in paths:
-        column = pq.read_table(root / path, columns=["images"]).column("images")
-        for chunk in column.chunks:
-            images = chunk.flatten()
-            if len(images):
-                seen.update(dict.fromkeys(b for b in images.field("bytes").to_pylist() if b is not None))
-    return len(seen), sum(len(b) for b in seen)
+        with pq.ParquetFile(root / path, read_dictionary=[IMAGE_BYTES_PATH]) as handle:
+            for k in range(handle.num_row_groups):
+                for chunk in handle.read_row_group(k, columns=["images"]).column("images").chunks:
+                    values = chunk.flatten().field("bytes")
+                    stored = values.dictionary if hasattr(values, "dictionary") else values
+                    for image in stored.to_pylist():
+                        if image is not None:
+                            seen.setdefault(hashlib.sha256(image).digest(), len(image))
+    return len(seen), sum(seen.values())
 
 
 def demote_headings(markdown: str) -> str:

@@ -15,7 +15,8 @@ from typing import Any
 from mmlongembed.core.errors import UserError
 from mmlongembed.output.layout import ConfigSpec
 from mmlongembed.output.manifest import file_sha256
-from mmlongembed.output.writer import StorageStats, Written, arrow_row_groups, write_parquet
+from mmlongembed.output.writer import (
+    StorageStats, Written, arrow_row_groups, consecutive_row_groups, image_column_bytes, write_parquet)
 
 TRAIN_SPLIT = "train"
 IMAGES = "images"
@@ -44,11 +45,13 @@ def write_training_tables(data: TrainingData, root: Path) -> Written:
     specs, files, stats = [], {}, StorageStats()
     distinct: dict[bytes, None] = {}
     for table in data.tables:
-        path = write_parquet(arrow_row_groups(table.rows, table.features), table.features, root / "data" / table.name, TRAIN_SPLIT)
+        path = write_parquet(arrow_row_groups(consecutive_row_groups(table.rows), table.features), table.features,
+                             root / "data" / table.name, TRAIN_SPLIT)
         relative = path.relative_to(root).as_posix()
         size = path.stat().st_size
         files[relative] = {"sha256": file_sha256(path), "bytes": size}
         stats.data_bytes_on_disk += size
+        stats.image_bytes_on_disk += image_column_bytes(path)
         for row in table.rows:
             for image in row.get(IMAGES) or ():
                 stats.image_refs += 1

@@ -20,7 +20,8 @@ import yaml
 from mmlongembed.output.card import size_category
 from mmlongembed.output.manifest import file_sha256
 from mmlongembed.output.outdir import remove_stale_temporaries
-from mmlongembed.output.writer import arrow_row_groups, commit_output_dir, write_json, write_parquet
+from mmlongembed.output.writer import (
+    arrow_row_groups, commit_output_dir, consecutive_row_groups, write_json, write_parquet)
 from mmlongembed.build.pipeline import output_site, temporary_output
 from mmlongembed.video_tasks.tasks import TaskOutput
 
@@ -35,7 +36,8 @@ def write_task_data(root: Path, tasks: Sequence[TaskOutput], progress=None) -> t
     for task, config, splits in (progress(items) if progress else items):
         data_files = []
         for split, rows in splits.items():
-            path = write_parquet(arrow_row_groups(rows, task.features[config]), task.features[config],
+            features = task.features[config]
+            path = write_parquet(arrow_row_groups(consecutive_row_groups(rows), features), features,
                                  root / "data" / config, split)
             relative = path.relative_to(root).as_posix()
             files[relative] = {"sha256": file_sha256(path), "bytes": path.stat().st_size}

@@ -55,7 +55,8 @@ def test_fixture_build_validates_with_the_page_invariants(fixture_build):
             assert len(tables.queries["_id"]) >= 4 and len(corpus["_id"]) == 4 * len(tables.queries["_id"])
     manifest = json.loads((out / "manifest.json").read_text())
     assert manifest["sources"]["render"]["renderer"] == "pypdfium2" and manifest["sources"]["render"]["dpi"] == 36.0
-    assert manifest["storage"]["ratio_to_distinct_payload"] <= 1.3
+    assert manifest["storage"]["ratio_to_distinct_payload"] <= 1.15
+    assert manifest["storage"]["image_ratio_to_distinct"] <= 1.15
     # the lengths' windows share pages, so all pools share one shard per part
     shards = {path.rsplit("/", 1)[1].rsplit("-", 1)[0] for path in manifest["files"] if not path.startswith("data/pools")}
     assert len(shards) == 1 and "_" in shards.pop()
@@ -262,7 +263,8 @@ def test_shared_sample_pdfs(tmp_path):
     assert not problems, format_report(problems, checked)
     manifest = json.loads((out / "manifest.json").read_text())
     assert manifest["sources"]["forms"] == {"mmlongbench_doc": 11}
-    assert manifest["storage"]["ratio_to_distinct_payload"] <= 1.3
+    assert manifest["storage"]["ratio_to_distinct_payload"] <= 1.15
+    assert manifest["storage"]["image_ratio_to_distinct"] <= 1.15
     stats = {p["pool"]: p for p in manifest["pools"]}
     assert stats["mmlongbench-hard-1k"]["queries"] >= 8 and stats["mmlongbench-easy-1k"]["queries"] >= 2
     assert all(manifest["label_free_audit"][p]["passed"] for p in stats)

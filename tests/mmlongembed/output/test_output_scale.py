@@ -8,7 +8,7 @@ from __future__ import annotations
 import pyarrow.parquet as pq
 import pytest
 
-from mmlongembed.output import writer as output
+from mmlongembed.output import rowgroups, writer as output
 from mmlongembed.output.layout import configs_from_card, read_config
 from mmlongembed.testing import photo, pool_with_images, write_fixture_build
 
@@ -23,7 +23,7 @@ def small_row_groups(monkeypatch):
 def _decoded_row_group_bytes(path) -> list[int]:
     """What each row group of a file holds once read (images at every placement)."""
     with pq.ParquetFile(path) as handle:
-        return [output.value_bytes(row) for k in range(handle.num_row_groups)
+        return [rowgroups.value_bytes(row) for k in range(handle.num_row_groups)
                 for row in [handle.read_row_group(k).to_pydict()]]
 
 
@@ -64,16 +64,16 @@ def test_the_reader_holds_an_image_placed_by_many_rows_once(tmp_path, small_row_
 
 
 def test_a_row_past_what_arrow_can_read_back_is_refused(monkeypatch):
-    monkeypatch.setattr(output, "READ_BACK_LIMIT", 1000)
+    monkeypatch.setattr(rowgroups, "READ_BACK_LIMIT", 1000)
     with pytest.raises(output.UserError, match="more than a parquet file can be read back"):
-        output.row_group_slices([{"images": [b"x" * 600]}, {"images": [b"y" * 1200]}])
+        rowgroups.row_group_slices([{"images": [b"x" * 600]}, {"images": [b"y" * 1200]}], budget=10_000)
 
 
 def test_row_groups_follow_the_budget_and_keep_every_row_in_order():
     rows = [{"text": "a" * n} for n in (10, 30, 50, 5, 5, 100)]
-    slices = output.row_group_slices(rows, budget=60)
+    slices = rowgroups.row_group_slices(rows, budget=60)
     assert [(s.start, s.stop) for s in slices] == [(0, 2), (2, 5), (5, 6)]
-    assert output.row_group_slices([], budget=60) == [slice(0, 0)]
+    assert rowgroups.row_group_slices([], budget=60) == [slice(0, 0)]
 
 
 def _govreport_sources(tmp_path):
@@ -214,7 +214,7 @@ def test_no_page_is_held_in_memory_until_the_row_group_placing_it_is_written(tmp
     assert placed and all(isinstance(image, StoredPage) for image in placed)
     distinct = set(placed)
     # the row groups are sized by the bytes a stored page stands for, as by the bytes themselves
-    assert output.value_bytes({"images": placed[:3]}) == sum(len(image.data) for image in placed[:3])
+    assert rowgroups.value_bytes({"images": placed[:3]}) == sum(len(image.data) for image in placed[:3])
     reads = store.reads
     written = output.write_tables(pools, tmp_path / "out", seed=0, builder=builder.name, progress=False)
     # each distinct page read once per row group placing it (one row group here), never per placement

@@ -429,3 +429,17 @@ def test_figure1_bars_sit_side_by_side_in_their_legend_colours_and_mark_syntheti
     assert label == "ActivityNet Captions (3; SYNTHETIC/demo data)"
     assert all(p.get_hatch() == "//" for p in temporal.patches) and not any(p.get_hatch() for p in grounding.patches)
     assert "SYNTHETIC" in fig._suptitle.get_text()
+
+
+def test_the_release_summary_gives_each_builders_storage_ratio(release, capsys):
+    manifest = json.loads((release / "manifest.json").read_text())
+    storage = manifest["storage"]
+    assert storage["distinct_image_bytes"] and storage["image_bytes_on_disk"]
+    assert storage["image_ratio_to_distinct"] == round(storage["image_bytes_on_disk"] / storage["distinct_image_bytes"], 4)
+    composite._print_end(manifest)
+    printed = capsys.readouterr().err
+    for component in manifest["components"]:
+        own = component["storage"]
+        line = next(x for x in printed.splitlines() if x.startswith(f"  {component['name']}: bytes on disk"))
+        assert f"{own['ratio_to_distinct_payload']:.2f}x" in line
+        assert ("their distinct bytes" in line) == bool(own["distinct_image_bytes"])
