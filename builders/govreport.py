@@ -117,6 +117,9 @@ class GovReportBuilder(Builder):
     # a variant mixing in a quarter to a half of another report has more distinct words and more
     # words used once (the paper's design): reported in the card, not a build failure
     design_signals = ("type_token_ratio", "hapax_share")
+    shortest_length = 512
+    shortest_length_reason = ("a report is fitted to its length band by whole paragraphs: below 512 tokens a "
+                              "'long document' is a few paragraphs, shorter than the summaries that query it")
     task = "logical_summarization"
     title = "MMLongEmbed Logical Summarization: GovReport"
     # its rows in the README's builder tables (`make readme` writes them): what it makes, from what

@@ -7,6 +7,7 @@ Wire it as a subcommand: `add_arguments(subparser)` then `run(args)` returns the
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import datetime as dt
 import sys
 import time
@@ -46,13 +47,22 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                              "(repeatable), e.g. gme-qwen2-vl-2b=/models/gme-2b")
     parser.add_argument("--pools", nargs="+", default=["*"],
                         help="glob patterns of pool names to score (space or comma separated), default all")
+    parser.add_argument("--max-queries", type=int, default=None, metavar="N",
+                        help="a quick look: score a seeded sample of N queries per pool (the same N queries for "
+                             "every model and run; every candidate still ranked), marked SUBSET in results.json, "
+                             "table.md, the console and `mmle leaderboard`; not comparable with full runs or the paper")
     parser.add_argument("--batch-size", type=int, default=16,
                         help="most inputs per model call; memory is bounded by the call, not the pool (default 16)")
     add_execution_arguments(parser)
     parser.add_argument("--output", default=None,
                         help="directory for results.json, table.md, predictions.parquet (each query's top-10 per model, "
-                             "with the positive's rank and the audit's label of each pick) and the plots "
-                             "(default results/<dataset name>)")
+                             "with the positive's rank and the audit's label of each pick) and the plots. Default: a "
+                             "new folder for each run, results/<dataset name>/<run id> (UTC start time and models), "
+                             "so no run replaces another; a folder that already holds files is refused unless "
+                             "--overwrite")
+    parser.add_argument("--overwrite", action="store_true",
+                        help="replace the earlier run in --output, whole: none of its files (plots of pools not "
+                             "scored now included) is left beside the new run's")
     add_cache_arguments(parser)
     parser.add_argument("--max-length", type=int, default=None,
                         help="model window in tokens (default: the model's own); longer inputs lose their middle")
@@ -166,14 +176,20 @@ def run(args: argparse.Namespace) -> int:
 
 def _run(args) -> int:
     from harness.scoring.data import Benchmark
-    from harness.models.adapters import RunSettings
+    from harness.models.adapters import RunSettings, model_kind
 
     modalities = _checked_modalities(args)
     log = (lambda *a, **k: None) if args.quiet else print
 
     started = time.perf_counter()
+    for spec in _split([args.model or DEFAULT_MODELS]):
+        model_kind(spec)  # a typo is one line with the closest name, before any dataset is opened
     benchmarks = [Benchmark(ref) for ref in dict.fromkeys(_split(args.dataset))]
+    output = _output_folder(args, benchmarks)
     selections = _select(benchmarks, _split(args.pools))
+    if args.max_queries is not None:
+        selections = [(benchmark, [dataclasses.replace(info, query_sample=args.max_queries) for info in pools])
+                      for benchmark, pools in selections]
     if args.max_new_tokens is not None and args.max_new_tokens < 1:
         raise UserError("--max-new-tokens must be at least 1")
     settings = RunSettings(batch_size=args.batch_size, batch_tokens=args.batch_tokens,
@@ -185,11 +201,19 @@ def _run(args) -> int:
                            model_paths=_model_paths(args.model_path))
     models, outcome = _score_all(args, selections, settings, modalities, log)
 
-    name = "+".join(Path(b.path.rstrip("/")).name or "benchmark" for b in benchmarks)
-    output = Path(args.output or Path("results") / name)
-    output.mkdir(parents=True, exist_ok=True)
     result, table3_cells, table4_cells = _results(args, benchmarks, models, outcome, modalities, started)
     return _write_report(args, output, result, table3_cells, table4_cells, outcome)
+
+
+def _output_folder(args, benchmarks) -> Path:
+    """Where this run goes (``harness.report.run_folder``), checked before anything is scored."""
+    from harness.report.run_folder import check_run_output, new_run_folder
+
+    if args.output:
+        check_run_output(Path(args.output), args.overwrite)
+        return Path(args.output)
+    name = "+".join(Path(b.path.rstrip("/")).name or "benchmark" for b in benchmarks)
+    return new_run_folder(name, dt.datetime.now(dt.timezone.utc), _split([args.model or DEFAULT_MODELS]))
 
 
 def _devices(args) -> list[str]:
@@ -199,6 +223,7 @@ def _devices(args) -> list[str]:
 def _checked_modalities(args) -> set[str]:
     """The numeric options' bounds, and the modalities selected (each a known one)."""
     for option, value, least in (("--batch-size", args.batch_size, 1), ("--batch-tokens", args.batch_tokens, 1),
+                                 ("--max-queries", args.max_queries, 1),
                                  ("--loader-workers", args.loader_workers, 0), ("--replicas", args.replicas, 1),
                                  ("--simulate-memory-tokens", args.simulate_memory_tokens, 1)):
         if value is not None and value < least:
@@ -247,8 +272,6 @@ def _load_with_executor(spec: str, settings, args, cache):
     """The model a `--model` item names, with the executor `--devices` / `--executor` ask for. Several
     devices or Ray: this process only plans and reads the cache, so it loads no weights, unless the model's
     embedding step is its own (then it runs here, on the first device)."""
-    import dataclasses
-
     from harness.execution import make_executor
     from harness.models.adapters import DenseModel, load_model
 
@@ -292,7 +315,7 @@ def _results(args, benchmarks, models, outcome, modalities: set[str], started: f
                      "readout_subset": args.readout_subset,
                      "readout_drop": args.readout_drop, "max_new_tokens": args.max_new_tokens,
                      "instruction": args.instruction, "modalities": sorted(modalities), "bootstrap": args.bootstrap,
-                     "seed": args.seed, "pools": _split(args.pools)},
+                     "seed": args.seed, "pools": _split(args.pools), "max_queries": args.max_queries},
         "results": outcome.results,
         "skipped": outcome.skipped,
         "table3": reports.table3_records(table3_cells),
@@ -308,16 +331,23 @@ def _write_report(args, output: Path, result: dict, table3_cells: list, table4_c
     """results.json, table.md and the plots in `output`; the exit code (1 where a pool failed)."""
     from harness.report import tables as reports
     from harness.report.predictions import FILENAME, write_predictions
+    from harness.report.run_folder import write_run
 
-    reports.write_json(result, output / "results.json")
-    write_predictions(outcome.predictions, output / FILENAME)
     table = reports.markdown(result, table3_cells, table4_cells)
-    (output / "table.md").write_text(table, encoding="utf-8")
-    plots = []
-    if not args.no_plots and outcome.results:
-        if reports.plot_by_length(outcome.results, output / "p1_by_length.png"):
-            plots.append(output / "p1_by_length.png")
-        plots += reports.plot_depth_heatmaps(outcome.results, output, args.heatmap_metric)
+
+    def write(folder: Path) -> list[str]:
+        """The run's files in ``folder``; the plots' names."""
+        reports.write_json(result, folder / "results.json")
+        write_predictions(outcome.predictions, folder / FILENAME)
+        (folder / "table.md").write_text(table, encoding="utf-8")
+        plots = []
+        if not args.no_plots and outcome.results:
+            if reports.plot_by_length(outcome.results, folder / "p1_by_length.png"):
+                plots.append(folder / "p1_by_length.png")
+            plots += reports.plot_depth_heatmaps(outcome.results, folder, args.heatmap_metric)
+        return [plot.relative_to(folder).as_posix() for plot in plots]
+
+    plots = [output / name for name in write_run(output, write)]
     if not args.quiet:
         print(table)
     print(f"wrote {output / 'results.json'}, {output / 'table.md'}, {output / FILENAME}"

@@ -10,6 +10,7 @@ from harness.scoring.data import Benchmark, PoolError, PoolInfo
 from harness.scoring.metrics import MAIN_METRIC, per_query, positive_ranks, summarise, tied_positives, variant_breakdown
 from harness.models.adapters import Model, ModelError, NotMeasured, RunSettings
 from harness.report.predictions import pool_predictions
+from harness.report.tables import pool_p1
 from harness.scoring.truncation import range_kept
 
 
@@ -87,10 +88,11 @@ def score(benchmark: Benchmark, pools: list[PoolInfo], models: list[Model], sett
             outcome.predictions.append(pool_predictions(model.spec, ref, info.as_dict(), pool.query_ids,
                                                         pool.corpus_ids, pool.positive_index, scored.scores,
                                                         ranks, audit))
-            p1 = row["metrics"]["p@1"]
-            log(f"{info.name:<40} {model.spec:<24} P@1 {p1['value']:.3f} "
-                f"[{p1['ci95'][0]:.3f}, {p1['ci95'][1]:.3f}]  truncated {scored.truncated_queries}q/"
-                f"{scored.truncated_candidates}c  embedded {scored.embedded}, cached {scored.cached}")
+            sample = (f"  SUBSET: {len(pool.query_ids)} of {pool.queries_in_pool} queries"
+                      if "query_sample" in row else "")
+            # as table.md's per-pool table prints it: x100, an interval from MIN_QUERIES_FOR_INTERVAL queries on
+            log(f"{info.name:<40} {model.spec:<24} P@1 {pool_p1(row)}  truncated {scored.truncated_queries}q/"
+                f"{scored.truncated_candidates}c  embedded {scored.embedded}, cached {scored.cached}{sample}")
     return outcome
 
 
@@ -175,6 +177,8 @@ def _result_row(ref: str, info: PoolInfo, model: Model, pool, scored, ranks, met
     return {
         "model": model.spec, "benchmark": ref, **info.as_dict(),
         "n_queries": len(pool.query_ids), "n_candidates": len(pool.corpus_ids),
+        **({"query_sample": {"queries": len(pool.query_ids), "of": pool.queries_in_pool}}
+           if len(pool.query_ids) < pool.queries_in_pool else {}),
         "metrics": metrics,
         # per query, so a table column can pool the queries of all its pools (and bootstrap them)
         "per_query": {MAIN_METRIC: [round(float(v), 6) for v in per_query(ranks)[MAIN_METRIC]]},

@@ -60,7 +60,8 @@ def run(argv: list[str] | None = None) -> int:
     runs, worst = [], 0
     for profile in profiles:
         run_dir = output / profile.name
-        options = ["--dataset", args.dataset, "--model", profile.name, "--output", str(run_dir), "--no-plots",
+        options = ["--dataset", args.dataset, "--model", profile.name, "--output", str(run_dir), "--overwrite",
+                   "--no-plots",
                    *[f"--model-path={p}" for p in paths if p.split("=", 1)[0] == profile.name], *args.score_args.split()]
         code = score(options)
         worst = max(worst, code)

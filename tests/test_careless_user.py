@@ -521,3 +521,38 @@ def test_an_error_that_sigterm_caused_ends_as_sigterm(monkeypatch, capsys, defau
             outdir._SIGTERM_RECEIVED.clear()
         assert swallowed == [signal.SIGTERM]
         assert capsys.readouterr().err.strip().splitlines()[-1] == "mmle: terminated (SIGTERM)"
+
+
+@pytest.mark.parametrize("typo, meant", [("minlm", "minilm"), ("gme-qwen2vl-2b", "gme-qwen2-vl-2b"),
+                                         ("bm-25", "bm25")])
+def test_a_model_typo_says_what_was_meant_before_any_dataset_is_opened(typo, meant, tmp_path, monkeypatch, capsys):
+    from harness.scoring import data
+
+    def never(*args, **kwargs):
+        raise AssertionError("a dataset was opened")
+
+    monkeypatch.setattr(data.Benchmark, "__init__", never)
+    assert score_main(["--dataset", str(tmp_path), "--model", f"bm25,{typo}", "--quiet"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and f"--model {typo!r}: did you mean {meant!r}?" in err[0], err
+
+
+def test_a_pool_typo_says_which_pools_were_meant(tmp_path, capsys):
+    from tests.support.fixtures_harness import standard_benchmark
+
+    bench = standard_benchmark(tmp_path / "fixture")
+    assert score_main(["--dataset", str(bench), "--model", "bm25", "--pools", "govreport-easy-265", "--quiet"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "did you mean govreport-easy-256" in err[0] and "(it has 7:" in err[0], err
+
+
+def test_a_folder_that_is_not_a_build_names_the_builds_inside_it(tmp_path, monkeypatch, capsys):
+    from tests.support.fixtures_harness import standard_benchmark
+
+    standard_benchmark(tmp_path / "out" / "fixture")
+    (tmp_path / "out" / "fixture" / "manifest.json").write_text("{}")
+    monkeypatch.chdir(tmp_path)
+    assert score_main(["--dataset", "out", "--model", "bm25", "--quiet"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "'out': not an mmle build" in err[0] and "builds inside it: out/fixture" in err[0], err
+    assert "BuilderConfig" not in err[0]

@@ -52,3 +52,35 @@ def test_a_new_builder_gets_its_row_in_task_order_and_a_stale_readme_is_caught(t
     readme.write_text("# no markers\n", encoding="utf-8")
     assert main(["--readme", str(readme)]) == 2
     assert "no builder-table block" in capsys.readouterr().err
+
+
+def _written_by_the_docs() -> set[str]:
+    """The top folders the README's and docs' commands write into the working tree: `--output X`,
+    `mmle demo-sources X`, `HF_HOME=$PWD/X`, and the defaults `out/` and `results/`."""
+    import re
+
+    written = {"out", "results"}
+    for path in [REPO_ROOT / "README.md", *sorted((REPO_ROOT / "docs").glob("*.md"))]:
+        for command in re.findall(r"^\s*(?:\$ )?((?:mmle|make|export|python) .*)$", path.read_text(encoding="utf-8"), re.M):
+            for target in re.findall(r"(?:--output|demo-sources)\s+([\w.$/+-]+)|HF_HOME=\$PWD/([\w.-]+)", command):
+                folder = (target[0] or target[1]).split("/")[0]
+                if folder and folder.upper() not in {"DIR", "OUT", "SITE", "FILE"} and not folder.startswith("$"):
+                    written.add(folder)
+    return written
+
+
+def test_what_the_documented_commands_write_is_ignored_by_git():
+    ignored = {line.strip().strip("/") for line in (REPO_ROOT / ".gitignore").read_text().splitlines()
+               if line.strip() and not line.startswith("#")}
+    written = _written_by_the_docs()
+    assert {"explore", "DEMO_VIDEOS", ".hf-local"} <= written  # the parse finds the README's commands
+    assert written <= ignored, f"not in .gitignore: {sorted(written - ignored)}"
+
+
+def test_the_readme_and_publishing_guide_show_a_release_loaded_at_its_tag():
+    """The documented call is the one `test_publish_roundtrip` runs against the loopback Hub."""
+    import re
+
+    call = r'load_dataset\("OWNER/NAME", "[\w-]+", split="test", revision="v\d+\.\d+\.\d+"\)'
+    for path in (REPO_ROOT / "README.md", REPO_ROOT / "docs" / "PUBLISHING.md"):
+        assert re.search(call, path.read_text(encoding="utf-8")), path

@@ -93,7 +93,7 @@ class SiteSummary:
     models: list[str] = field(default_factory=list)
 
     def line(self, output: Path) -> str:
-        mb = 1024 * 1024
+        mb = 1e6  # MB as every summary of the toolkit counts them (the build's storage line too)
         return (f"wrote {output / 'index.html'}: {self.pools} pools, {self.queries} queries, {self.candidates} "
                 f"candidates, {self.images} distinct images"
                 + (f", picks of {', '.join(self.models)}" if self.models else "")

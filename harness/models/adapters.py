@@ -703,26 +703,44 @@ def register_model_kind(name: str, usage: str, takes_argument: bool = True, uses
     return add
 
 
+def model_kind(spec: str):
+    """What a `--model` item names: "profile" (a paper model by its name), or its registered
+    kind with the kind's argument; a bad item is one line with the closest name, found before any
+    dataset is opened or model loaded."""
+    import difflib
+
+    from harness.profiles.catalogue import PROFILES
+
+    spec = spec.strip()
+    if spec.lower() in PROFILES:
+        return "profile", spec
+    name, colon, argument = spec.partition(":")
+    kind = MODEL_KINDS.get(name)
+    if kind is not None and (bool(argument) if kind.takes_argument else not colon):
+        return kind, argument
+    close = difflib.get_close_matches(spec.lower(), [*PROFILES, *MODEL_KINDS.names()], n=1, cutoff=0.6)
+    raise _bad_model(spec, f"did you mean {close[0]!r}? " if close else "")
+
+
+def _bad_model(spec: str, hint: str = "") -> UserError:
+    usages = [MODEL_KINDS.get(known).usage for known in MODEL_KINDS.names()]
+    return UserError(f"--model {spec!r}: {hint}expected {', '.join(usages[:-1])} or {usages[-1]}, or a model "
+                     "profile's name (`mmle models` lists them)")
+
+
 def load_model(spec: str, settings: RunSettings) -> Model:
     """Build the adapter a `--model` item names; a bad spec is a one-line UserError."""
     spec = spec.strip()
-    from harness.profiles.catalogue import PROFILES
-
-    if spec.lower() in PROFILES:  # a paper model by its name (harness.profiles.catalogue, run by harness.models.profile_model)
+    kind, argument = model_kind(spec)
+    if kind == "profile":  # a paper model by its name (harness.profiles.catalogue, run by harness.models.profile_model)
         if not settings.progress:
             _hide_library_progress_bars()
         return PROFILE_LOADER.get("profile")(spec, settings)
-    name, colon, argument = spec.partition(":")
-    kind = MODEL_KINDS.get(name)
-    model = None
-    if kind is not None and (bool(argument) if kind.takes_argument else not colon):
-        if kind.uses_libraries and not settings.progress:
-            _hide_library_progress_bars()
-        model = kind.make(argument, settings)
-    if model is None:
-        usages = [MODEL_KINDS.get(known).usage for known in MODEL_KINDS.names()]
-        raise UserError(f"--model {spec!r}: expected {', '.join(usages[:-1])} or {usages[-1]}, "
-                        "or a model profile's name (`mmle models` lists them)")
+    if kind.uses_libraries and not settings.progress:
+        _hide_library_progress_bars()
+    model = kind.make(argument, settings)
+    if model is None:  # an argument of the wrong shape (openai:<model>@<base_url> without the URL)
+        raise _bad_model(spec)
     return model
 
 

@@ -56,6 +56,7 @@ from harness.scoring.cache import input_key, model_key
 from harness.scoring.data import Benchmark, Item, PoolInfo
 from harness.scoring.metrics import outscores, per_query
 from harness.mteb.video import MediaEncoder
+from harness.report.tables import finite_json
 from mmlongembed.core.documents import IMAGE_PLACEHOLDER
 from mmlongembed.core.errors import UserError, report_error
 
@@ -295,7 +296,7 @@ def main(argv: list[str] | None = None) -> int:
     print(scores_table(scores, encoder))
     if args.json:
         with open(args.json, "w", encoding="utf-8") as handle:
-            json.dump(scores, handle, indent=1, sort_keys=True)
+            json.dump(finite_json(scores), handle, indent=1, sort_keys=True, allow_nan=False)
             handle.write("\n")
         print(f"every figure per pool: {args.json}", file=sys.stderr)
     return 0

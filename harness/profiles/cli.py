@@ -20,8 +20,12 @@ def table(profiles) -> str:
     for p in profiles:
         verified = (f"yes: {p.verified.reference}, max abs diff {p.verified.max_abs_diff:.1e}" if p.verified
                     else f"no: {p.unverified_reason}")
-        lines.append(f"| {p.name} | {p.paper_name or '-'} | {p.window} | {p.size or '-'} | {p.dim} | {p.group} | "
+        dim = f"{p.dim} (Table 2: {p.paper_dim} \u2260)" if p.paper_dim else str(p.dim)
+        lines.append(f"| {p.name} | {p.paper_name or '-'} | {p.window} | {p.size or '-'} | {dim} | {p.group} | "
                      f"{p.family} | {verified} |")
+    if any(p.paper_dim for p in profiles):
+        lines += ["", "\u2260: the model's own embedding dim (what its checkpoint gives) differs from the paper's "
+                  "Table 2; each profile's notes say which source gives which."]
     return "\n".join(lines)
 
 

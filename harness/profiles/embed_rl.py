@@ -82,6 +82,7 @@ MODELS = (
         added_tokens=("<emb>",),
         verified=_VERIFIED,
         training_data=trained_on(_TRAINING, _training_config("2b")),
+        paper_dim=1536,
         notes=(*_NOTES, "dimension: 2048, Qwen3-VL-2B's hidden size (the <emb> state is the last hidden state, no "
                         "projection); the paper's Table 2 gives 1536"),
     ),

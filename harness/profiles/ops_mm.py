@@ -35,6 +35,7 @@ MODELS = (
         sources=wrapper_facts(
             _WRAPPER, model_card("OpenSearch-AI/Ops-MM-embedding-v1-2B", "69c23ac5595bb7fb3a9959df96fe155b3650c01e")),
         verified=_VERIFIED,
+        paper_dim=2048,
         notes=("Table 2 gives 2048 dimensions; mteb's ModelMeta 1536 (the Qwen2-VL-2B hidden size)",),
     ),
     ModelProfile(

@@ -193,6 +193,9 @@ class ModelProfile:
     unverified_reason: str = ""
     training_data: tuple[TrainingData, ...] = ()
     notes: tuple[str, ...] = ()
+    # Table 2's embedding dim where it differs from the model's own (``dim``, what the checkpoint
+    # gives); `mmle models` marks it (a test checks it against the paper's Table 2)
+    paper_dim: int | None = None
 
     def side(self, is_query: bool) -> SideForm:
         return self.query if is_query else self.document

@@ -29,7 +29,8 @@ OURS = "ours"
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("results", nargs="+", metavar="RESULTS",
-                        help="results.json of `mmle score` runs, or the directories that hold them")
+                        help="results.json of `mmle score` runs, the folders that hold them, or a folder of runs "
+                             "(results/<dataset>: each run in it)")
     parser.add_argument("--reference", choices=sorted(REFERENCES), default=None,
                         help="add the paper's published rows, labelled as published numbers, not ours: all of "
                              "its Table 3 (11 models), Table 11 (Table 4's Visual Grounding by background, all 10 "
@@ -39,13 +40,26 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     try:
-        text = leaderboard([load_run(p) for p in args.results], reference(args.reference) if args.reference else None)
+        text = leaderboard(load_runs(args.results), reference(args.reference) if args.reference else None)
     except UserError as exc:
         return report_error(exc)
     print(text)
     if args.output:
         Path(args.output).write_text(text + "\n", encoding="utf-8")
     return 0
+
+
+def load_runs(paths: list[str | Path]) -> list[dict]:
+    """Each path's run; a folder of runs (`results/<dataset>`, where `mmle score` puts each run in
+    a folder of its own) gives every run in it, oldest first."""
+    runs = []
+    for path in map(Path, paths):
+        inside = sorted(p.parent for p in path.glob("*/results.json")) if path.is_dir() else []
+        if inside and not (path / "results.json").is_file():
+            runs += [load_run(p) for p in inside]
+        else:
+            runs.append(load_run(path))
+    return runs
 
 
 def load_run(path: str | Path) -> dict:
@@ -98,6 +112,7 @@ def table3_entries(runs: list[dict], ref: dict | None = None) -> tuple[list[dict
     paper's order, and each column's task. Our Avg is over the columns our runs have (published
     columns none of them has do not count); a published row's Avg is the paper's, where quoted."""
     merged = _merge(runs, _table3_records, lambda r: (r["model"], r["column"]), "model and column")
+    subsets = _subset_paths(runs)
     task_of = {r["column"]: r.get("task") for r, _ in merged.values()}
     ours = sorted(task_of, key=lambda c: report.column_order(c, task_of[c]))
     models = list(dict.fromkeys(model for model, _ in merged))
@@ -105,7 +120,8 @@ def table3_entries(runs: list[dict], ref: dict | None = None) -> tuple[list[dict
     for model in models:
         cells = {c: merged[model, c][0] for c in ours if (model, c) in merged}
         row = [cells.get(c) or {"model": model, "column": c, "p_at_1": None, "queries": 0} for c in ours]
-        entries.append({"model": model, "source": OURS, "cells": cells, "average": report.average_cell(model, row)})
+        entries.append({"model": model, "source": OURS, "cells": cells, "average": report.average_cell(model, row),
+                        "subset": any(merged[model, c][1] in subsets for c in cells)})
     if ref:
         published = {}
         renamed = ref.get("our_column", {})  # the paper's column -> ours where ours stands in for it
@@ -142,8 +158,13 @@ def _table3_texts(entry: dict, columns: list[str], trained: dict[str, list[str]]
             + [_published(entry["average"].get("published"))])
 
 
+def _subset_paths(runs: list[dict]) -> set[str]:
+    """The runs that scored a sample of each pool's queries (`mmle score --max-queries`)."""
+    return {run["_path"] for run in runs if (run.get("settings") or {}).get("max_queries")}
+
+
 def _source(entry: dict) -> str:
-    return entry["source"]
+    return f"{entry['source']}, SUBSET" if entry.get("subset") else entry["source"]
 
 
 def _in_block(entry: dict, diagnostics: bool) -> bool:
@@ -177,7 +198,8 @@ def table4(runs: list[dict], ref: dict | None = None, diagnostics: bool = False)
     merged = _merge(runs, lambda run: run.get("table4") or [], lambda e: (e["model"], e["needle_modality"]),
                     "model and needle modality")
     # Table 11 is Table 4 for every model (Table 4 prints 8 of its 10 rows, with the same figures)
-    entries = ([{**entry, "source": OURS} for entry, _ in merged.values()]
+    subsets = _subset_paths(runs)
+    entries = ([{**entry, "source": OURS, "subset": path in subsets} for entry, path in merged.values()]
                + [{**entry, "source": ref["label"]} for entry in (ref or {}).get("table11", [])])
     entries = [e for e in entries if _in_block(e, diagnostics)]
     return report.table4_markdown(entries, label=_source, texts=_table4_texts) if entries else ""
@@ -219,7 +241,10 @@ def confusion(runs: list[dict]) -> str:
 
 
 def leaderboard(runs: list[dict], ref: dict | None = None) -> str:
-    sources = ", ".join(f"{run['_path']} ({run.get('dataset', {}).get('ref', '?')})" for run in runs)
+    subsets = _subset_paths(runs)
+    sources = ", ".join(f"{run['_path']} ({run.get('dataset', {}).get('ref', '?')}"
+                        + (f"; SUBSET: at most {run['settings']['max_queries']} queries per pool"
+                           if run["_path"] in subsets else "") + ")" for run in runs)
     parts = ["# Leaderboard", "", f"Runs: {sources}.", "",
              "Ours: P@1 x100 over all the queries of each cell (n= the queries, a 95% bootstrap interval over them "
              f"from {report.MIN_QUERIES_FOR_INTERVAL} queries on, none where every query tied: `tie: ...`); a model "

@@ -521,7 +521,7 @@ def confusion_markdown(records: list[dict], label: Callable[[dict], str] | None 
     return "\n\n".join(parts)
 
 
-def _pool_p1(r) -> str:
+def pool_p1(r) -> str:
     """A pool's P@1 with its bootstrap interval, `n=` alone below MIN_QUERIES_FOR_INTERVAL queries, or
     what tied where every query did."""
     p1 = r["metrics"]["p@1"]
@@ -549,7 +549,7 @@ def pool_table(rows) -> str:
     for r in rows:
         m = r["metrics"]
         lines.append(
-            f"| {r['model']} | {r['pool']} | {r['n_queries']} | {r['n_candidates']} | {_pool_p1(r)} | {_hit_k(r)} | "
+            f"| {r['model']} | {r['pool']} | {r['n_queries']} | {r['n_candidates']} | {pool_p1(r)} | {_hit_k(r)} | "
             f"{fmt(m['ndcg@10']['value'])} | {fmt(m['mrr']['value'])} | "
             f"{r['truncated']['queries']}/{r['truncated']['candidates']} | {r.get('tied_positives', 0)} |")
     return "\n".join(lines)
@@ -569,13 +569,22 @@ def readout_table(rows) -> str:
     return "\n".join(lines)
 
 
+def subset_note(settings: dict) -> list[str]:
+    """The lines that mark a `--max-queries` run (none for a full run)."""
+    n = settings.get("max_queries")
+    if not n:
+        return []
+    return [f"**SUBSET:** at most {n} queries per pool (`--max-queries {n}`, a seeded sample, the same for every "
+            "model), every candidate ranked: a quick look, not comparable with full runs or the paper's figures.", ""]
+
+
 def markdown(report: dict, table3_cells: list[dict] | None = None, table4_cells: list[dict] | None = None) -> str:
     """The report's tables; ``table3_cells``, ``table4_cells``: what ``table3_data`` and
     ``table4_data`` gave for this report, when the caller has them (drawn once, not again)."""
     rows, skipped = report["results"], report["skipped"]
     settings = report.get("settings") or {}
     stats = {"n_resamples": settings.get("bootstrap", 1000), "seed": settings.get("seed", 0)}
-    parts = [f"# Scores on {report['dataset']['ref']}", "",
+    parts = [f"# Scores on {report['dataset']['ref']}", "", *subset_note(settings),
              "P@1 x 100 over all the queries of each cell's pools (query-weighted), `n=` the queries it rests on, "
              f"in brackets a 95% bootstrap interval over those queries (none below {MIN_QUERIES_FOR_INTERVAL} "
              "queries). A model that was not run on every pool of a cell gets no number there but says what it "
@@ -612,8 +621,21 @@ def markdown(report: dict, table3_cells: list[dict] | None = None, table4_cells:
     return "\n".join(parts)
 
 
+def finite_json(value):
+    """``value`` with every NaN or infinity as null: JSON has no NaN, and the bare `NaN` Python
+    writes is refused by strict readers (JavaScript's JSON.parse, jq)."""
+    if isinstance(value, float):
+        return value if math.isfinite(value) else None
+    if isinstance(value, dict):
+        return {k: finite_json(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [finite_json(v) for v in value]
+    return value
+
+
 def write_json(report: dict, path: Path) -> None:
-    path.write_text(json.dumps(report, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
+    path.write_text(json.dumps(finite_json(report), indent=2, ensure_ascii=False, allow_nan=False) + "\n",
+                    encoding="utf-8")
 
 
 def _pyplot():
@@ -766,12 +788,13 @@ def depth_heatmap_figures(rows, metric: str = MAIN_METRIC):
 def plot_depth_heatmaps(rows, directory: Path, metric: str = MAIN_METRIC) -> list[Path]:
     written = []
     for model, group, fig in depth_heatmap_figures(rows, metric):
-        path = directory / f"heatmap_{_slug(model)}_{_slug(group)}.png"
+        path = directory / f"heatmap_{file_slug(model)}_{file_slug(group)}.png"
         fig.savefig(path, dpi=120)
         _pyplot().close(fig)
         written.append(path)
     return written
 
 
-def _slug(text: str) -> str:
+def file_slug(text: str) -> str:
+    """``text`` as a file name's part: letters, digits, dots, dashes and underscores, 80 at most."""
     return re.sub(r"[^A-Za-z0-9._-]+", "_", text).strip("_")[:80]

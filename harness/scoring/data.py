@@ -12,6 +12,7 @@ embedding cache and decoded only by the models that need them.
 
 from __future__ import annotations
 
+import difflib
 import fnmatch
 import io
 import json
@@ -66,6 +67,19 @@ class PoolInfo:
     extra: dict = field(default_factory=dict)
     n_queries: int = 0
     n_candidates: int = 0
+    query_sample: int | None = None  # `mmle score --max-queries`: score a seeded sample of this many queries
+
+    def sampled_queries(self, n_queries: int) -> list[int] | None:
+        """The indices (in file order) of the queries a `--max-queries` run scores, or None for all:
+        a sample drawn from the pool's name and size alone, so every model, run and process
+        (device replicas, Ray actors) scores the same queries."""
+        if self.query_sample is None or self.query_sample >= n_queries:
+            return None
+        from mmlongembed.core.rng import derive_rng
+
+        chosen = derive_rng(0, "max-queries", self.name, self.query_sample).choice(n_queries, self.query_sample,
+                                                                                   replace=False)
+        return sorted(int(k) for k in chosen)
 
     @property
     def frame_sequences(self) -> bool:
@@ -119,16 +133,36 @@ def meant_as_path(ref: str) -> bool:
 LOCAL_BUILDS_SHOWN = 6  # the most local builds a "no such dataset" line names
 
 
-def local_builds(near: str) -> list[str]:
-    """The builds (folders holding manifest.json) in the working directory and one level below
-    it (``out/govreport``), those whose name is ``near``'s last component first: what a user who
+def local_builds(near: str, root: str = ".") -> list[str]:
+    """The builds (folders holding manifest.json) in ``root`` and one level below it
+    (``out/govreport``), those whose name is ``near``'s last component first: what a user who
     typed ``near`` may have meant."""
     from pathlib import Path
 
     found = sorted({p.parent.as_posix() for pattern in ("*/manifest.json", "*/*/manifest.json")
-                    for p in Path(".").glob(pattern) if not any(part.startswith(".") for part in p.parts)})
+                    for p in Path(root).glob(pattern)
+                    if not any(part.startswith(".") for part in p.relative_to(root).parts)})
     name = near.rstrip("/").rsplit("/", 1)[-1]
     return sorted(found, key=lambda path: path.rsplit("/", 1)[-1] != name)
+
+
+def _builds_hint(builds: list[str]) -> str:
+    more = f" and {len(builds) - LOCAL_BUILDS_SHOWN} more" if len(builds) > LOCAL_BUILDS_SHOWN else ""
+    return ", ".join(builds[:LOCAL_BUILDS_SHOWN]) + more
+
+
+def check_is_build(ref: str, path: str) -> None:
+    """A local folder is read only if its card declares a `pools` config (what every build and
+    release has): otherwise one line naming the builds inside it, not `datasets`' "BuilderConfig
+    'pools' not found"."""
+    from pathlib import Path
+
+    card = Path(path) / "README.md"
+    if card.is_file() and "config_name: pools" in card.read_text(encoding="utf-8", errors="replace"):
+        return
+    builds = local_builds(ref, root=path)
+    hint = f"builds inside it: {_builds_hint(builds)}" if builds else "mmle build DATASET writes out/DATASET"
+    raise UserError(f"--dataset {ref!r}: not an mmle build (no README.md card with a `pools` config); {hint}")
 
 
 def _no_such_dataset(ref: str, why: str) -> UserError:
@@ -137,8 +171,7 @@ def _no_such_dataset(ref: str, why: str) -> UserError:
     if not builds:
         hint = "no build here (mmle build DATASET writes out/DATASET)"
     else:
-        more = f" and {len(builds) - LOCAL_BUILDS_SHOWN} more" if len(builds) > LOCAL_BUILDS_SHOWN else ""
-        hint = "local builds here: " + ", ".join(builds[:LOCAL_BUILDS_SHOWN]) + more
+        hint = "local builds here: " + _builds_hint(builds)
         if builds[0].rsplit("/", 1)[-1] == ref.rstrip("/").rsplit("/", 1)[-1]:
             hint = f"did you mean {builds[0]}? ({hint})"
     return UserError(f"--dataset {ref!r}: {why}; {hint}")
@@ -211,6 +244,7 @@ class Benchmark:
             raise _no_such_dataset(ref, "no such directory, and a Hub repo is read only at a revision "
                                         "(OWNER/NAME@TAG or @COMMIT)")
         else:
+            check_is_build(ref, self.path)
             check_local_files(ref, self.path)
 
     def load(self, config: str):
@@ -286,8 +320,13 @@ class Benchmark:
     def select(self, patterns: list[str]) -> list[PoolInfo]:
         chosen = [p for p in self.pools if any(fnmatch.fnmatchcase(p.name, pat) for pat in patterns)]
         if not chosen:
-            names = ", ".join(p.name for p in self.pools[:8]) + (" ..." if len(self.pools) > 8 else "")
-            raise UserError(f"--pools {' '.join(patterns)!r} matches no pool of {self.ref} (it has: {names})")
+            names = [p.name for p in self.pools]
+            close = [match for pattern in patterns
+                     for match in difflib.get_close_matches(pattern, names, n=3, cutoff=0.6)]
+            hint = f"did you mean {', '.join(dict.fromkeys(close))}? " if close else ""
+            listed = ", ".join(names[:8]) + (f" and {len(names) - 8} more" if len(names) > 8 else "")
+            raise UserError(f"--pools {' '.join(patterns)!r} matches no pool of {self.ref}; {hint}"
+                            f"(it has {len(names)}: {listed}; patterns take * and ?)")
         return chosen
 
     def open_pool(self, info: PoolInfo) -> "PoolData":
@@ -370,10 +409,15 @@ class PoolData:
             tables[part] = table
         self.corpus = _undecoded_images(tables["corpus"])
         self.queries = _undecoded_images(tables["queries"])
+        every_query = list(self.queries["_id"])
+        self.queries_in_pool = len(every_query)
+        sample = info.sampled_queries(self.queries_in_pool)
+        if sample is not None:
+            self.queries = self.queries.select(sample)
         self.corpus_ids: list[str] = list(self.corpus["_id"])
         self.query_ids: list[str] = list(self.queries["_id"])
         self._check_ids()
-        self.positive_index = self._positives(tables["qrels"])
+        self.positive_index = self._positives(tables["qrels"], every_query)
 
     def audit(self) -> dict[str, list] | None:
         """The pool's `<pool>-audit` config (what each row is), for breakdowns only; None where the
@@ -414,8 +458,9 @@ class PoolData:
             if len(set(ids)) != len(ids):
                 raise PoolError(f"layout: duplicate {kind} ids")
 
-    def _positives(self, qrels) -> list[int]:
-        """Index in the corpus of each query's single positive (the contract: exactly one)."""
+    def _positives(self, qrels, every_query: list[str]) -> list[int]:
+        """Index in the corpus of each query's single positive (the contract: exactly one);
+        ``every_query``: the pool's queries, those not sampled included (their qrels are known)."""
         where = {cid: i for i, cid in enumerate(self.corpus_ids)}
         positives: dict[str, list[str]] = {}
         for qid, cid, score in zip(qrels["query-id"], qrels["corpus-id"], qrels["score"]):
@@ -429,7 +474,7 @@ class PoolData:
             if found[0] not in where:
                 raise PoolError(f"layout: qrels name candidate {found[0]!r}, which is not in the corpus")
             index.append(where[found[0]])
-        unknown = set(positives) - set(self.query_ids)
+        unknown = set(positives) - set(every_query)
         if unknown:
             raise PoolError(f"layout: qrels name unknown query {sorted(unknown)[0]!r}")
         return index

@@ -99,6 +99,19 @@ def check_output(estimate: OutputEstimate | None, lengths) -> None:
                         f"than the {available / 1e9:.1f} GB available here; choose {estimate.shrink}")
 
 
+def check_shortest_length(builder, config) -> None:
+    """One line, before the sources are read, for a ``--lengths`` target below what the builder's
+    recipe makes sense at (``Builder.shortest_length``); nothing for builders without ``--lengths``."""
+    lengths = sorted(set(getattr(config, "lengths", None) or ()))
+    not_positive = [length for length in lengths if length < 1]
+    if not_positive:
+        raise UserError(f"--lengths {' '.join(map(str, not_positive))}: a length is a positive number of tokens")
+    below = [length for length in lengths if length < builder.shortest_length]
+    if below:
+        raise UserError(f"--lengths {' '.join(map(str, below))}: {builder.name} builds lengths of at least "
+                        f"{builder.shortest_length} tokens ({builder.shortest_length_reason})")
+
+
 def check_lengths(builder, sources, config) -> None:
     """One line, before any pool is built, for lengths beyond what ``sources`` can fill or what
     memory can hold; nothing for builders without ``--lengths``."""

@@ -9,7 +9,7 @@ from pathlib import Path
 
 from mmlongembed.checks.build_checks import Validation, validate_tables
 from mmlongembed.core.builder import Builder, BuildReport
-from mmlongembed.build.capacity import check_lengths
+from mmlongembed.build.capacity import check_lengths, check_shortest_length
 from mmlongembed.core.errors import UserError
 from mmlongembed.output.layout import ConfigSpec
 from mmlongembed.output.writer import Written, pool_statistics, write_json, write_tables
@@ -121,6 +121,7 @@ class BenchmarkPipeline(Pipeline):
 
     def build(self, builder: Builder, config, final_dir: Path, overwrite: bool, report: BuildReport,
               quiet: bool = False) -> Path:
+        check_shortest_length(builder, config)
         sources = builder.load_sources(config, report)
         check_lengths(builder, sources, config)
         sources = builder.run_steps(sources, config, report)  # the declared steps (LLM calls) before the pure part

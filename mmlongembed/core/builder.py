@@ -141,6 +141,10 @@ class Builder:
     # negatives (GovReport's: a quarter to a half of another report): the shortcut audit reports
     # their readings (``design_signals``) instead of failing the build on them; the card says so
     design_signals: ClassVar[tuple[str, ...]] = ()
+    # the shortest ``--lengths`` target its recipe makes sense at, and why (one line before the
+    # sources are read: ``capacity.check_shortest_length``); 1 where only positive lengths are asked
+    shortest_length: ClassVar[int] = 1
+    shortest_length_reason: ClassVar[str] = ""
 
     def load_sources(self, config, report: BuildReport) -> Any:
         """All I/O happens here: read local files or the Hub at a pinned revision."""

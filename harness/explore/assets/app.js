@@ -28,7 +28,7 @@ function el(tag, attrs, ...children) {
 
 function pct(x) { return x === null || x === undefined ? "–" : (100 * x).toFixed(1); }
 function lengthName(n) { return n >= 1024 && n % 1024 === 0 ? (n / 1024) + "k" : String(n); }
-function fmtBytes(n) { return (n / 1048576).toFixed(1) + " MB"; }
+function fmtBytes(n) { return (n / 1e6).toFixed(1) + " MB"; }  // MB of 10^6 bytes, as the summaries print them
 
 function hashState() {
   return new URLSearchParams(location.hash.replace(/^#/, ""));
@@ -77,14 +77,16 @@ function renderHome(app, state) {
 function table1() {
   const paper = Object.fromEntries(R.paper_table1.rows.map(r => [r.key, r]));
   const head = el("tr", {}, ["Source", "Task", "Modality", "Pools", "Queries (paper)", "Corpus (paper)",
-    "Candidates per query (paper)", "Per length: queries/candidates"].map(h => el("th", {text: h})));
+    "Candidates ranked per query (paper)", "Candidates made per query", "Per length: queries/candidates"]
+    .map(h => el("th", {text: h})));
   const rows = R.table1.map(r => {
     const p = paper[r.key] || {};
     const both = (ours, theirs) => ours + (theirs === null || theirs === undefined ? "" : " (" + theirs + ")");
     return el("tr", {}, el("td", {text: r.dataset}), el("td", {text: r.task}), el("td", {text: r.modality}),
       el("td", {class: "num", text: r.pools}), el("td", {class: "num", text: both(r.queries, p.queries)}),
       el("td", {class: "num", text: both(r.corpus, p.corpus)}),
-      el("td", {class: "num", text: both(r.candidates_per_query, p.candidates_per_query)}),
+      el("td", {class: "num", text: both(r.candidates_ranked_per_query, p.candidates_ranked_per_query)}),
+      el("td", {class: "num", text: String(r.candidates_made_per_query)}),
       el("td", {text: r.per_length.map(x => x.text).join("; ")}));
   });
   return el("table", {id: "table1"}, el("thead", {}, head), el("tbody", {}, rows));
@@ -338,19 +340,38 @@ function renderText(pool, c, expanded, expand) {
 
 // ---- routing ------------------------------------------------------------------------------------
 
+// What the build or release records as synthetic (manifest.json's `synthetic`): a release's notes
+// start with their component's name; a single build's concern all its pools.
+function syntheticNotes(dataset) {
+  const notes = R.synthetic || [];
+  if (!dataset || !(R.components && R.components.length)) return notes;
+  return notes.filter(note => note.startsWith(dataset + ":"));
+}
+function syntheticBanner(dataset) {
+  const notes = syntheticNotes(dataset);
+  return notes.length ? el("p", {class: "synthetic", text: "SYNTHETIC: " + notes.join("; ")}) : null;
+}
+
 function render() {
   const app = document.getElementById("app");
   const state = hashState();
   app.replaceChildren();
   document.getElementById("release-name").textContent = R.name;
   const name = state.get("pool");
-  if (!name) { renderHome(app, state); return; }
+  if (!name) {
+    const banner = syntheticBanner(null);
+    if (banner) app.append(banner);
+    renderHome(app, state);
+    return;
+  }
   const entry = R.pools.find(p => p.pool === name);
   if (!entry) { app.append(el("p", {text: "No pool " + name + " in this release."})); return; }
   app.append(el("p", {text: "Loading " + name + "…"}));
   loadPool(entry).then(pool => {
     if (hashState().get("pool") !== name) return;
     app.replaceChildren();
+    const banner = syntheticBanner(entry.dataset);
+    if (banner) app.append(banner);
     renderPool(app, hashState(), entry, pool);
   }, error => { app.replaceChildren(el("p", {class: "bad", text: error.message})); });
 }

@@ -126,6 +126,33 @@ def test_home_shows_table1_figure_pools_filters_and_confusion(page):
     assert page.errors() == []
 
 
+def test_no_page_shows_undefined_or_nan(page, site):
+    """Every page of the site, rendered: no field read under a wrong name (`undefined`) and no
+    figure computed from one (`NaN`)."""
+    import re
+
+    pools = json.loads((site["site"] / "data" / "release.js").read_text().split(" = ", 1)[1].rstrip().rstrip(";"))
+    names = [row["pool"] for row in pools["pools"]]
+    assert len(names) == 4
+    for target in ["", *(f"pool={name}" for name in names)]:
+        page.go(target)
+        ready = "document.getElementById('table1') !== null" if not target else \
+            "document.getElementById('query-count') !== null && document.querySelectorAll('#query-view .cand').length"
+        page.wait(ready)
+        shown = page.eval("document.body.innerText")
+        assert not re.search(r"\bundefined\b|\bNaN\b", shown), (target, re.findall(r".{0,40}(?:undefined|NaN).{0,20}",
+                                                                                       shown))
+    page.go("")
+    row = page.eval("[...document.querySelectorAll('#table1 tbody tr')][0].textContent")
+    assert "(25)" in row  # the paper's candidates ranked per query beside ours (NeedleBench: 25)
+    # one size unit: MB of 10^6 bytes, in the footer as in `mmle explore`'s line and the build summary
+    size = release(site["site"])["size"]
+    footer = page.eval("document.getElementById('footer').textContent")
+    assert f"site {size['site_bytes'] / 1e6:.1f} MB" in footer and f"{size['release_bytes'] / 1e6:.1f} MB" in footer
+    assert page.eval("fmtBytes(2500000)") == "2.5 MB"
+    assert page.errors() == []
+
+
 def test_hotpotqa_query_marks_the_removed_sentence_and_its_refill(page):
     page.go("pool=hotpotqa-hard-1k")
     assert page.wait("document.getElementById('query-count') && document.getElementById('query-count').textContent") \
@@ -239,3 +266,32 @@ def test_a_model_may_come_from_several_runs_but_each_pool_once(site, tmp_path, c
     assert mmle(["explore", str(site["bench"]), "--results", str(runs[0]), str(site["results"]), "--output",
                  str(output), "--quiet"]) == 2
     assert "bm25 on hotpotqa-hard-1k is in another run too" in capsys.readouterr().err
+
+
+def test_every_page_of_a_synthetic_component_says_so(site, tmp_path):
+    """A release whose video component is synthetic (demo clips): its pools' pages and the home
+    page carry SYNTHETIC, the other components' pages do not."""
+    import shutil
+
+    bench = tmp_path / "bench"
+    shutil.copytree(site["bench"], bench)
+    manifest = json.loads((bench / "manifest.json").read_text())
+    note = "activitynet: videos: generated demo clips (mmle demo-sources), not ActivityNet's"
+    manifest.update(synthetic=[note], components=[{"name": n, "builder": {"name": n}} for n in
+                                                  ("hotpotqa", "needle", "mmlongbench", "activitynet")])
+    (bench / "manifest.json").write_text(json.dumps(manifest))
+    output = tmp_path / "site"
+    assert mmle(["explore", str(bench), "--output", str(output), "--quiet"]) == 0
+    browser = Browser(require_chromium())
+    try:
+        page = browser.open((output / "index.html").resolve().as_uri())
+        assert page.wait("document.getElementById('table1') !== null")
+        assert page.eval("document.querySelector('.synthetic').textContent") == f"SYNTHETIC: {note}"
+        for pool, marked in (("activitynet-hard-48", True), ("hotpotqa-hard-1k", False)):
+            page.go(f"pool={pool}")
+            page.wait("document.getElementById('query-count') !== null")
+            assert page.eval("document.querySelector('.synthetic') !== null") == marked, pool
+        assert page.errors() == []
+    finally:
+        browser.close()
+

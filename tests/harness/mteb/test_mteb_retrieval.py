@@ -11,6 +11,7 @@ same on HotpotQA pools built from ../shared/data."""
 
 from __future__ import annotations
 
+import json
 import random
 
 import numpy as np
@@ -204,7 +205,7 @@ def test_a_release_on_the_hub_scores_the_same_through_mteb_by_its_tag(generated,
     code = f"import sys\nfrom harness.mteb.retrieval import main\nsys.exit(main({argv!r}))\n"
     proc = run_python(code, env, timeout=600)
     assert proc.returncode == 0, proc.stderr[-4000:]
-    scores = json.loads((tmp_path / "scores.json").read_text())
+    scores = json.loads((tmp_path / "scores.json").read_text(), parse_constant=strict_json)
     assert set(scores) == set(generated["pools"])
     for pool in generated["pools"]:
         assert_same_figures(generated["harness"][pool], scores[pool])
@@ -235,7 +236,7 @@ def test_the_mteb_path_shares_mmle_scores_embedding_cache(generated, minilm, tmp
     assert mteb_main(["--dataset", build, "--model", "minilm", "--cache-dir", cache, "--batch-size", "8",
                       "--json", str(tmp_path / "scores.json"), "--quiet"]) == 0
     assert embedded == []
-    scores = json.loads((tmp_path / "scores.json").read_text())
+    scores = json.loads((tmp_path / "scores.json").read_text(), parse_constant=strict_json)
     assert set(scores) == set(generated["pools"])
     lines = capsys.readouterr().out.splitlines()
     assert lines[0].split() == ["pool", "mteb", "P@1", "P@1", "nDCG@10", "MRR", "hit@5", "tied", "truncated", "q/c",
@@ -258,3 +259,18 @@ def test_release_task_says_which_pools_it_leaves_out(tmp_path):
     build = write(tmp_path / "mixed", [text, image])
     task = release_task(str(build))
     assert list(task.metadata.eval_langs) == [text.name] and task.left_out == [image.name]
+
+
+def strict_json(constant: str):
+    raise AssertionError(f"{constant} in JSON: strict readers refuse it")
+
+
+def test_json_has_no_nan_whatever_the_scores(tmp_path):
+    """mteb's scores hold NaN where a metric is undefined (e.g. a pool of one query); the files
+    carry null there."""
+    from harness.report.tables import finite_json, write_json
+
+    scores = {"pool": {"p@1": 0.5, "ndcg_at_10": float("nan"), "runs": [float("inf"), 1.0]}}
+    assert finite_json(scores) == {"pool": {"p@1": 0.5, "ndcg_at_10": None, "runs": [None, 1.0]}}
+    write_json(scores, tmp_path / "results.json")
+    assert json.loads((tmp_path / "results.json").read_text(), parse_constant=strict_json)["pool"]["ndcg_at_10"] is None

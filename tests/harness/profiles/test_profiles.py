@@ -146,3 +146,24 @@ def test_table3_dry_run_on_tiny_models_of_two_families(tmp_path, capsys):
     # a verified profile's results say nothing (an unverified one's say so: tests/harness/profiles/test_profiles_vlm2vec.py)
     for name in ("qwen3-vl-2b", "embed-rl-4b", "vlm2vec-qwen2vl-2b"):
         assert not any(note.startswith("profile unverified:") for note in notes[name]), name
+
+
+def test_mmle_models_marks_each_dimension_that_differs_from_table_2():
+    from harness.profiles.catalogue import PROFILES
+    from harness.profiles.cli import table
+    from harness.report.leaderboard import reference
+
+    table2 = {m["model"]: m["embedding_dim"] for m in reference("paper")["models"]}
+    differing = set()
+    for profile in PROFILES.values():
+        published = table2.get(profile.paper_name)
+        expected = published if published is not None and published != profile.dim else None
+        assert profile.paper_dim == expected, profile.name
+        if expected:
+            differing.add(profile.name)
+    assert differing == {"ops-mm-v1-2b", "embed-rl-2b"}
+    shown = table(list(PROFILES.values()))
+    rows = {line.split(" | ")[0].lstrip("| "): line for line in shown.splitlines() if line.startswith("| ")}
+    assert "| 1536 (Table 2: 2048 \u2260) |" in rows["ops-mm-v1-2b"]
+    assert "| 2048 (Table 2: 1536 \u2260) |" in rows["embed-rl-2b"]
+    assert "\u2260" not in rows["gme-qwen2-vl-2b"]

@@ -168,7 +168,7 @@ def test_govreport_sample_cells_weigh_every_query(tmp_path):
 
     built = run_build(get_builder("govreport"), GovReportConfig(sources=str(shared_data_dir("govreport"))),
                       tmp_path / "out", progress=False)
-    code, result, output = score(tmp_path, [built], "--model", "bm25")
+    code, result, output = score(tmp_path, [built], "--model", "bm25", name="results")
     assert code == 0
     for difficulty in ("easy", "hard"):
         pools = [r for r in result["results"] if r["difficulty"] == difficulty]

@@ -225,3 +225,24 @@ def test_govreport_records_sharing_an_id_are_a_counted_skip(tmp_path):
     assert "a.jsonl:13" in manifest["report"]["skipped_examples"]["duplicate_id"][0]
     problems, checked = validate_dir(out)
     assert not problems, format_report(problems, checked)
+
+
+@pytest.mark.parametrize("lengths, expected", [
+    (["0"], "--lengths 0: a length is a positive number of tokens"),
+    (["-5", "2048"], "--lengths -5: a length is a positive number of tokens"),
+    (["100", "2048"], "--lengths 100: govreport builds lengths of at least 512 tokens"),
+])
+def test_a_length_below_the_builders_shortest_is_one_line_before_the_sources_are_read(
+        sources, tmp_path, capsys, monkeypatch, lengths, expected):
+    from builders.govreport import GovReportBuilder
+    from mmlongembed.cli import main
+
+    def unread(*args, **kwargs):
+        raise AssertionError("the sources were read")
+
+    monkeypatch.setattr(GovReportBuilder, "load_sources", unread)
+    code = main(["build", "govreport", "--sources", str(sources), "--output", str(tmp_path / "out"),
+                 "--lengths", *lengths, "--no-progress"])
+    err = capsys.readouterr().err.strip().splitlines()
+    assert code == 2 and len(err) == 1 and expected in err[0], err
+    assert not (tmp_path / "out" / "govreport").exists()

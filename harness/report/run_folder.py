@@ -1,0 +1,77 @@
+"""Where an `mmle score` run is written: a folder of its own, never over another run unasked.
+
+By default each run gets a new folder, ``results/<dataset>/<run id>`` (the run id: its UTC start
+time and its models), so a second run with another model keeps the first. An ``--output`` folder
+that already holds files is refused unless ``--overwrite``; an overwrite replaces the earlier run
+whole (its heatmaps included), and only a folder that is a run (it has a results.json). Every run
+is written into a temporary sibling and renamed into place when complete, as builds are
+(``mmlongembed.output.outdir``), so an interrupted run leaves no half-written folder behind.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import shutil
+from collections.abc import Callable
+from pathlib import Path
+from typing import TypeVar
+
+from mmlongembed.core.errors import UserError
+from mmlongembed.output.outdir import make_temporary_dir
+from mmlongembed.output.writer import commit_output_dir
+
+RESULTS_ROOT = Path("results")
+RESULTS_FILE = "results.json"
+T = TypeVar("T")
+
+
+def run_id(started: dt.datetime, models: list[str]) -> str:
+    """``20261203-101500-bm25+minilm``: when the run started (UTC) and what it scored, as a folder name."""
+    from harness.report.tables import file_slug
+
+    names = "+".join(file_slug(m.rsplit("/", 1)[-1]) for m in models)[:80] or "run"
+    return f"{started.astimezone(dt.timezone.utc):%Y%m%d-%H%M%S}-{names}"
+
+
+def new_run_folder(dataset_name: str, started: dt.datetime, models: list[str], root: Path = RESULTS_ROOT) -> Path:
+    """A folder under ``root/dataset_name`` that no run holds yet (``-2``, ``-3``... after a
+    run started in the same second)."""
+    base = Path(root) / dataset_name / run_id(started, models)
+    candidate, k = base, 1
+    while candidate.exists():
+        k += 1
+        candidate = base.with_name(f"{base.name}-{k}")
+    return candidate
+
+
+def check_run_output(folder: Path, overwrite: bool) -> None:
+    """An ``--output`` a run may be written to: new or empty; with ``overwrite``, an earlier run.
+    One line otherwise, before anything is scored."""
+    folder = Path(folder)
+    if not folder.exists():
+        return
+    if not folder.is_dir():
+        raise UserError(f"--output {folder} is a file, not a folder")
+    if not any(folder.iterdir()):
+        return
+    if not (folder / RESULTS_FILE).is_file():
+        raise UserError(f"--output {folder} holds files but no {RESULTS_FILE}: not an `mmle score` run; refusing to "
+                        "write there, choose another --output")
+    if not overwrite:
+        raise UserError(f"--output {folder} already holds a run; pass --overwrite to replace it, or leave --output "
+                        f"out for a new folder under {RESULTS_ROOT}/")
+
+
+def write_run(folder: Path, write: Callable[[Path], T]) -> T:
+    """``write(temporary folder)``, then the folder renamed into place whole (an earlier run in
+    it replaced, none of its files left); nothing is left behind if ``write`` fails."""
+    folder = Path(folder)
+    folder.parent.mkdir(parents=True, exist_ok=True)
+    scratch = make_temporary_dir(folder)
+    try:
+        result = write(scratch)
+        commit_output_dir(scratch, folder)
+    except BaseException:
+        shutil.rmtree(scratch, ignore_errors=True)
+        raise
+    return result
