@@ -718,6 +718,8 @@ def model_kind(spec: str):
     kind = MODEL_KINDS.get(name)
     if kind is not None and (bool(argument) if kind.takes_argument else not colon):
         return kind, argument
+    if kind is not None:  # a known kind used wrongly: show its form, not itself as the closest name
+        raise _bad_model(spec, f"write {name} as {kind.usage}; ")
     close = difflib.get_close_matches(spec.lower(), [*PROFILES, *MODEL_KINDS.names()], n=1, cutoff=0.6)
     raise _bad_model(spec, f"did you mean {close[0]!r}? " if close else "")
 

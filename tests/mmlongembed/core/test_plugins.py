@@ -54,14 +54,17 @@ REGISTRY = PluginRegistry("test plug-in", {"here": __name__, "later": "fake_plug
 REGISTRY.register("here")(lambda: "here")
 
 
-@pytest.mark.parametrize("spec", ["bm25:x", "minilm:", "st:", "openai:model", "openai:@http://h", "nope:x", "hfgen"])
-def test_a_malformed_model_spec_is_one_line_naming_every_kind(spec):
+@pytest.mark.parametrize("spec, hint", [("bm25:x", "write bm25 as bm25; "), ("minilm:", "write minilm as minilm; "),
+                                        ("st:", "write st as st:<path>; "), ("openai:model", ""),
+                                        ("openai:@http://h", ""), ("nope:x", ""),
+                                        ("hfgen", "write hfgen as hfgen:<path-or-name>; ")])
+def test_a_malformed_model_spec_is_one_line_naming_every_kind(spec, hint):
     from harness.models.adapters import RunSettings, load_model
     from mmlongembed.core.errors import UserError
 
     with pytest.raises(UserError) as error:
         load_model(spec, RunSettings(progress=False))
-    assert str(error.value) == (f"--model {spec!r}: expected bm25, minilm, st:<path>, hf:<path-or-name>, "
+    assert str(error.value) == (f"--model {spec!r}: {hint}expected bm25, minilm, st:<path>, hf:<path-or-name>, "
                                 "hfgen:<path-or-name>, vllm:<name>, openai:<model>@<base_url>, "
                                 "doubao:<model>@<base_url>, multivector:<path>, random, length, text-only:<model> "
                                 "or shuffled-frames:<model>, or a model profile's name (`mmle models` lists them)")
