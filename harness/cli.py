@@ -319,6 +319,8 @@ def _results(args, benchmarks, models, outcome, modalities: set[str], started: f
         "results": outcome.results,
         "skipped": outcome.skipped,
         "table3": reports.table3_records(table3_cells),
+        "table3_other_lengths": reports.table3_records(reports.table3_data(outcome.results, outcome.skipped, **stats,
+                                                                           paper=False)),
         "table4": table4_cells,
         "variant_confusion": reports.confusion_data(outcome.results, **stats),
         "timings": {"total_s": round(time.perf_counter() - started, 3),

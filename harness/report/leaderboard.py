@@ -5,7 +5,8 @@ and 5, shipped as package data, `harness/report/paper_results.json`, and labelle
 
 Cells come from each run's `table3` records as they are (query-weighted P@1, queries, interval,
 skip marks), so nothing is averaged twice; a run written before those records existed is tabled
-again from its per-pool results. One model's cell may come from one run only.
+again from its per-pool results. Where two runs hold one model's cell, the full run is taken over a
+`--max-queries` one, then the newest; the summary line names each run left out.
 """
 
 from __future__ import annotations
@@ -54,12 +55,15 @@ def load_runs(paths: list[str | Path]) -> list[dict]:
     a folder of its own) gives every run in it, oldest first."""
     runs = []
     for path in map(Path, paths):
-        inside = sorted(p.parent for p in path.glob("*/results.json")) if path.is_dir() else []
+        # a run being written lives in a hidden temporary sibling until it is complete: not a run yet
+        inside = (sorted(p.parent for p in path.glob("*/results.json") if not p.parent.name.startswith("."))
+                  if path.is_dir() else [])
         if inside and not (path / "results.json").is_file():
             runs += [load_run(p) for p in inside]
         else:
             runs.append(load_run(path))
-    return runs
+    once = {str(Path(run["_path"]).resolve()): run for run in runs}  # a run given twice (folder, file) counts once
+    return list(once.values())
 
 
 def load_run(path: str | Path) -> dict:
@@ -82,36 +86,65 @@ def reference(name: str) -> dict:
     return json.loads(resources.files("harness.report").joinpath(REFERENCES[name]).read_text(encoding="utf-8"))
 
 
-def _table3_records(run: dict) -> list[dict]:
-    records = run.get("table3")
-    if records is None:  # older results: table them from the per-pool rows
-        records = report.table3_records(report.table3_data(run["results"], run.get("skipped", [])))
+OTHER_LENGTHS = "table3_other_lengths"  # results.json's records of the other lengths' Table 3
+
+
+def _table3_records(run: dict, paper: bool = True) -> list[dict]:
+    if OTHER_LENGTHS in run or (not run["results"] and "table3" in run):
+        records = run.get("table3" if paper else OTHER_LENGTHS) or []
+    else:  # older results (their Table 3 may mix other lengths into the paper's columns): table them again
+        records = report.table3_records(report.table3_data(run["results"], run.get("skipped", []), paper=paper))
     return [r for r in records if r["column"] != report.AVG]
 
 
-def _merge(runs: list[dict], records_of, key, what: str) -> dict:
-    """{key: (record, run path)}, refusing a key that two runs both have."""
-    merged = {}
-    for run in runs:
+def _preference(run: dict) -> tuple:
+    """Which of two runs holding one model's cell is taken: a full run over a SUBSET, then the newest."""
+    return (run["_path"] not in _subset_paths([run]), run.get("created") or "", run["_path"])
+
+
+def _merge(runs: list[dict], records_of, key) -> dict:
+    """{key: (record, run path)}; a key two runs both have comes from the preferred run (``_preference``)."""
+    merged: dict = {}
+    for run in sorted(runs, key=_preference):
         for record in records_of(run):
-            k = key(record)
-            if k in merged:
-                raise UserError(f"{what} {' '.join(map(str, k))}: in both {merged[k][1]} and {run['_path']}; "
-                                "give each model's cell once")
-            merged[k] = (record, run["_path"])
+            merged[key(record)] = (record, run["_path"])
     return merged
 
 
+def left_out(runs: list[dict]) -> list[str]:
+    """"<run> (model: <kept run> taken)" for each model whose cells another run of it replaced."""
+    def models(run):
+        return {r["model"] for r in [*run["results"], *run.get("skipped", [])]} - {"*"}
+
+    kept: dict[str, str] = {}
+    for run in sorted(runs, key=_preference):
+        kept.update(dict.fromkeys(models(run), run["_path"]))
+    notes = []
+    for run in runs:
+        replaced = sorted(m for m in models(run) if kept[m] != run["_path"])
+        notes += [f"{run['_path']} ({model}: {kept[model]} taken)" for model in replaced]
+    return notes
+
+
 def _sort(entries: list[dict]) -> list[dict]:
-    """By Avg, best first; rows without one after, by name."""
-    return sorted(entries, key=lambda e: (e["average"]["p_at_1"] is None, -(e["average"]["p_at_1"] or 0), e["model"]))
+    """Whole rows by Avg, best first; rows over fewer columns (a partial Avg) after them, by how
+    many columns they have, then their Avg; rows without one last, by name."""
+    def key(entry):
+        average = entry["average"]
+        return (report.is_partial(average), average["p_at_1"] is None, -average.get("columns", 0),
+                -(average["p_at_1"] or 0), entry["model"])
+
+    return sorted(entries, key=key)
 
 
-def table3_entries(runs: list[dict], ref: dict | None = None) -> tuple[list[dict], list[str], dict[str, str]]:
+def table3_entries(runs: list[dict], ref: dict | None = None,
+                   paper: bool = True) -> tuple[list[dict], list[str], dict[str, str]]:
     """The merged Table 3: entries (ours and, with `ref`, the published rows), the columns in the
-    paper's order, and each column's task. Our Avg is over the columns our runs have (published
-    columns none of them has do not count); a published row's Avg is the paper's, where quoted."""
-    merged = _merge(runs, _table3_records, lambda r: (r["model"], r["column"]), "model and column")
+    paper's order, and each column's task. Our Avg is over the columns the model was run on: the
+    paper's Avg where those are its 14, else a partial `Avg (k/14 columns)` ranked after the whole
+    rows; a published row's Avg is the paper's, where quoted. ``paper=False``: the other lengths'
+    table (no published rows; a row's Avg is partial where it lacks some of the table's columns)."""
+    merged = _merge(runs, lambda run: _table3_records(run, paper), lambda r: (r["model"], r["column"]))
     subsets = _subset_paths(runs)
     task_of = {r["column"]: r.get("task") for r, _ in merged.values()}
     ours = sorted(task_of, key=lambda c: report.column_order(c, task_of[c]))
@@ -119,10 +152,10 @@ def table3_entries(runs: list[dict], ref: dict | None = None) -> tuple[list[dict
     entries = []
     for model in models:
         cells = {c: merged[model, c][0] for c in ours if (model, c) in merged}
-        row = [cells.get(c) or {"model": model, "column": c, "p_at_1": None, "queries": 0} for c in ours]
-        entries.append({"model": model, "source": OURS, "cells": cells, "average": report.average_cell(model, row),
+        average = report.average_cell(model, list(cells.values()), report.PAPER_COLUMN_COUNT if paper else len(ours))
+        entries.append({"model": model, "source": OURS, "cells": cells, "average": average,
                         "subset": any(merged[model, c][1] in subsets for c in cells)})
-    if ref:
+    if ref and paper:
         published = {}
         renamed = ref.get("our_column", {})  # the paper's column -> ours where ours stands in for it
         for r in ref["table3"]:
@@ -148,14 +181,15 @@ def training_data_of(runs: list[dict]) -> dict[str, list[str]]:
             if isinstance(m, dict) and "spec" in m}
 
 
-def _table3_texts(entry: dict, columns: list[str], trained: dict[str, list[str]] | None = None) -> list[str]:
+def _table3_texts(entry: dict, columns: list[str], averages: list[str],
+                  trained: dict[str, list[str]] | None = None) -> list[str]:
     if entry["source"] == OURS:
-        texts = report.table3_texts(entry, columns)
+        texts = report.table3_texts(entry, columns, averages)
         declared = (trained or {}).get(entry["model"], [])
         return [f"{text} {OVERLAP_MARK}" if c in entry["cells"] and trained_on(c, declared) else text
                 for c, text in zip(columns, texts)] + texts[len(columns):]
     return ([_published(entry["cells"].get(c, {}).get("p_at_1")) for c in columns]
-            + [_published(entry["average"].get("published"))])
+            + [_published(entry["average"].get("published"))] + [""] * (len(averages) - 1))
 
 
 def _subset_paths(runs: list[dict]) -> set[str]:
@@ -173,16 +207,16 @@ def _in_block(entry: dict, diagnostics: bool) -> bool:
     return (entry["source"] == OURS and is_diagnostic(entry["model"])) == diagnostics
 
 
-def table3(runs: list[dict], ref: dict | None = None, diagnostics: bool = False) -> str:
+def table3(runs: list[dict], ref: dict | None = None, diagnostics: bool = False, paper: bool = True) -> str:
     """The models' Table 3 (with `ref`, beside the published rows), or with `diagnostics` the
-    diagnostic rows alone, over the same columns."""
-    entries, columns, task_of = table3_entries(runs, ref)
+    diagnostic rows alone, over the same columns; ``paper=False``: the other lengths' table."""
+    entries, columns, task_of = table3_entries(runs, ref, paper)
     entries = [e for e in entries if _in_block(e, diagnostics)]
     if not columns or not entries:
         return ""
     trained = training_data_of(runs)
     text = report.table3_markdown(entries, columns, task_of, label=_source,
-                                  texts=lambda entry, cols: _table3_texts(entry, cols, trained))
+                                  texts=lambda entry, cols, averages: _table3_texts(entry, cols, averages, trained))
     return text + ("\n\n" + OVERLAP_NOTE if f" {OVERLAP_MARK} |" in text else "")
 
 
@@ -195,8 +229,7 @@ def _table4_texts(entry: dict) -> list[str]:
 
 
 def table4(runs: list[dict], ref: dict | None = None, diagnostics: bool = False) -> str:
-    merged = _merge(runs, lambda run: run.get("table4") or [], lambda e: (e["model"], e["needle_modality"]),
-                    "model and needle modality")
+    merged = _merge(runs, lambda run: run.get("table4") or [], lambda e: (e["model"], e["needle_modality"]))
     # Table 11 is Table 4 for every model (Table 4 prints 8 of its 10 rows, with the same figures)
     subsets = _subset_paths(runs)
     entries = ([{**entry, "source": OURS, "subset": path in subsets} for entry, path in merged.values()]
@@ -232,8 +265,7 @@ def confusion(runs: list[dict]) -> str:
     """The runs' variant-confusion records (`mmle score`'s `variant_confusion`) in one table per
     dataset, the models of all runs side by side in each cell; a run's path as its Source."""
     merged = _merge(runs, lambda run: [{**r, "_path": run["_path"]} for r in run.get("variant_confusion") or []],
-                    lambda r: (r["model"], r["dataset"], r["difficulty"], r["length"]),
-                    "model, dataset, difficulty and length")
+                    lambda r: (r["model"], r["dataset"], r["difficulty"], r["length"]))
     records = sorted((r for r, _ in merged.values()),
                      key=lambda r: (report.TASK_ORDER.index(r["task"]) if r["task"] in report.TASK_ORDER else 99,
                                     r["dataset"], r["difficulty"], r["length"], r["model"]))
@@ -245,17 +277,23 @@ def leaderboard(runs: list[dict], ref: dict | None = None) -> str:
     sources = ", ".join(f"{run['_path']} ({run.get('dataset', {}).get('ref', '?')}"
                         + (f"; SUBSET: at most {run['settings']['max_queries']} queries per pool"
                            if run["_path"] in subsets else "") + ")" for run in runs)
+    dropped = left_out(runs)
     parts = ["# Leaderboard", "", f"Runs: {sources}.", "",
+             *([f"Left out (another run of the model has its cells: a full run over a SUBSET, then the newest): "
+                f"{'; '.join(dropped)}.", ""] if dropped else []),
              "Ours: P@1 x100 over all the queries of each cell (n= the queries, a 95% bootstrap interval over them "
              f"from {report.MIN_QUERIES_FOR_INTERVAL} queries on, none where every query tied: `tie: ...`); a model "
              "not run on every pool of a cell has a mark there instead, and `n/m` where it received no content of "
-             "the candidates (not measured). Avg: the mean of the columns our runs have, only where every one of "
-             "them has a number; rows sorted by it.", ""]
+             "the candidates (not measured). Avg: the mean of the paper's "
+             f"{report.PAPER_COLUMN_COUNT} columns, only where every one has a number; a row over fewer has "
+             f"`Avg (k/{report.PAPER_COLUMN_COUNT} columns)` in a column of its own and ranks after the whole rows. "
+             "Pools at lengths the paper does not use are in a table of their own.", ""]
     if ref:
         parts += [f"Rows marked '{ref['label']}': {ref['title']}. {ref['provenance']} Not published (n/q): "
                   f"{ref['missing']} The paper's MM-NIAH is the real MM-NIAH, printed in our MM-NIAH* column, "
                   "whose grid is a substitute for it.", ""]
     sections = [("Table 3", table3(runs, ref)),
+                (f"Table 3 at other lengths ({report.OTHER_TABLE3_NOTE})", table3(runs, paper=False)),
                 ("Table 4 (Visual Grounding by background; the published rows are the paper's Table 11)",
                  table4(runs, ref))]
     if ref:
@@ -265,8 +303,10 @@ def leaderboard(runs: list[dict], ref: dict | None = None) -> str:
     for title, body in sections:
         if body:
             parts += [f"## {title}", "", body, ""]
-    diagnostic_tables = [(title, body) for title, body in (("Table 3 columns", table3(runs, diagnostics=True)),
-                                                          ("Table 4 columns", table4(runs, diagnostics=True))) if body]
+    diagnostic_tables = [(title, body) for title, body in (
+        ("Table 3 columns", table3(runs, diagnostics=True)),
+        ("Table 3 columns at other lengths", table3(runs, diagnostics=True, paper=False)),
+        ("Table 4 columns", table4(runs, diagnostics=True))) if body]
     if diagnostic_tables:
         parts += ["## Diagnostics (not models)", "", DIAGNOSTICS_NOTE, ""]
         for title, body in diagnostic_tables:

@@ -80,6 +80,26 @@ class Column:
     keep: Callable[[dict], bool]
 
 
+PAPER_LENGTHS = (8192, 16384, 32768)  # the real tasks' pool lengths (Table 12's columns)
+PAPER_GRID_LENGTHS = (256, 512, 1024, 2048, 4096, 8192, 16384, 32768)  # the needle grid's eight lengths
+# Table 3's columns: Visual Grounding's two, then each paper dataset's Easy and Hard (14)
+PAPER_COLUMN_COUNT = len(VG_COLUMNS) + len(DIFFICULTIES) * sum(len(pairs) for pairs in PAPER_DATASETS.values())
+OTHER_TABLE3_NOTE = ("pools at lengths the paper does not use, or of datasets it does not have: each column is "
+                     "headed with its lengths, and the Avg is over these columns alone, never comparable with the "
+                     "paper's")
+
+
+def paper_comparable(facts: dict) -> bool:
+    """Whether a pool belongs in the paper's Table 3 columns: the needle grid at one of its eight
+    lengths, or a paper dataset at 8K, 16K or 32K. A pool at other lengths (a demo or test build,
+    `--lengths 4096 12000`) would fill the paper's column with another benchmark's figure."""
+    length = int(facts.get("length") or 0)
+    if grid_cell(facts) is not None:
+        return length in PAPER_GRID_LENGTHS
+    known = {(task, d) for task, pairs in PAPER_DATASETS.items() for d, _ in pairs}
+    return (facts.get("task"), facts.get("dataset")) in known and length in PAPER_LENGTHS
+
+
 def _entries(rows, skipped) -> list[dict]:
     """The facts of every pool a run met: scored, or skipped with its facts."""
     return [_facts(e) for e in [*rows, *skipped]]
@@ -90,11 +110,13 @@ def _pool_column(task, dataset, difficulty, name) -> Column:
                   (f.get("task"), f.get("dataset"), f.get("difficulty")) == key)
 
 
-def table3_columns(rows, skipped=()) -> list[Column]:
+def table3_columns(rows, skipped=(), paper: bool = True) -> list[Column]:
     """Paper Table 3's columns, in its order, those any pool of the run falls in: Visual Grounding
-    (NeedleBench, MM-NIAH*), then per task its two datasets, Easy and Hard each. Datasets the
-    paper does not have follow their task's, under their own names."""
-    facts = _entries(rows, skipped)
+    (NeedleBench, MM-NIAH*), then per task its two datasets, Easy and Hard each, holding only the
+    pools at the paper's lengths (``paper_comparable``). With ``paper=False``, the other pools'
+    columns: the same columns at other lengths, each headed with its lengths ("GovReport Easy
+    (4k, 12000)"), and datasets the paper does not have after their task's, under their own names."""
+    facts = [f for f in _entries(rows, skipped) if paper_comparable(f) == paper]
     candidates = [Column(name, "visual_grounding",
                          lambda f, needle=needle: grid_cell(f) is not None and grid_cell(f)[0] == needle)
                   for needle, name in VG_COLUMNS]
@@ -106,17 +128,28 @@ def table3_columns(rows, skipped=()) -> list[Column]:
         for dataset, title in datasets:
             for difficulty in DIFFICULTIES:
                 candidates.append(_pool_column(task, dataset, difficulty, f"{title} {difficulty.capitalize()}"))
-    return [c for c in candidates if any(c.keep(f) for f in facts)]
+    columns = []
+    for column in candidates:
+        held = [f for f in facts if column.keep(f)]
+        if not held:
+            continue
+        if not paper:
+            lengths = ", ".join(_length_name(n) for n in sorted({int(f.get("length") or 0) for f in held}))
+            column = Column(f"{column.name} ({lengths})", column.task, column.keep)
+        columns.append(Column(column.name, column.task,
+                              lambda f, keep=column.keep: keep(f) and paper_comparable(f) == paper))
+    return columns
 
 
 def column_order(name: str, task: str | None) -> tuple:
     """Where a column sits among Table 3's: the paper's columns in its order, then other datasets'
     after their task's, Avg last."""
-    if name == AVG:
+    if name.startswith(AVG):
         return (99, 99, name)
+    base = name.split(" (")[0]  # an other-lengths column sits where its paper column would
     paper = [n for _, n in VG_COLUMNS] + [f"{title} {d.capitalize()}" for pairs in PAPER_DATASETS.values()
                                           for _, title in pairs for d in DIFFICULTIES]
-    return (_task_order(task or ""), paper.index(name) if name in paper else len(paper), name)
+    return (_task_order(task or ""), paper.index(base) if base in paper else len(paper), name)
 
 
 def _models(rows, skipped) -> list[str]:
@@ -190,31 +223,61 @@ def cell_text(cell: dict) -> str:
     return f"{fmt(cell['p_at_1'])}{interval} n={cell['queries']}"
 
 
-def average_cell(model: str, cells: list[dict]) -> dict:
+def average_cell(model: str, cells: list[dict], of: int | None = PAPER_COLUMN_COUNT) -> dict:
     """Table 3's Avg: the mean of the row's columns (each weighs the same, as in the paper), only
-    where every column has a number; else None, and `leaves_out` names the columns it lacks."""
+    where every column has a number; else None, and `leaves_out` names the columns it lacks.
+    `of`: how many columns a whole row has (the paper's 14; None: the row's own, for the other
+    lengths' table). A row over fewer is a partial Avg, `Avg (k/14 columns)`, never ranked with
+    whole rows: its mean is over other tasks than theirs."""
     lacking = [c["column"] for c in cells if c["p_at_1"] is None]
     value = None if lacking or not cells else sum(c["p_at_1"] for c in cells) / len(cells)
     out = {"model": model, "column": AVG, "p_at_1": value, "queries": sum(c["queries"] for c in cells),
-           "columns": len(cells)}
+           "columns": len(cells), "of": len(cells) if of is None else of}
     if lacking:
         out["leaves_out"] = lacking
     return out
 
 
+def is_partial(average: dict) -> bool:
+    """An Avg over fewer columns than a whole row has (older results: never)."""
+    return average.get("columns", 0) < average.get("of", 0)
+
+
+def average_headers(entries: list[dict]) -> list[str]:
+    """Table 3's Avg columns for these rows: `Avg` for whole rows, `Avg (k/14 columns)` for rows
+    over fewer columns (one header where every row has the same k), both where rows differ."""
+    partial = [e["average"] for e in entries if "average" in e and is_partial(e["average"])]
+    headers = [AVG] if len(partial) < len(entries) else []
+    if partial:
+        counts = {(a["columns"], a["of"]) for a in partial}
+        k, of = next(iter(counts)) if len(counts) == 1 else ("k", partial[0]["of"])
+        headers.append(f"{AVG} ({k}/{of} columns)")
+    return headers
+
+
 def average_text(cell: dict) -> str:
     if cell["p_at_1"] is not None:
-        return fmt(cell["p_at_1"])
+        return fmt(cell["p_at_1"]) + (f" ({cell['columns']}/{cell['of']})" if is_partial(cell) else "")
     return f"– (lacks {len(cell['leaves_out'])}/{cell['columns']} columns)" if cell.get("leaves_out") else "–"
 
 
-def table3_data(rows, skipped=(), n_resamples: int = 1000, seed: int = 0) -> list[dict]:
-    """Per model: its Table 3 cells (`column_cell`), by column name, and their Avg (`average_cell`)."""
-    columns = table3_columns(rows, skipped)
+def average_texts(cell: dict, headers: list[str]) -> list[str]:
+    """The row's Avg under its own header (whole or partial), "" under the other."""
+    own = 1 if is_partial(cell) and len(headers) > 1 else 0
+    return [average_text(cell) if k == own else "" for k in range(len(headers))]
+
+
+def table3_data(rows, skipped=(), n_resamples: int = 1000, seed: int = 0, paper: bool = True) -> list[dict]:
+    """Per model: its Table 3 cells (`column_cell`), by column name, and their Avg (`average_cell`);
+    ``paper=False``: the other lengths' table (``table3_columns``)."""
+    columns = table3_columns(rows, skipped, paper)
+    if not columns:
+        return []
     out = []
     for model in _models(rows, skipped):
         cells = [column_cell(model, c, rows, skipped, n_resamples, seed) for c in columns]
-        out.append({"model": model, "cells": {c["column"]: c for c in cells}, "average": average_cell(model, cells)})
+        out.append({"model": model, "cells": {c["column"]: c for c in cells},
+                    "average": average_cell(model, cells, PAPER_COLUMN_COUNT if paper else None)})
     return out
 
 
@@ -230,39 +293,42 @@ def groups_line(columns: list[str], task_of: dict[str, str]) -> str:
     return " · ".join(f"{TASK_TITLES.get(t, t)}: {', '.join(names)}" for t, names in groups.items())
 
 
-def table3_texts(entry: dict, columns: list[str]) -> list[str]:
-    """A Table 3 row's cells in the columns given, then its Avg, as printed; a column the model was
-    not run on says so."""
+def table3_texts(entry: dict, columns: list[str], averages: list[str]) -> list[str]:
+    """A Table 3 row's cells in the columns given, then its Avg under the `averages` headers
+    (``average_headers``), as printed; a column the model was not run on says so."""
     return ([cell_text(entry["cells"][c]) if c in entry["cells"] else "– (not run)" for c in columns]
-            + [average_text(entry["average"])])
+            + average_texts(entry["average"], averages))
 
 
 def table3_markdown(entries: list[dict], columns: list[str], task_of: dict[str, str],
                     label: Callable[[dict], str] | None = None,
-                    texts: Callable[[dict, list[str]], list[str]] = table3_texts) -> str:
+                    texts: Callable[[dict, list[str], list[str]], list[str]] = table3_texts,
+                    averages: list[str] | None = None) -> str:
     """Rows as given (`entries` from table3_data or a leaderboard), columns in the order given.
-    `label(entry)`: a Source column after the model's; `texts(entry, columns)`: a row's cells and
-    Avg as printed (a leaderboard prints published rows its own way)."""
+    `label(entry)`: a Source column after the model's; `texts(entry, columns, averages)`: a row's
+    cells and Avg as printed (a leaderboard prints published rows its own way); `averages`: the
+    Avg headers (default: ``average_headers(entries)``)."""
+    averages = average_headers(entries) if averages is None else averages
     lead = ["Model"] + (["Source"] if label else [])
     lines = [f"Columns by task: {groups_line(columns, task_of)}.", "",
-             "| " + " | ".join(lead + columns + [AVG]) + " |", "|" + "---|" * len(lead) + "---:|" * (len(columns) + 1)]
+             "| " + " | ".join(lead + columns + averages) + " |",
+             "|" + "---|" * len(lead) + "---:|" * (len(columns) + len(averages))]
     for entry in entries:
         first = [entry["model"]] + ([label(entry)] if label else [])
-        lines.append("| " + " | ".join(first + texts(entry, columns)) + " |")
+        lines.append("| " + " | ".join(first + texts(entry, columns, averages)) + " |")
     return "\n".join(lines)
 
 
-def table3(rows, skipped=(), n_resamples: int = 1000, seed: int = 0, data: list[dict] | None = None) -> str:
-    """Rows: models. Columns: paper Table 3's (see table3_columns), then Avg. ``data``: what
-    ``table3_data`` gave for the same arguments (the bootstraps are not drawn again)."""
-    data = table3_data(rows, skipped, n_resamples, seed) if data is None else data
-    columns = table3_columns(rows, skipped)
+def table3(rows, skipped=(), n_resamples: int = 1000, seed: int = 0, data: list[dict] | None = None,
+           paper: bool = True) -> str:
+    """Rows: models. Columns: paper Table 3's (see table3_columns), then Avg; ``paper=False``: the
+    other lengths' table. ``data``: what ``table3_data`` gave for the same arguments (the
+    bootstraps are not drawn again)."""
+    data = table3_data(rows, skipped, n_resamples, seed, paper) if data is None else data
+    columns = table3_columns(rows, skipped, paper)
     if not data or not columns:
         return ""
     return table3_markdown(data, [c.name for c in columns], {c.name: c.task for c in columns})
-
-
-PAPER_LENGTHS = (8192, 16384, 32768)  # the paper's Table 12 columns
 
 
 def table12(rows, skipped=(), n_resamples: int = 1000, seed: int = 0) -> str:
@@ -588,7 +654,8 @@ def markdown(report: dict, table3_cells: list[dict] | None = None, table4_cells:
              "P@1 x 100 over all the queries of each cell's pools (query-weighted), `n=` the queries it rests on, "
              f"in brackets a 95% bootstrap interval over those queries (none below {MIN_QUERIES_FOR_INTERVAL} "
              "queries). A model that was not run on every pool of a cell gets no number there but says what it "
-             "skipped; Avg is over every column or not at all. A model that received no content of a pool's "
+             f"skipped; Avg is over every column or not at all, and over fewer than the paper's {PAPER_COLUMN_COUNT} "
+             f"it is headed `Avg (k/{PAPER_COLUMN_COUNT} columns)`: not comparable with the paper's Avg. A model that received no content of a pool's "
              "candidates (BM25 on candidates that are images alone) is not measured there: `n/m` and the reason, "
              "no number. Candidates that score exactly as much as the "
              "positive (e.g. inputs identical after middle truncation) count by expectation over their possible "
@@ -596,6 +663,8 @@ def markdown(report: dict, table3_cells: list[dict] | None = None, table4_cells:
              "says so (`tie: ...`) instead of an interval.", ""]
     for title, body in ((f"Table 3 layout: by task and dataset ({VG_NOTE}; Avg over every column)",
                          table3(rows, skipped, **stats, data=table3_cells)),
+                        (f"Table 3 layout at other lengths ({OTHER_TABLE3_NOTE})",
+                         table3(rows, skipped, **stats, paper=False)),
                         ("Table 12 layout: by task and length (the task's datasets together)",
                          table12(rows, skipped, **stats)),
                         ("Table 4 layout: Visual Grounding by needle modality and background "

@@ -58,7 +58,10 @@ def test_default_run_scores_text_pools_and_writes_reports(tmp_path, bench, capsy
     assert minilm["govreport-easy-256"]["truncated"]["candidates"] == 0
     assert report["models"][1]["identity"]["revision"]
     table = (output / "table.md").read_text()
-    assert "| Model | slides Easy | GovReport Easy | GovReport Hard | Avg |" in table
+    # pools at 256 and 512 tokens: none in the paper's Table 3 columns, all in the other lengths' table
+    assert "## Table 3 layout: by task" not in table and "## Table 3 layout at other lengths" in table
+    assert "| Model | slides Easy (512) | GovReport Easy (256, 512) | GovReport Hard (256, 512) | Avg |" in table
+    assert report["table3"] == [] and report["table3_other_lengths"][-1]["column"] == "Avg"
     # MiniLM skipped the image pool: a mark in its column, and no Avg
     assert "| minilm | – (skipped 1/1 pools: minilm cannot take image (takes text)) |" in table
     assert table.split("| minilm |")[1].splitlines()[0].endswith("| – (lacks 1/3 columns) |")

@@ -17,13 +17,15 @@ def _offline(monkeypatch):
 
 
 def _govreport():
-    return [make_pool(f"govreport-{d}-{n}", difficulty=d, length=n, words=n // 2, n_queries=q)
-            for d in ("easy", "hard") for n, q in ((256, 5), (512, 2))]
+    # short texts labelled with the paper's lengths (a pool's length is its band's target): the
+    # paper's Table 3 columns, without 8K-token documents
+    return [make_pool(f"govreport-{d}-{n}", difficulty=d, length=n, words=n // 64, n_queries=q)
+            for d in ("easy", "hard") for n, q in ((8192, 5), (16384, 2))]
 
 
 def _hotpotqa():
-    return [make_pool(f"hotpotqa-{d}-256", dataset="hotpotqa", task="multi_source_reasoning", difficulty=d,
-                      length=256, words=120, n_queries=3) for d in ("easy", "hard")]
+    return [make_pool(f"hotpotqa-{d}-8192", dataset="hotpotqa", task="multi_source_reasoning", difficulty=d,
+                      length=8192, words=120, n_queries=3) for d in ("easy", "hard")]
 
 
 @pytest.fixture(scope="module")
@@ -57,7 +59,8 @@ def test_several_builds_score_into_one_table3_equal_to_one_build_of_them_all(tmp
     cells = _cells(apart)
     assert cells["bm25", "GovReport Hard"][1] == 7 and cells["bm25", "HotpotQA Easy"][1] == 3
     table = (output / "table.md").read_text()
-    assert table.count("| Model | HotpotQA Easy | HotpotQA Hard | GovReport Easy | GovReport Hard | Avg |") == 1
+    assert table.count("| Model | HotpotQA Easy | HotpotQA Hard | GovReport Easy | GovReport Hard | "
+                       "Avg (4/14 columns) |") == 1
     # the same pools in one build (one pools table spanning both datasets): the same cells
     code, together, _ = score(tmp_path, [builds["mmlongembed"]], "--model", "bm25", name="together")
     assert code == 0 and _cells(together) == cells
@@ -71,7 +74,7 @@ def test_a_pool_in_two_builds_is_refused_in_one_line(tmp_path, builds, capsys):
     code, result, _ = score(tmp_path, [builds["mmlongembed"], builds["govreport"]], "--model", "bm25")
     assert code == 2 and result is None
     err = capsys.readouterr().err.strip()
-    assert len(err.splitlines()) == 1 and "pool 'govreport-easy-256' is in both" in err
+    assert len(err.splitlines()) == 1 and "pool 'govreport-easy-8192' is in both" in err
     code, _, _ = score(tmp_path, [builds["govreport"], tmp_path / "nothing-here"], "--model", "bm25", name="missing")
     assert code == 2 and "nothing-here" in capsys.readouterr().err
 
@@ -85,11 +88,13 @@ def test_leaderboard_merges_runs_sorted_by_avg_beside_the_published_rows(tmp_pat
     text = capsys.readouterr().out
     assert text == (tmp_path / "board.md").read_text()
     table = text.split("## Table 3")[1]
-    assert "| Model | Source | HotpotQA Easy | HotpotQA Hard | GovReport Easy | GovReport Hard | Avg |" in table
+    # neither row has the paper's 14 columns: their Avg is partial, headed so, each with its k
+    assert ("| Model | Source | HotpotQA Easy | HotpotQA Hard | GovReport Easy | GovReport Hard | "
+            "Avg (k/14 columns) |") in table
     rows = [line for line in table.splitlines() if line.startswith("| bm25") or line.startswith("| minilm")]
-    # bm25 ran every column: it has an Avg and comes first; MiniLM's run had no HotpotQA
+    # bm25 ran more columns: it comes first; MiniLM's run had no HotpotQA
     assert rows[0].startswith("| bm25 | ours |") and rows[1].startswith("| minilm | ours | – (not run) | – (not run) |")
-    assert rows[1].endswith("| – (lacks 2/4 columns) |") and not rows[0].endswith("columns) |")
+    assert rows[0].endswith("(4/14) |") and rows[1].endswith("(2/14) |")
     assert "paper (published)" not in text
     # beside the paper's rows: labelled as published, their columns added, ours not averaged over them
     assert leaderboard_main([str(minilm), str(both), "--reference", "paper"]) == 0
@@ -98,8 +103,11 @@ def test_leaderboard_merges_runs_sorted_by_avg_beside_the_published_rows(tmp_pat
             "90.83 | 11.67 | 87.67 | 16.00 | 72.67 | 20.00 | 58.61 |") in text
     assert "Published numbers, not measured by this toolkit" in text
     assert "MMLB Easy" in text and "| bm25 | ours | – (not run) |" in text
+    header = next(line for line in text.splitlines() if line.startswith("| Model | Source | NeedleBench"))
+    assert header.endswith("| Avg | Avg (k/14 columns) |")
+    # ours, over 4 and 2 of the 14 columns, are ranked apart from the whole rows (the published ones)
     bm25_line = next(line for line in text.splitlines() if line.startswith("| bm25 | ours"))
-    assert not bm25_line.endswith("columns) |")  # its Avg is over our runs' columns
+    assert bm25_line.endswith(" (4/14) |") and "|  | " in bm25_line
     assert "| Qwen3-VL-2B | paper (published) | unstated | 63.19 | 82.85 | 88.61 | 78.22 ± 13.33 |" in text
 
 
@@ -124,9 +132,10 @@ def test_leaderboard_reference_prints_every_published_row_of_the_paper(tmp_path,
                                     "Rzen-v2-7B", "Ops-MM-v1-7B", "Ops-MM-v1-2B", "Embed-RL-2B", "Embed-RL-4B",
                                     "VLM2Vec-Qwen2VL-2B", "Doubao-Seed-1.6"]
     header = next(line for line in text.splitlines() if line.startswith("| Model | Source | NeedleBench"))
-    assert header.split("|")[3:5] == [" NeedleBench ", " MM-NIAH* "] and header.count("Avg") == 1
+    assert header.split("|")[3:5] == [" NeedleBench ", " MM-NIAH* "] and header.endswith("| Avg | Avg (1/14 columns) |")
     for row in rows:
-        values = [float(v) for v in row[2:]]  # every cell published: no n/q
+        assert row[-1] == ""  # nothing under ours' partial Avg
+        values = [float(v) for v in row[2:-1]]  # every cell published: no n/q
         assert len(values) == 15
         assert values[-1] == pytest.approx(sum(values[:-1]) / 14, abs=0.006)  # the paper's Avg of its columns
     assert rows[0][2:4] == ["48.70", "41.62"]  # the paper's MM-NIAH, printed in our MM-NIAH* column
@@ -137,13 +146,32 @@ def test_leaderboard_reference_prints_every_published_row_of_the_paper(tmp_path,
     assert "| Doubao-Seed-1.6 | seed1.6-embedding-1215 | 131072 |" in text
     assert "documents-video.md" not in text and "arXiv 2606.14747" in text
     ours = next(line for line in text.splitlines() if line.startswith("| m | ours |"))
-    assert ours.endswith("| 50.0 |")  # our Avg stays over our runs' columns
+    assert ours.endswith("|  | 50.0 (1/14) |")  # ours over 1 column: a partial Avg, not under the paper's Avg
 
 
-def test_leaderboard_refuses_a_cell_given_twice_and_unreadable_files(tmp_path, builds, capsys):
-    _, _, run = score(tmp_path, [builds["govreport"]], "--model", "bm25")
-    assert leaderboard_main([str(run), str(run / "results.json")]) == 2
-    assert "bm25 HotpotQA" not in (err := capsys.readouterr().err) and "in both" in err
+def test_leaderboard_takes_one_run_per_model_and_names_those_left_out(tmp_path, builds, capsys):
+    """Two runs of one model in a folder of runs (a SUBSET look, then a full run, then a newer full
+    one): the leaderboard takes the newest full run's cells and names the others, instead of
+    refusing the folder; the same run given twice counts once."""
+    _, _, subset = score(tmp_path, [builds["govreport"]], "--model", "bm25", "--max-queries", "1", name="runs/a")
+    _, _, older = score(tmp_path, [builds["govreport"]], "--model", "bm25", "--bootstrap", "50", name="runs/b")
+    _, _, newer = score(tmp_path, [builds["govreport"]], "--model", "bm25", name="runs/c")
+    for run, created in ((subset, "2026-12-03T12:00:00+00:00"), (older, "2026-12-01T00:00:00+00:00"),
+                         (newer, "2026-12-02T00:00:00+00:00")):  # the SUBSET newest: it still loses
+        data = json.loads((run / "results.json").read_text())
+        (run / "results.json").write_text(json.dumps({**data, "created": created}))
+    capsys.readouterr()
+    assert leaderboard_main([str(tmp_path / "runs")]) == 0
+    text = capsys.readouterr().out
+    left = next(line for line in text.splitlines() if line.startswith("Left out"))
+    assert f"{subset / 'results.json'} (bm25: {newer / 'results.json'} taken)" in left
+    assert f"{older / 'results.json'} (bm25: {newer / 'results.json'} taken)" in left
+    assert "| bm25 | ours |" in text and "SUBSET" not in text.split("## Table 3")[1]
+    assert leaderboard_main([str(newer), str(newer / "results.json")]) == 0
+    assert "Left out" not in capsys.readouterr().out
+
+
+def test_leaderboard_refuses_unreadable_files(tmp_path, capsys):
     (tmp_path / "bad.json").write_text("{not json")
     assert leaderboard_main([str(tmp_path / "bad.json")]) == 2
     assert leaderboard_main([str(tmp_path / "absent")]) == 2
@@ -195,7 +223,7 @@ def test_a_leaderboard_row_of_ours_is_the_report_row_with_its_source():
     ours = report.table3_markdown([{"model": "m", "cells": {cell["column"]: cell}, "average": average}],
                                   ["GovReport Easy"], {"GovReport Easy": "logical_summarization"}).splitlines()
     board = leaderboard.table3([run]).splitlines()
-    assert board[-1] == ours[-1].replace("| m |", "| m | ours |", 1) == "| m | ours | 50.0 [25.0, 75.0] n=12 | 50.0 |"
+    assert board[-1] == ours[-1].replace("| m |", "| m | ours |", 1) == "| m | ours | 50.0 [25.0, 75.0] n=12 | 50.0 (1/14) |"
     assert board[2] == ours[2].replace("| Model |", "| Model | Source |", 1)
     ours = report.table4([], data=[grid]).splitlines()
     board = leaderboard.table4([run]).splitlines()

@@ -38,8 +38,9 @@ def test_declared_training_data_from_the_model_or_its_profile():
 
 
 def test_leaderboard_marks_the_cells_of_sources_a_model_trained_on(tmp_path, monkeypatch, capsys):
-    pools = [make_pool("hotpotqa-easy-256", dataset="hotpotqa", task="multi_source_reasoning", words=60),
-             make_pool("govreport-easy-256", words=60)]
+    pools = [make_pool("hotpotqa-easy-8192", dataset="hotpotqa", task="multi_source_reasoning", length=8192,
+                       words=60),
+             make_pool("govreport-easy-8192", length=8192, words=60)]
     root = write_benchmark(tmp_path / "b", pools)
     monkeypatch.setattr(BM25Model, "training_data", ("HotpotQA",), raising=False)
     output = tmp_path / "out"

@@ -19,7 +19,7 @@ def _offline(monkeypatch):
 
 def page_pool(name: str, difficulty: str):
     """MMLongBench-like: every candidate is page images alone (placeholders, no text)."""
-    pool = make_pool(name, dataset="mmlongbench", difficulty=difficulty, length=512, words=40, n_queries=3)
+    pool = make_pool(name, dataset="mmlongbench", difficulty=difficulty, length=8192, words=40, n_queries=3)
     pool.modality = "image"
     for k, candidate in enumerate(pool.candidates):
         pages = tuple(image_segment(png((30 * k % 256, 60, 120 + k)), height=48, width=64) for _ in range(2))
@@ -31,7 +31,7 @@ def page_pool(name: str, difficulty: str):
 def tied_pool(name: str, every_candidate: bool, n_queries: int = 12, **kind):
     """Every query ties its positive: with every candidate (its words are in none), or with one
     other (a hard negative that is the positive's copy)."""
-    pool = make_pool(name, difficulty="hard", length=256, words=60, n_queries=n_queries, **kind)
+    pool = make_pool(name, difficulty="hard", length=8192, words=60, n_queries=n_queries, **kind)
     for query in pool.queries:
         if every_candidate:
             query.text = MISS_QUERY
@@ -49,12 +49,12 @@ def score(tmp_path, root, *extra):
 
 
 def test_bm25_on_page_images_alone_is_not_measured_and_leaves_avg_out(tmp_path):
-    root = write_benchmark(tmp_path / "b", [page_pool("mmlongbench-easy-512", "easy"),
-                                            page_pool("mmlongbench-hard-512", "hard"),
-                                            make_pool("govreport-easy-512", words=60, n_queries=3)])
+    root = write_benchmark(tmp_path / "b", [page_pool("mmlongbench-easy-8192", "easy"),
+                                            page_pool("mmlongbench-hard-8192", "hard"),
+                                            make_pool("govreport-easy-8192", length=8192, words=60, n_queries=3)])
     code, result, table = score(tmp_path, root)
     assert code == 0  # not a failure: nothing went wrong, there was nothing to measure
-    assert [r["pool"] for r in result["results"]] == ["govreport-easy-512"]
+    assert [r["pool"] for r in result["results"]] == ["govreport-easy-8192"]
     cells = {c["column"]: c for c in result["table3"]}
     for column in ("MMLB Easy", "MMLB Hard"):
         assert cells[column]["p_at_1"] is None
@@ -66,14 +66,14 @@ def test_bm25_on_page_images_alone_is_not_measured_and_leaves_avg_out(tmp_path):
     assert "| n/m (not measured in 1/1 pools: bm25 saw no content: no candidate has a text token" in row
     assert row.endswith("| – (lacks 2/3 columns) |")
     skipped = {s["pool"]: s for s in result["skipped"]}
-    assert skipped["mmlongbench-hard-512"]["not_measured"] and not skipped["mmlongbench-hard-512"]["counts_as_failure"]
+    assert skipped["mmlongbench-hard-8192"]["not_measured"] and not skipped["mmlongbench-hard-8192"]["counts_as_failure"]
 
 
 def test_a_cell_whose_every_query_tied_prints_no_interval(tmp_path):
-    root = write_benchmark(tmp_path / "b", [tied_pool("govreport-hard-256", every_candidate=True),
-                                            tied_pool("hotpotqa-hard-256", every_candidate=False, dataset="hotpotqa",
+    root = write_benchmark(tmp_path / "b", [tied_pool("govreport-hard-8192", every_candidate=True),
+                                            tied_pool("hotpotqa-hard-8192", every_candidate=False, dataset="hotpotqa",
                                                       task="multi_source_reasoning"),
-                                            make_pool("govreport-easy-256", length=256, words=60, n_queries=12)])
+                                            make_pool("govreport-easy-8192", length=8192, words=60, n_queries=12)])
     code, result, table = score(tmp_path, root)
     assert code == 0
     cells = {c["column"]: c for c in result["table3"]}
@@ -85,12 +85,12 @@ def test_a_cell_whose_every_query_tied_prints_no_interval(tmp_path):
     easy = cells["GovReport Easy"]
     assert easy["tie"] is None and easy["ci95"] is not None  # a cell the model decided keeps its interval
     pools = {r["pool"]: r for r in result["results"]}
-    assert pools["govreport-hard-256"]["all_tied"] == 12 and pools["govreport-easy-256"]["all_tied"] == 0
+    assert pools["govreport-hard-8192"]["all_tied"] == 12 and pools["govreport-easy-8192"]["all_tied"] == 0
     copied = cells["HotpotQA Hard"]
     assert copied["p_at_1"] == pytest.approx(0.5) and copied["ci95"] is None
     assert "| 50.0 (tie: every query's positive scored alike with another candidate) n=12 |" in table
     # the per-pool table says so too
-    assert "| bm25 | govreport-hard-256 | 12 | 48 | 2.1 (tie: every candidate scored alike) |" in table
+    assert "| bm25 | govreport-hard-8192 | 12 | 48 | 2.1 (tie: every candidate scored alike) |" in table
 
 
 def _pool_row(dataset, task, difficulty, length, value):
