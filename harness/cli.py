@@ -294,7 +294,11 @@ def _results(args, benchmarks, models, outcome, modalities: set[str], started: f
     """results.json's content, and the Table 3 and Table 4 cells (drawn once: table.md prints these)."""
     from harness.report import tables as reports
 
-    datasets = [{"ref": b.ref, "path": b.path, "revision": b.revision} for b in benchmarks]
+    from harness.report.compare import data_files_digest
+    from mmlongembed.output.manifest import toolkit_identity
+
+    datasets = [{"ref": b.ref, "path": b.path, "revision": b.revision, "data_files_sha256": data_files_digest(b.path)}
+                for b in benchmarks]
     stats = {"n_resamples": args.bootstrap, "seed": args.seed}
     table3_cells = reports.table3_data(outcome.results, outcome.skipped, **stats)
     table4_cells = reports.table4_data(outcome.results, outcome.skipped, **stats)
@@ -305,6 +309,7 @@ def _results(args, benchmarks, models, outcome, modalities: set[str], started: f
         "dataset": datasets[0] if len(datasets) == 1 else {"ref": " + ".join(d["ref"] for d in datasets),
                                                             "path": None, "revision": None},
         "datasets": datasets,
+        "toolkit": toolkit_identity(),
         "models": [{"spec": m.spec, "identity": m.identity(), "training_data": declared_training_data(m)}
                    for m in models],
         "settings": {"batch_size": args.batch_size, "batch_tokens": args.batch_tokens,

@@ -91,7 +91,11 @@ def _run_list(args) -> int:
 EXTERNAL_SUBCOMMANDS: tuple[tuple[str, str, str], ...] = (
     ("score", "harness.cli", "score embedding models on a built benchmark (reads it through load_dataset only)"),
     ("leaderboard", "harness.report.leaderboard", "merge `mmle score` runs into one Table 3 and Table 4, models as rows "
-                                           "sorted by Avg (--reference paper: beside the paper's published rows)"),
+                                           "ranked by Avg with rank ranges and paired differences (--reference paper: "
+                                           "beside the paper's published rows)"),
+    ("compare", "harness.report.compare", "why two `mmle score` runs differ: their settings side by side (those that "
+                                          "differ first), each cell's paired difference, the queries that flipped "
+                                          "(--reference paper: one run against the published figures)"),
     ("models", "harness.profiles.cli", "list the model profiles (the paper's models, run as their authors run "
                                        "them): Table 2's columns, verified or not, and each fact's source"),
     ("explore", "harness.explore.site", "write a static site (opens from disk) to look inside a build: Table 1, Figure 1, "

@@ -12,16 +12,21 @@ again from its per-pool results. Where two runs hold one model's cell, the full 
 from __future__ import annotations
 
 import argparse
+import itertools
 import json
 from importlib import resources
 from pathlib import Path
 
+from harness.report import paired
 from harness.report import tables as report
 from harness.models.diagnostics import is_diagnostic
 from harness.report.training_overlap import OVERLAP_MARK, OVERLAP_NOTE, trained_on
 from mmlongembed.core.errors import UserError, report_error
 
 REFERENCES = {"paper": "paper_results.json"}
+RANK_NOTE = ("Rank: the ranks a row can take given the paired differences of its Avg (below): 1 + the rows "
+             "significantly above it, to the rows not significantly below it; rows whose difference is not "
+             "significant share ranks. Published rows have no per-query data: references, outside the ranking.")
 DIAGNOSTICS_NOTE = ("What a model that reads nothing (random: chance), only length (length: the longest candidate "
                     "first), not the images (text-only:) or not the frame order (shuffled-frames:) scores on each "
                     "column; a model's lead over these rows is what it reads.")
@@ -36,12 +41,17 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="add the paper's published rows, labelled as published numbers, not ours: all of "
                              "its Table 3 (11 models), Table 11 (Table 4's Visual Grounding by background, all 10 "
                              "models), Table 12 (by task, difficulty and length) and its models (Tables 2 and 5)")
+    parser.add_argument("--pairs", action="store_true",
+                        help="print the pairwise table per column too: for every two models scored on the same "
+                             "queries, the P@1 difference of each column with its paired bootstrap interval and "
+                             "Holm-corrected p (the Avg's pairs are always printed)")
     parser.add_argument("--output", default=None, help="also write the tables to this markdown file")
 
 
 def run(args: argparse.Namespace) -> int:
     try:
-        text = leaderboard(load_runs(args.results), reference(args.reference) if args.reference else None)
+        text = leaderboard(load_runs(args.results), reference(args.reference) if args.reference else None,
+                           pairs=args.pairs)
     except UserError as exc:
         return report_error(exc)
     print(text)
@@ -207,17 +217,47 @@ def _in_block(entry: dict, diagnostics: bool) -> bool:
     return (entry["source"] == OURS and is_diagnostic(entry["model"])) == diagnostics
 
 
-def table3(runs: list[dict], ref: dict | None = None, diagnostics: bool = False, paper: bool = True) -> str:
+def differences(runs: list[dict], paper: bool = True, per_column: bool = False) -> list[paired.Difference]:
+    """Every pair of our models on the same queries (from the runs' predictions), on the Avg of the
+    table's columns and, with ``per_column``, on each column; pairs in Table 3's order (a above b)."""
+    entries, columns, _ = table3_entries(runs, None, paper)
+    outcomes = paired.merge_outcomes([paired.run_outcomes(run, paper) for run in sorted(runs, key=_preference)])
+    return paired.compare(outcomes, [e["model"] for e in entries], columns, per_column=per_column)
+
+
+def _ranked(entries: list[dict], found: list[paired.Difference]) -> dict[str, str]:
+    """{model: rank range} for our rows over the same columns as the block's first (partial rows
+    over other columns are not ranked with them), only where every two of them were compared on
+    the same queries; {} otherwise."""
+    def columns(entry):
+        return (report.is_partial(entry["average"]), frozenset(entry["cells"]))
+
+    ours = [e for e in entries if e["source"] == OURS and e["average"]["p_at_1"] is not None]
+    group = [e["model"] for e in ours if ours and columns(e) == columns(ours[0])]
+    compared = {frozenset((d.a, d.b)) for d in found if d.column == report.AVG}
+    if len(group) < 2 or any(frozenset(pair) not in compared for pair in itertools.combinations(group, 2)):
+        return {}
+    return {m: paired.rank_text(span) for m, span in paired.rank_ranges(group, found).items()}
+
+
+def table3(runs: list[dict], ref: dict | None = None, diagnostics: bool = False, paper: bool = True,
+           found: list[paired.Difference] | None = None) -> str:
     """The models' Table 3 (with `ref`, beside the published rows), or with `diagnostics` the
-    diagnostic rows alone, over the same columns; ``paper=False``: the other lengths' table."""
+    diagnostic rows alone, over the same columns; ``paper=False``: the other lengths' table.
+    With ``found`` (``differences``), a Rank column: rank ranges from the paired Avg differences."""
     entries, columns, task_of = table3_entries(runs, ref, paper)
     entries = [e for e in entries if _in_block(e, diagnostics)]
     if not columns or not entries:
         return ""
     trained = training_data_of(runs)
+    ranks = _ranked(entries, found or [])
     text = report.table3_markdown(entries, columns, task_of, label=_source,
-                                  texts=lambda entry, cols, averages: _table3_texts(entry, cols, averages, trained))
-    return text + ("\n\n" + OVERLAP_NOTE if f" {OVERLAP_MARK} |" in text else "")
+                                  texts=lambda entry, cols, averages: _table3_texts(entry, cols, averages, trained),
+                                  rank=(lambda entry: ranks.get(entry["model"], "")) if ranks else None)
+    notes = [OVERLAP_NOTE] if f" {OVERLAP_MARK} |" in text else []
+    if ranks:
+        notes.append(RANK_NOTE)
+    return "\n\n".join([text, *notes])
 
 
 def _table4_texts(entry: dict) -> list[str]:
@@ -272,7 +312,13 @@ def confusion(runs: list[dict]) -> str:
     return report.confusion_markdown(records, label=lambda r: Path(r["_path"]).parent.name) if records else ""
 
 
-def leaderboard(runs: list[dict], ref: dict | None = None) -> str:
+def pairs_section(found: list[paired.Difference]) -> str:
+    return f"{paired.PAIRS_NOTE}.\n\n{paired.pairs_markdown(found)}" if found else ""
+
+
+def leaderboard(runs: list[dict], ref: dict | None = None, pairs: bool = False) -> str:
+    """The merged tables; rank ranges and the pairwise table of the Avg (``pairs``: of every column
+    too) where the runs hold per-query predictions."""
     subsets = _subset_paths(runs)
     sources = ", ".join(f"{run['_path']} ({run.get('dataset', {}).get('ref', '?')}"
                         + (f"; SUBSET: at most {run['settings']['max_queries']} queries per pool"
@@ -292,8 +338,11 @@ def leaderboard(runs: list[dict], ref: dict | None = None) -> str:
         parts += [f"Rows marked '{ref['label']}': {ref['title']}. {ref['provenance']} Not published (n/q): "
                   f"{ref['missing']} The paper's MM-NIAH is the real MM-NIAH, printed in our MM-NIAH* column, "
                   "whose grid is a substitute for it.", ""]
-    sections = [("Table 3", table3(runs, ref)),
-                (f"Table 3 at other lengths ({report.OTHER_TABLE3_NOTE})", table3(runs, paper=False)),
+    found = {paper_set: differences(runs, paper_set, per_column=pairs) for paper_set in (True, False)}
+    sections = [("Table 3", table3(runs, ref, found=found[True])),
+                ("Pairwise differences (Table 3)", pairs_section(found[True])),
+                (f"Table 3 at other lengths ({report.OTHER_TABLE3_NOTE})", table3(runs, paper=False, found=found[False])),
+                ("Pairwise differences (Table 3 at other lengths)", pairs_section(found[False])),
                 ("Table 4 (Visual Grounding by background; the published rows are the paper's Table 11)",
                  table4(runs, ref))]
     if ref:
@@ -304,8 +353,8 @@ def leaderboard(runs: list[dict], ref: dict | None = None) -> str:
         if body:
             parts += [f"## {title}", "", body, ""]
     diagnostic_tables = [(title, body) for title, body in (
-        ("Table 3 columns", table3(runs, diagnostics=True)),
-        ("Table 3 columns at other lengths", table3(runs, diagnostics=True, paper=False)),
+        ("Table 3 columns", table3(runs, diagnostics=True, found=found[True])),
+        ("Table 3 columns at other lengths", table3(runs, diagnostics=True, paper=False, found=found[False])),
         ("Table 4 columns", table4(runs, diagnostics=True))) if body]
     if diagnostic_tables:
         parts += ["## Diagnostics (not models)", "", DIAGNOSTICS_NOTE, ""]

@@ -303,18 +303,18 @@ def table3_texts(entry: dict, columns: list[str], averages: list[str]) -> list[s
 def table3_markdown(entries: list[dict], columns: list[str], task_of: dict[str, str],
                     label: Callable[[dict], str] | None = None,
                     texts: Callable[[dict, list[str], list[str]], list[str]] = table3_texts,
-                    averages: list[str] | None = None) -> str:
+                    averages: list[str] | None = None, rank: Callable[[dict], str] | None = None) -> str:
     """Rows as given (`entries` from table3_data or a leaderboard), columns in the order given.
     `label(entry)`: a Source column after the model's; `texts(entry, columns, averages)`: a row's
     cells and Avg as printed (a leaderboard prints published rows its own way); `averages`: the
-    Avg headers (default: ``average_headers(entries)``)."""
+    Avg headers (default: ``average_headers(entries)``); `rank(entry)`: a Rank column first."""
     averages = average_headers(entries) if averages is None else averages
-    lead = ["Model"] + (["Source"] if label else [])
+    lead = (["Rank"] if rank else []) + ["Model"] + (["Source"] if label else [])
     lines = [f"Columns by task: {groups_line(columns, task_of)}.", "",
              "| " + " | ".join(lead + columns + averages) + " |",
              "|" + "---|" * len(lead) + "---:|" * (len(columns) + len(averages))]
     for entry in entries:
-        first = [entry["model"]] + ([label(entry)] if label else [])
+        first = ([rank(entry)] if rank else []) + [entry["model"]] + ([label(entry)] if label else [])
         lines.append("| " + " | ".join(first + texts(entry, columns, averages)) + " |")
     return "\n".join(lines)
 

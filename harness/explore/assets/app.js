@@ -154,7 +154,9 @@ function renderPool(app, state, entry, pool) {
   const picks = wrongFor ? pool.results[wrongFor] || [] : null;
   const indices = pool.queries.map((_, i) => i).filter(i => !picks || (picks[i] && picks[i][4] < 1));
   const page = Math.min(+(state.get("page") || 0), Math.max(0, Math.ceil(indices.length / PAGE_SIZE) - 1));
-  const selected = state.has("q") ? +state.get("q") : indices[page * PAGE_SIZE];
+  // qid: a query by its _id, as `mmle compare` links the queries that flipped
+  const byId = state.has("qid") ? pool.queries.findIndex(q => q.id === state.get("qid")) : -1;
+  const selected = byId >= 0 ? byId : state.has("q") ? +state.get("q") : indices[page * PAGE_SIZE];
   const params = (extra) => Object.assign({pool: entry.pool, wrong: wrongFor, page: page, q: selected}, extra);
 
   const f = pool.facts;
