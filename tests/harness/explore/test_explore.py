@@ -295,3 +295,15 @@ def test_every_page_of_a_synthetic_component_says_so(site, tmp_path):
     finally:
         browser.close()
 
+
+
+def test_a_query_opens_by_its_id_as_mmle_compare_links_it(page, site):
+    """`mmle compare` links each flipped query as `#pool=<pool>&qid=<_id>`: the page selects that
+    query, whatever its place in the list."""
+    from mmlongembed.output.layout import read_built_pool
+
+    ids = read_built_pool(site["bench"], "hotpotqa-hard-1k").queries["_id"]
+    page.go(f"pool=hotpotqa-hard-1k&qid={ids[2]}")
+    assert page.wait("document.querySelector('#query-list li.selected') && "
+                     "document.querySelector('#query-list li.selected').dataset.query") == "2"
+    assert page.errors() == []
