@@ -217,46 +217,52 @@ def _in_block(entry: dict, diagnostics: bool) -> bool:
     return (entry["source"] == OURS and is_diagnostic(entry["model"])) == diagnostics
 
 
-def differences(runs: list[dict], paper: bool = True, per_column: bool = False) -> list[paired.Difference]:
-    """Every pair of our models on the same queries (from the runs' predictions), on the Avg of the
-    table's columns and, with ``per_column``, on each column; pairs in Table 3's order (a above b)."""
+def differences(runs: list[dict], paper: bool = True,
+                per_column: bool = False) -> tuple[list[paired.Difference], list[str], list[str]]:
+    """Every pair of our models on the same queries (from the runs' predictions), pairs in Table
+    3's order (a above b): on the Avg of the columns every model has a number in (all of the
+    table's where each row is whole; the shared ones where rows lack some: a model that takes no
+    images still ranks against one that does, on what both read) and, with ``per_column``, on each
+    column. Also: the Avg's columns, and the table's."""
     entries, columns, _ = table3_entries(runs, None, paper)
     outcomes = paired.merge_outcomes([paired.run_outcomes(run, paper) for run in sorted(runs, key=_preference)])
-    return paired.compare(outcomes, [e["model"] for e in entries], columns, per_column=per_column)
+    compared = [e for e in entries if outcomes.get(e["model"])]
+    models = [e["model"] for e in compared]
+    # a column counts where every model has its number (a cell it skipped in part has none)
+    shared = [c for c in columns if all(e["cells"].get(c, {}).get("p_at_1") is not None and outcomes[e["model"]].get(c)
+                                        for e in compared)]
+    found = paired.compare(outcomes, models, columns, per_column=per_column, average_over=shared)
+    return found, shared, columns
 
 
 def _ranked(entries: list[dict], found: list[paired.Difference]) -> dict[str, str]:
-    """{model: rank range} for our rows over the same columns as the block's first (partial rows
-    over other columns are not ranked with them), only where every two of them were compared on
-    the same queries; {} otherwise."""
-    def columns(entry):
-        return (report.is_partial(entry["average"]), frozenset(entry["cells"]))
-
-    ours = [e for e in entries if e["source"] == OURS and e["average"]["p_at_1"] is not None]
-    group = [e["model"] for e in ours if ours and columns(e) == columns(ours[0])]
+    """{model: rank range} for our rows compared on the Avg's columns (``differences``), only where
+    every two of them were; {} otherwise."""
     compared = {frozenset((d.a, d.b)) for d in found if d.column == report.AVG}
+    group = [e["model"] for e in entries if e["source"] == OURS and any(e["model"] in pair for pair in compared)]
     if len(group) < 2 or any(frozenset(pair) not in compared for pair in itertools.combinations(group, 2)):
         return {}
     return {m: paired.rank_text(span) for m, span in paired.rank_ranges(group, found).items()}
 
 
 def table3(runs: list[dict], ref: dict | None = None, diagnostics: bool = False, paper: bool = True,
-           found: list[paired.Difference] | None = None) -> str:
+           found: tuple | None = None) -> str:
     """The models' Table 3 (with `ref`, beside the published rows), or with `diagnostics` the
     diagnostic rows alone, over the same columns; ``paper=False``: the other lengths' table.
     With ``found`` (``differences``), a Rank column: rank ranges from the paired Avg differences."""
+    found, shared, table_columns = found or ([], [], [])
     entries, columns, task_of = table3_entries(runs, ref, paper)
     entries = [e for e in entries if _in_block(e, diagnostics)]
     if not columns or not entries:
         return ""
     trained = training_data_of(runs)
-    ranks = _ranked(entries, found or [])
+    ranks = _ranked(entries, found)
     text = report.table3_markdown(entries, columns, task_of, label=_source,
                                   texts=lambda entry, cols, averages: _table3_texts(entry, cols, averages, trained),
                                   rank=(lambda entry: ranks.get(entry["model"], "")) if ranks else None)
     notes = [OVERLAP_NOTE] if f" {OVERLAP_MARK} |" in text else []
     if ranks:
-        notes.append(RANK_NOTE)
+        notes.append(RANK_NOTE + " " + _average_over(shared, table_columns))
     return "\n\n".join([text, *notes])
 
 
@@ -312,8 +318,18 @@ def confusion(runs: list[dict]) -> str:
     return report.confusion_markdown(records, label=lambda r: Path(r["_path"]).parent.name) if records else ""
 
 
-def pairs_section(found: list[paired.Difference]) -> str:
-    return f"{paired.PAIRS_NOTE}.\n\n{paired.pairs_markdown(found)}" if found else ""
+def _average_over(shared: list[str], columns: list[str]) -> str:
+    if shared == columns:
+        return "The Avg compared is the table's, over its columns."
+    return (f"The Avg compared is over the {len(shared)} of the table's {len(columns)} columns every model has a "
+            f"number in: {', '.join(shared)}.")
+
+
+def pairs_section(found: tuple) -> str:
+    differences_found, shared, columns = found
+    if not differences_found:
+        return ""
+    return f"{paired.PAIRS_NOTE}. {_average_over(shared, columns)}\n\n{paired.pairs_markdown(differences_found)}"
 
 
 def leaderboard(runs: list[dict], ref: dict | None = None, pairs: bool = False) -> str:

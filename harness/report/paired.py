@@ -149,23 +149,27 @@ def holm(pvalues: list[float]) -> list[float]:
 
 
 def compare(outcomes: Outcomes, models: list[str], columns: list[str], seed: int = 0,
-            n_resamples: int = N_RESAMPLES, per_column: bool = True) -> list[Difference]:
-    """Every pair of ``models`` (in the order given, a before b) on each column both have queries
-    in (with ``per_column``) and on the Avg over ``columns`` (only where both have every one),
-    Holm-corrected across the pairs of each column and of the Avg."""
+            n_resamples: int = N_RESAMPLES, per_column: bool = True,
+            average_over: list[str] | None = None) -> list[Difference]:
+    """Every pair of ``models`` (in the order given, a before b) on each of ``columns`` both have
+    queries in (with ``per_column``) and on the Avg over ``average_over`` (default ``columns``;
+    only where both have every one), Holm-corrected across the pairs of each column and of the Avg."""
+    average_over = columns if average_over is None else average_over
     found: list[Difference] = []
     for a, b in itertools.combinations(models, 2):
-        both = [c for c in columns if outcomes.get(a, {}).get(c) and outcomes.get(b, {}).get(c)]
+        both = [c for c in dict.fromkeys([*columns, *average_over])
+                if outcomes.get(a, {}).get(c) and outcomes.get(b, {}).get(c)]
         pairs = {c: shared(outcomes[a][c], outcomes[b][c]) for c in both}
         pairs = {c: ab for c, ab in pairs.items() if len(ab[0])}
         if per_column:
-            for c, ab in pairs.items():
-                delta, ci, p = paired_difference([ab], derive_rng(seed, "paired", a, b, c), n_resamples)
-                found.append(Difference(a, b, c, len(ab[0]), delta, ci, p))
-        if columns and len(pairs) == len(columns):
-            delta, ci, p = paired_difference(list(pairs.values()), derive_rng(seed, "paired", a, b, report.AVG),
-                                             n_resamples)
-            found.append(Difference(a, b, report.AVG, sum(len(ab[0]) for ab in pairs.values()), delta, ci, p))
+            for c in columns:
+                if c in pairs:
+                    delta, ci, p = paired_difference([pairs[c]], derive_rng(seed, "paired", a, b, c), n_resamples)
+                    found.append(Difference(a, b, c, len(pairs[c][0]), delta, ci, p))
+        if average_over and all(c in pairs for c in average_over):
+            over = [pairs[c] for c in average_over]
+            delta, ci, p = paired_difference(over, derive_rng(seed, "paired", a, b, report.AVG), n_resamples)
+            found.append(Difference(a, b, report.AVG, sum(len(x) for x, _ in over), delta, ci, p))
     corrected = []
     for column in dict.fromkeys(d.column for d in found):
         family = [d for d in found if d.column == column]
