@@ -100,10 +100,12 @@ OTHER_LENGTHS = "table3_other_lengths"  # results.json's records of the other le
 
 
 def _table3_records(run: dict, paper: bool = True) -> list[dict]:
-    if OTHER_LENGTHS in run or (not run["results"] and "table3" in run):
-        records = run.get("table3" if paper else OTHER_LENGTHS) or []
-    else:  # older results (their Table 3 may mix other lengths into the paper's columns): table them again
-        records = report.table3_records(report.table3_data(run["results"], run.get("skipped", []), paper=paper))
+    if OTHER_LENGTHS not in run and run["results"]:
+        # older results (their Table 3 may mix other lengths into the paper's columns): tabled again, once
+        for key, paper_set in (("table3", True), (OTHER_LENGTHS, False)):
+            run[key] = report.table3_records(report.table3_data(run["results"], run.get("skipped", []),
+                                                                paper=paper_set))
+    records = run.get("table3" if paper else OTHER_LENGTHS) or []
     return [r for r in records if r["column"] != report.AVG]
 
 
