@@ -201,8 +201,11 @@ def flipped(run_a: dict, run_b: dict, a: str, b: str) -> dict[str, dict[str, lis
     """{pool: {"right to wrong": [query _id...], "wrong to right": [...]}} over the queries both
     runs answered, from A to B."""
     before, after = _per_query(run_a, a), _per_query(run_b, b)
+    length = {r["pool"]: int(r.get("length") or 0) for r in run_a["results"]}
     out: dict[str, dict[str, list[str]]] = {}
-    for (pool, qid) in sorted(before.keys() & after.keys()):
+    # pools of one dataset and difficulty together, shortest first; queries in id order
+    for (pool, qid) in sorted(before.keys() & after.keys(),
+                              key=lambda k: (report.grid_group({"pool": k[0]}), length.get(k[0], 0), k)):
         was, now = before[pool, qid] >= RIGHT, after[pool, qid] >= RIGHT
         if was != now:
             out.setdefault(pool, {"right to wrong": [], "wrong to right": []})[

@@ -17,6 +17,8 @@ import json
 from importlib import resources
 from pathlib import Path
 
+import numpy as np
+
 from harness.report import paired
 from harness.report import tables as report
 from harness.models.diagnostics import is_diagnostic
@@ -233,6 +235,8 @@ def differences(runs: list[dict], paper: bool = True,
     # a column counts where every model has its number (a cell it skipped in part has none)
     shared = [c for c in columns if all(e["cells"].get(c, {}).get("p_at_1") is not None and outcomes[e["model"]].get(c)
                                         for e in compared)]
+    # pairs read "higher minus lower" on the Avg compared (rows lacking some columns sort after by Avg)
+    models.sort(key=lambda m: -sum(outcomes[m][c] and np.mean(list(outcomes[m][c].values())) for c in shared))
     found = paired.compare(outcomes, models, columns, per_column=per_column, average_over=shared)
     return found, shared, columns
 
