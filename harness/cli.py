@@ -354,7 +354,9 @@ def _write_report(args, output: Path, result: dict, table3_cells: list, table4_c
             plots += reports.plot_depth_heatmaps(outcome.results, folder, args.heatmap_metric)
         return [plot.relative_to(folder).as_posix() for plot in plots]
 
-    plots = [output / name for name in write_run(output, write)]
+    # a default folder (no --output) that another run took meanwhile: this run takes the next name
+    names, output = write_run(output, write, replace=bool(args.output))
+    plots = [output / name for name in names]
     if not args.quiet:
         print(table)
     print(f"wrote {output / 'results.json'}, {output / 'table.md'}, {output / FILENAME}"

@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import TypeVar
 
 from mmlongembed.core.errors import UserError
-from mmlongembed.output.outdir import make_temporary_dir
+from mmlongembed.output.outdir import make_temporary_dir, remove_stale_temporaries
 from mmlongembed.output.writer import commit_output_dir
 
 RESULTS_ROOT = Path("results")
@@ -33,15 +33,20 @@ def run_id(started: dt.datetime, models: list[str]) -> str:
     return f"{started.astimezone(dt.timezone.utc):%Y%m%d-%H%M%S}-{names}"
 
 
+def _numbered(base: Path):
+    """``base``, then ``base-2``, ``base-3``...: the names a run started in the same second takes."""
+    yield base
+    k = 2
+    while True:
+        yield base.with_name(f"{base.name}-{k}")
+        k += 1
+
+
 def new_run_folder(dataset_name: str, started: dt.datetime, models: list[str], root: Path = RESULTS_ROOT) -> Path:
     """A folder under ``root/dataset_name`` that no run holds yet (``-2``, ``-3``... after a
-    run started in the same second)."""
-    base = Path(root) / dataset_name / run_id(started, models)
-    candidate, k = base, 1
-    while candidate.exists():
-        k += 1
-        candidate = base.with_name(f"{base.name}-{k}")
-    return candidate
+    run started in the same second). Only a proposal: ``write_run(..., replace=False)`` takes the
+    next free name if another run claimed this one while this one was scoring."""
+    return next(c for c in _numbered(Path(root) / dataset_name / run_id(started, models)) if not c.exists())
 
 
 def check_run_output(folder: Path, overwrite: bool) -> None:
@@ -62,16 +67,38 @@ def check_run_output(folder: Path, overwrite: bool) -> None:
                         f"out for a new folder under {RESULTS_ROOT}/")
 
 
-def write_run(folder: Path, write: Callable[[Path], T]) -> T:
-    """``write(temporary folder)``, then the folder renamed into place whole (an earlier run in
-    it replaced, none of its files left); nothing is left behind if ``write`` fails."""
+def _claim(scratch: Path, folder: Path) -> Path:
+    """Rename ``scratch`` to the first of ``folder``'s numbered names that holds nothing. The rename
+    is the claim: onto a folder with files it fails, and the next name is tried, so two runs that
+    started in the same second never write into one folder."""
+    for candidate in _numbered(folder):
+        if candidate.exists() and any(candidate.iterdir()):
+            continue
+        try:
+            scratch.rename(candidate)
+            return candidate
+        except OSError:
+            if not candidate.exists():
+                raise
+    raise AssertionError("unreachable")
+
+
+def write_run(folder: Path, write: Callable[[Path], T], replace: bool = True) -> tuple[T, Path]:
+    """``write(temporary folder)``, then the folder renamed into place whole; nothing is left
+    behind if ``write`` fails. ``replace``: an earlier run in ``folder`` is replaced, none of its
+    files left (``--output``, checked by ``check_run_output``); else ``folder`` is a default name
+    and, taken meanwhile, the next free one is used. Returns what ``write`` gave, and the folder."""
     folder = Path(folder)
     folder.parent.mkdir(parents=True, exist_ok=True)
+    remove_stale_temporaries(folder)
     scratch = make_temporary_dir(folder)
     try:
         result = write(scratch)
-        commit_output_dir(scratch, folder)
+        if replace:
+            commit_output_dir(scratch, folder)
+        else:
+            folder = _claim(scratch, folder)
     except BaseException:
         shutil.rmtree(scratch, ignore_errors=True)
         raise
-    return result
+    return result, folder

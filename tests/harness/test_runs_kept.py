@@ -12,7 +12,7 @@ import pytest
 
 from harness.cli import main as score
 from harness.report.leaderboard import leaderboard, load_runs
-from harness.report.run_folder import new_run_folder, run_id
+from harness.report.run_folder import new_run_folder, run_id, write_run
 from tests.support.fixtures_harness import standard_benchmark
 
 
@@ -39,9 +39,38 @@ def test_a_second_run_with_another_model_keeps_the_first(bench, tmp_path, monkey
     assert [run["models"][0]["spec"] for run in load_runs(["results/fixture"])] == ["bm25", "random"]
 
 
-def test_run_folders_never_collide():
+def test_a_run_id_names_its_start_and_its_models():
     started = dt.datetime(2026, 12, 3, 10, 15, 0, tzinfo=dt.timezone.utc)
     assert run_id(started, ["bm25", "st:/models/all-MiniLM-L6-v2"]) == "20261203-101500-bm25+all-MiniLM-L6-v2"
+
+
+def test_two_runs_started_in_one_second_never_share_a_folder(tmp_path):
+    """Both runs were proposed the same default name when they started; the one that finishes
+    second finds it taken and takes the next, the first untouched. An --output run replaces."""
+    started = dt.datetime(2026, 12, 3, 10, 15, 0, tzinfo=dt.timezone.utc)
+    first, second = (new_run_folder("fixture", started, ["bm25"], root=tmp_path) for _ in range(2))
+    assert first == second  # neither exists yet when both start
+
+    def writing(text):
+        return lambda folder: (folder / "results.json").write_text(text)
+
+    assert write_run(first, writing("one"), replace=False)[1] == first
+    _, where = write_run(second, writing("two"), replace=False)
+    assert where == first.with_name(first.name + "-2") and (where / "results.json").read_text() == "two"
+    assert (first / "results.json").read_text() == "one"
+    _, where = write_run(first, writing("three"))  # --output DIR --overwrite: the run replaced whole
+    assert where == first and (first / "results.json").read_text() == "three"
+    assert sorted(p.name for p in first.parent.iterdir()) == [first.name, first.name + "-2"]
+
+
+def test_a_folder_of_runs_skips_a_run_still_being_written(bench, tmp_path):
+    """`mmle leaderboard results/<dataset>` while a run is being written: its hidden temporary
+    folder already holds a results.json, and is not read as a run."""
+    assert score(quick(bench, "--model", "bm25", "--output", str(tmp_path / "runs" / "done"))) == 0
+    writing = tmp_path / "runs" / ".next.tmp-1-2"
+    writing.mkdir()
+    (writing / "results.json").write_text((tmp_path / "runs" / "done" / "results.json").read_text())
+    assert [Path(run["_path"]).parent.name for run in load_runs([tmp_path / "runs"])] == ["done"]
 
 
 def test_a_folder_that_holds_a_run_is_refused_before_anything_is_scored(bench, tmp_path, capsys):
