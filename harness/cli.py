@@ -294,11 +294,10 @@ def _results(args, benchmarks, models, outcome, modalities: set[str], started: f
     """results.json's content, and the Table 3 and Table 4 cells (drawn once: table.md prints these)."""
     from harness.report import tables as reports
 
-    from harness.report.compare import data_files_digest
+    from harness.report.compare import dataset_facts
     from mmlongembed.output.manifest import toolkit_identity
 
-    datasets = [{"ref": b.ref, "path": b.path, "revision": b.revision, "data_files_sha256": data_files_digest(b.path)}
-                for b in benchmarks]
+    datasets = [{"ref": b.ref, "path": b.path, "revision": b.revision, **dataset_facts(b.path)} for b in benchmarks]
     stats = {"n_resamples": args.bootstrap, "seed": args.seed}
     table3_cells = reports.table3_data(outcome.results, outcome.skipped, **stats)
     table4_cells = reports.table4_data(outcome.results, outcome.skipped, **stats)

@@ -75,17 +75,21 @@ def run(args: argparse.Namespace) -> int:
 
 # -- what made each run ---------------------------------------------------------------------------
 
-def data_files_digest(path: str | Path) -> str | None:
-    """One sha256 over a build's data files as its manifest lists them (path and content digest of
-    each): two builds with the same digest hold the same rows. None where the folder has no
-    manifest (a Hub reference: its revision pins it)."""
+def dataset_facts(path: str | Path) -> dict:
+    """What a run records of a build from its manifest: `data_files_sha256`, one sha256 over its
+    data files (path and content digest of each: two builds with the same digest hold the same
+    rows), and `absent`, the sources a release left out and why (a leaderboard says "excluded"
+    there, not "not run"). None and {} where the folder has no manifest (a Hub reference: its
+    revision pins it)."""
     manifest = Path(path) / "manifest.json"
     if not manifest.is_file():
-        return None
-    files = json.loads(manifest.read_text(encoding="utf-8")).get("files") or {}
+        return {"data_files_sha256": None, "absent": {}}
+    data = json.loads(manifest.read_text(encoding="utf-8"))
+    files = data.get("files") or {}
     listing = "\n".join(f"{name} {entry.get('sha256') if isinstance(entry, dict) else entry}"
                         for name, entry in sorted(files.items()))
-    return hashlib.sha256(listing.encode("utf-8")).hexdigest()
+    return {"data_files_sha256": hashlib.sha256(listing.encode("utf-8")).hexdigest(),
+            "absent": dict(data.get("absent") or {})}
 
 
 def _flatten(prefix: str, value, out: dict) -> None:

@@ -167,8 +167,12 @@ def table3_entries(runs: list[dict], ref: dict | None = None,
     for model in models:
         cells = {c: merged[model, c][0] for c in ours if (model, c) in merged}
         average = report.average_cell(model, list(cells.values()), report.PAPER_COLUMN_COUNT if paper else len(ours))
+        holding = {path for (m, _), (_, path) in merged.items() if m == model}
         entries.append({"model": model, "source": OURS, "cells": cells, "average": average,
-                        "subset": any(merged[model, c][1] in subsets for c in cells)})
+                        "subset": any(merged[model, c][1] in subsets for c in cells),
+                        "excluded": {component: why for run in runs if run["_path"] in holding
+                                     for dataset in run.get("datasets") or []
+                                     for component, why in (dataset.get("absent") or {}).items()}})
     if ref and paper:
         published = {}
         renamed = ref.get("our_column", {})  # the paper's column -> ours where ours stands in for it

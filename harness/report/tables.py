@@ -293,10 +293,27 @@ def groups_line(columns: list[str], task_of: dict[str, str]) -> str:
     return " · ".join(f"{TASK_TITLES.get(t, t)}: {', '.join(names)}" for t, names in groups.items())
 
 
+def column_dataset(name: str) -> str | None:
+    """The source a Table 3 column reads ("GovReport Easy" -> govreport; the Visual Grounding
+    columns -> needle, the grid's builder), as a release names its components."""
+    base = name.split(" (")[0]
+    if base in [title for _, title in VG_COLUMNS]:
+        return "needle"
+    return next((d for pairs in PAPER_DATASETS.values() for d, title in pairs
+                 if base in (f"{title} {x.capitalize()}" for x in DIFFICULTIES)), None)
+
+
+def missing_text(entry: dict, column: str) -> str:
+    """A column a row has no cell in: the release it scored left the source out (`excluded`, with
+    why), or the model was not run there."""
+    why = (entry.get("excluded") or {}).get(column_dataset(column) or "")
+    return f"– (excluded from the release: {why})" if why else "– (not run)"
+
+
 def table3_texts(entry: dict, columns: list[str], averages: list[str]) -> list[str]:
     """A Table 3 row's cells in the columns given, then its Avg under the `averages` headers
-    (``average_headers``), as printed; a column the model was not run on says so."""
-    return ([cell_text(entry["cells"][c]) if c in entry["cells"] else "– (not run)" for c in columns]
+    (``average_headers``), as printed; a column the model has no cell in says why."""
+    return ([cell_text(entry["cells"][c]) if c in entry["cells"] else missing_text(entry, c) for c in columns]
             + average_texts(entry["average"], averages))
 
 

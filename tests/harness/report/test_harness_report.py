@@ -229,3 +229,22 @@ def test_a_leaderboard_row_of_ours_is_the_report_row_with_its_source():
     board = leaderboard.table4([run]).splitlines()
     assert board[-1] == ours[-1].replace("| m |", "| m | ours |", 1)
     assert board[0] == ours[0].replace("| Model |", "| Model | Source |", 1)
+
+
+def test_a_source_the_release_left_out_is_excluded_not_not_run(tmp_path, capsys):
+    """Beside the paper's rows, a column whose source the scored release excluded (its manifest's
+    `absent`) says so, with why; a column the release has and the model was not run on says
+    "not run"."""
+    bench = write_benchmark(tmp_path / "release", _govreport())
+    manifest = json.loads((bench / "manifest.json").read_text())
+    (bench / "manifest.json").write_text(json.dumps({**manifest, "absent": {"youkudc": "left out with --exclude"}}))
+    code, result, run = score(tmp_path, [bench], "--model", "bm25")
+    assert code == 0 and result["datasets"][0]["absent"] == {"youkudc": "left out with --exclude"}
+    capsys.readouterr()
+    assert leaderboard_main([str(run), "--reference", "paper"]) == 0
+    text = capsys.readouterr().out
+    header = next(line for line in text.splitlines() if "| Model | Source | NeedleBench" in line)
+    row = next(line for line in text.splitlines() if "| bm25 | ours |" in line)
+    cells = dict(zip([c.strip() for c in header.split("|")], [c.strip() for c in row.split("|")]))
+    assert cells["YoukuDC Easy"] == cells["YoukuDC Hard"] == "– (excluded from the release: left out with --exclude)"
+    assert cells["HotpotQA Easy"] == "– (not run)" and cells["GovReport Easy"].endswith("n=7")  # 5 + 2 queries
