@@ -66,8 +66,10 @@ class StorageStats:
 
     @property
     def image_ratio(self) -> float:
-        """The images' bytes on disk over their distinct bytes (1.0: each image stored once), which
-        text that compresses well cannot hide."""
+        """The images' bytes on disk, as compressed, over their distinct bytes, which text that
+        compresses well cannot hide. About 1.0 where each image is stored once and its encoding
+        (PNG, JPEG) leaves zstd little to take; below 1.0 where the images themselves compress
+        (raw or sparse pixels); above, where row groups repeat an image."""
         return self.image_bytes_on_disk / self.distinct_image_bytes if self.distinct_image_bytes else 0.0
 
     def as_dict(self) -> dict:
