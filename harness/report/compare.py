@@ -189,16 +189,7 @@ def _cell_differences(run_a: dict, run_b: dict, a: str, b: str, n_resamples: int
 
 
 def _per_query(run: dict, model: str) -> dict[tuple[str, str], float]:
-    import pyarrow.parquet as pq
-
-    from harness.report.predictions import FILENAME
-
-    path = Path(run["_path"]).parent / FILENAME
-    if not path.is_file():
-        return {}
-    table = pq.read_table(path, columns=["model", "pool", "_id", "p_at_1"]).to_pydict()
-    return {(pool, qid): float(value) for m, pool, qid, value in zip(table["model"], table["pool"], table["_id"],
-                                                                    table["p_at_1"]) if m == model}
+    return {(pool, qid): value for m, pool, qid, value in paired.per_query(run) if m == model}
 
 
 def flipped(run_a: dict, run_b: dict, a: str, b: str) -> dict[str, dict[str, list[str]]]:

@@ -62,27 +62,33 @@ class Difference:
                 "ci95": list(self.ci95), "p": self.p, "p_holm": self.p_holm, "significant": self.significant}
 
 
-def run_outcomes(run: dict, paper: bool = True) -> Outcomes:
-    """Each model's per-query P@1 by Table 3 column, from the run's predictions.parquet (the pools'
-    facts from its results rows place each pool in its column); {} for a run without predictions
-    (written before they existed, or by hand)."""
+def per_query(run: dict) -> list[tuple[str, str, str, float]]:
+    """(model, pool, query _id, tie-aware P@1) of every query the run scored, from its
+    predictions.parquet; [] for a run without one (written before they existed, or by hand)."""
     import pyarrow.parquet as pq
 
     from harness.report.predictions import FILENAME
 
     path = Path(run["_path"]).parent / FILENAME
     if not path.is_file():
-        return {}
+        return []
+    table = pq.read_table(path, columns=["model", "pool", "_id", "p_at_1"]).to_pydict()
+    return [(m, pool, qid, float(value)) for m, pool, qid, value in
+            zip(table["model"], table["pool"], table["_id"], table["p_at_1"]) if value is not None]
+
+
+def run_outcomes(run: dict, paper: bool = True) -> Outcomes:
+    """Each model's per-query P@1 by Table 3 column (``per_query``; the pools' facts from the
+    run's results rows place each pool in its column)."""
     columns = report.table3_columns(run["results"], run.get("skipped", []), paper)
     facts = {r["pool"]: r for r in [*run["results"], *(s.get("facts") or {} for s in run.get("skipped", []))]
              if r.get("pool")}
     column_of = {pool: next((c.name for c in columns if c.keep(f)), None) for pool, f in facts.items()}
-    table = pq.read_table(path, columns=["model", "pool", "_id", "p_at_1"]).to_pydict()
     out: Outcomes = {}
-    for model, pool, qid, value in zip(table["model"], table["pool"], table["_id"], table["p_at_1"]):
+    for model, pool, qid, value in per_query(run):
         column = column_of.get(pool)
-        if column is not None and value is not None:
-            out.setdefault(model, {}).setdefault(column, {})[pool, qid] = float(value)
+        if column is not None:
+            out.setdefault(model, {}).setdefault(column, {})[pool, qid] = value
     return out
 
 
