@@ -181,7 +181,8 @@ def compare(outcomes: Outcomes, models: list[str], columns: list[str], seed: int
         family = [d for d in found if d.column == column]
         for d, p_holm in zip(family, holm([d.p for d in family])):
             corrected.append(Difference(d.a, d.b, d.column, d.queries, d.delta, d.ci95, d.p, p_holm))
-    return corrected
+    order = {c: k for k, c in enumerate([*columns, report.AVG])}  # the table's column order, pairs within
+    return sorted(corrected, key=lambda d: order.get(d.column, len(order)))
 
 
 def rank_ranges(models: list[str], differences: list[Difference], column: str = report.AVG) -> dict[str, tuple[int, int]]:
