@@ -95,8 +95,10 @@ def video_lengths() -> tuple[int, ...]:
     return tuple(math.ceil(n * per_frame / PAPER_FRAME_TOKENS) for n in PAPER_LENGTHS)
 
 
-def write_sources(name: str, root: Path, n: int) -> str:
-    """Write ``n`` units of ``name``'s sources under ``root``; the config (Python source) to build them."""
+def write_sources(name: str, root: Path, n: int, clip_sizes: tuple = (CLIP_SIZE,)) -> str:
+    """Write ``n`` units of ``name``'s sources under ``root``; the config (Python source) to build them.
+    ``clip_sizes``: the generated ActivityNet clips' (width, height), one drawn per video (real
+    videos come at several resolutions, so their frames hold different token counts)."""
     if name == "hotpotqa":
         from builders._hotpotqa_fixtures import write_hotpotqa_sources
 
@@ -120,7 +122,7 @@ def write_sources(name: str, root: Path, n: int) -> str:
     lengths = video_lengths()
     frames = f"frame_store={str(root / 'frame-store')!r}, lengths={lengths!r}"
     if name == "activitynet":
-        write_activitynet(root, n)
+        write_activitynet(root, n, clip_sizes)
         return f"sources={str(root)!r}, {frames}"
     from builders._temporal_fixtures import write_temporal_sources
 
@@ -131,9 +133,10 @@ def write_sources(name: str, root: Path, n: int) -> str:
             f"llm_cache={str(root / 'llm-cache')!r}, llm_backoff=0.01, llm_base_url=SERVER.url")
 
 
-def write_activitynet(root: Path, n: int) -> None:
+def write_activitynet(root: Path, n: int, clip_sizes: tuple = (CLIP_SIZE,)) -> None:
     """The real val_1.json's first ``n`` videos (in id order) with a generated clip of each annotated
-    duration (1 FPS, no audio)."""
+    duration (1 FPS, no audio), each at one of ``clip_sizes`` (a seeded draw per video)."""
+    from mmlongembed.core.rng import derive_rng
     from mmlongembed.testing import mark_synthetic, write_test_video
 
     path = SCALE_DATA / "activitynet_captions" / "val_1.json"
@@ -144,7 +147,8 @@ def write_activitynet(root: Path, n: int) -> None:
     (root / "activitynet_captions").mkdir(parents=True)
     (root / "activitynet_captions" / "val_1.json").write_text(json.dumps(chosen), encoding="utf-8")
     for k, (video, entry) in enumerate(chosen.items()):
-        write_test_video(root / "videos" / f"{video}.mp4", entry["duration"], seed=k, fps=1, size=CLIP_SIZE,
+        size = clip_sizes[int(derive_rng(k, "clip-size").integers(len(clip_sizes)))]
+        write_test_video(root / "videos" / f"{video}.mp4", entry["duration"], seed=k, fps=1, size=tuple(size),
                          audio=False)
     mark_synthetic(root, "SYNTHETIC clips (noise) under the real ActivityNet Captions val_1 annotations: a "
                          "paper-scale benchmark run (bench/paper_scale.py). Never publish a build made from them.")
@@ -181,13 +185,14 @@ VALIDATE = """
 """
 
 
-def run_one(name: str, n: int, work: Path, timeout: float) -> dict:
+def run_one(name: str, n: int, work: Path, timeout: float, clip_sizes: tuple = (CLIP_SIZE,)) -> dict:
     """Generate, build, load and validate ``name`` at ``n`` units; the measured figures."""
     root = work / f"{name}-{n}"
     generated = measure(f"""
         import json
         from bench.paper_scale import write_sources
-        print("CONFIG=" + json.dumps(write_sources({name!r}, __import__("pathlib").Path({str(root / 'src')!r}), {n})))
+        print("CONFIG=" + json.dumps(write_sources({name!r}, __import__("pathlib").Path({str(root / 'src')!r}), {n},
+                                                 {tuple(clip_sizes)!r})))
     """, timeout, f"{name}-{n}-sources")
     if "error" in generated:
         return {"n": n, "error": f"sources: {generated['error']}"}
@@ -245,17 +250,25 @@ def main() -> None:
     parser.add_argument("--timeout", type=float, default=5400, help="time limit per step in seconds (default 5400)")
     parser.add_argument("--work", type=Path, default=None, help="where to write sources and builds (made if missing; "
                         "default: a temporary directory, removed at the end)")
+    parser.add_argument("--clip-sizes", nargs="+", default=[f"{CLIP_SIZE[0]}x{CLIP_SIZE[1]}"], metavar="WxH",
+                        help="the generated ActivityNet clips' sizes, one drawn per video (default "
+                             f"{CLIP_SIZE[0]}x{CLIP_SIZE[1]}); several sizes give frames of several token counts, "
+                             "as real videos do (the audit's odd-one-out rule, issue 37)")
     args = parser.parse_args()
+    try:
+        clip_sizes = tuple(tuple(int(x) for x in size.lower().split("x")) for size in args.clip_sizes)
+    except ValueError:
+        parser.error(f"--clip-sizes: expected WxH, e.g. 64x48; got {' '.join(args.clip_sizes)}")
     if args.work:
         args.work.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(prefix="mmle-scale-", dir=args.work) as tmp:
         for name in args.builders:
             n = max(4, round(PAPER_SIZE[name] * args.scale))
             reference_n = max(4, n // args.reference)  # at n itself it would find the build up to date
-            reference = run_one(name, reference_n, Path(tmp), args.timeout) if reference_n < n else None
+            reference = run_one(name, reference_n, Path(tmp), args.timeout, clip_sizes) if reference_n < n else None
             if reference:
                 print(line(name, reference) + "  (reference)", flush=True)
-            full = run_one(name, n, Path(tmp), args.timeout)
+            full = run_one(name, n, Path(tmp), args.timeout, clip_sizes)
             print(line(name, full), flush=True)
             if reference:
                 print(growth(name, reference, full), flush=True)

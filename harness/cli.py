@@ -31,8 +31,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                              "that revision, never from a cached copy; a bare name is refused); "
                              "several (space or comma separated) are scored into one report, their pool names "
                              "distinct")
-    parser.add_argument("--model", default=None,
-                        help="comma list of models: a model profile's name (`mmle models`, e.g. gme-qwen2-vl-2b) | "
+    parser.add_argument("--model", action="append", default=None,
+                        help="comma list of models (the option may be given again: the lists add up): a model profile's name (`mmle models`, e.g. gme-qwen2-vl-2b) | "
                              "bm25 | minilm | st:<path> | hf:<path-or-name> | "
                              "hfgen:<path-or-name> | vllm:<name> | "
                              "openai:<model>@<base_url> | doubao:<model>@<base_url> (Doubao-Seed-1.6 API, key from ARK_API_KEY) | "
@@ -182,7 +182,7 @@ def _run(args) -> int:
     log = (lambda *a, **k: None) if args.quiet else print
 
     started = time.perf_counter()
-    for spec in _split([args.model or DEFAULT_MODELS]):
+    for spec in _split(args.model or [DEFAULT_MODELS]):
         model_kind(spec)  # a typo is one line with the closest name, before any dataset is opened
     benchmarks = [Benchmark(ref) for ref in dict.fromkeys(_split(args.dataset))]
     output = _output_folder(args, benchmarks)
@@ -212,8 +212,11 @@ def _output_folder(args, benchmarks) -> Path:
     if args.output:
         check_run_output(Path(args.output), args.overwrite)
         return Path(args.output)
+    if args.overwrite:  # said so, rather than ignored: the default folder is always a new one
+        raise UserError("--overwrite replaces the run in --output; without --output each run gets a new folder "
+                        "and none is replaced")
     name = "+".join(Path(b.path.rstrip("/")).name or "benchmark" for b in benchmarks)
-    return new_run_folder(name, dt.datetime.now(dt.timezone.utc), _split([args.model or DEFAULT_MODELS]))
+    return new_run_folder(name, dt.datetime.now(dt.timezone.utc), _split(args.model or [DEFAULT_MODELS]))
 
 
 def _devices(args) -> list[str]:
@@ -245,7 +248,7 @@ def _score_all(args, selections, settings, modalities: set[str], log):
     from harness.scoring.cache import EmbeddingCache, cache_directory
     from harness.runner import Outcome, score
 
-    specs = _split([args.model or DEFAULT_MODELS])
+    specs = _split(args.model or [DEFAULT_MODELS])
     # the default pair, whether left implicit or spelled out, lets MiniLM skip image pools without failing
     lenient = {"minilm"} if set(specs) == set(_split([DEFAULT_MODELS])) else set()
     cache = EmbeddingCache(cache_directory(args))
@@ -350,7 +353,7 @@ def _write_report(args, output: Path, result: dict, table3_cells: list, table4_c
         if not args.no_plots and outcome.results:
             if reports.plot_by_length(outcome.results, folder / "p1_by_length.png"):
                 plots.append(folder / "p1_by_length.png")
-            plots += reports.plot_depth_heatmaps(outcome.results, folder, args.heatmap_metric)
+            plots += reports.plot_depth_heatmaps(outcome.results, folder, args.heatmap_metric, outcome.skipped)
         return [plot.relative_to(folder).as_posix() for plot in plots]
 
     # a default folder (no --output) that another run took meanwhile: this run takes the next name

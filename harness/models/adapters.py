@@ -43,7 +43,8 @@ READOUT_POOLINGS = ("boundary", "trailing", "distributed", "last")  # generative
 
 class NotMeasured(Exception):
     """The model received no content of the pool's candidates (BM25 on candidates that are images
-    alone): whatever it scored would be chance, not a measurement. The pool is reported as not
+    alone), or none of what the query asks about (BM25 on an image needle): whatever it scored
+    would be chance, not a measurement. The pool is reported as not
     measured for that model (no number, the reason beside it), and it is no failure."""
 
 
@@ -124,6 +125,10 @@ class BM25Model(Model):
     def score_pool(self, pool, cache, settings):
         from mmlongembed.ops.bm25 import BM25Index, bm25_tokenize
 
+        if (pool.info.extra or {}).get("needle_modality") == "image":
+            # the query asks about the needle, and BM25 reads only the haystack's words: whichever
+            # candidate it ranks first, it ranks so whatever the query asks (chance, not a measurement)
+            raise NotMeasured("bm25 saw none of the needle: it is an image (images are ignored)")
         start = time.perf_counter()
         corpus_tokens = [bm25_tokenize(item.text.replace(IMAGE_PLACEHOLDER, " "))
                          for batch in pool.iter_candidates(256) for item in batch]
@@ -716,7 +721,10 @@ def model_kind(spec: str):
         return "profile", spec
     name, colon, argument = spec.partition(":")
     kind = MODEL_KINDS.get(name)
-    if kind is not None and (bool(argument) if kind.takes_argument else not colon):
+    # a kind whose form names an endpoint (`openai:<model>@<base_url>`) needs it: found here, not at the first call
+    wants_endpoint = kind is not None and "@<" in kind.usage
+    if kind is not None and (bool(argument) if kind.takes_argument else not colon) and (
+            not wants_endpoint or "@" in argument.strip("@")):
         return kind, argument
     if kind is not None:  # a known kind used wrongly: show its form, not itself as the closest name
         raise _bad_model(spec, f"write {name} as {kind.usage}; ")

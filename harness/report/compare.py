@@ -28,6 +28,10 @@ CELLS_NOTE = ("P@1 x100 of each run on the queries both answered; A - B with a 9
               "same resampled queries for both), the two-sided paired sign-flip permutation p, and p corrected "
               "across the cells (Holm); * where the corrected p is below 0.05. Avg: the mean of the columns' "
               "differences, queries resampled within each column")
+DRAWS_NOTE = ("P@1 x100 of each run over all its queries; the runs scored two draws of the benchmark, so no query is "
+              "shared: A - B with a 95% bootstrap interval resampling each side on its own, the two-sided "
+              "permutation p (answers dealt anew to the two sides), p corrected across the cells (Holm); * "
+              "where the corrected p is below 0.05; n: both sides' queries")
 RIGHT = 0.5  # a query is "right" where the positive is more likely first than not (ties count by expectation)
 IGNORED_SETTINGS = {"created", "timings"}  # differ on every run, say nothing of the scores
 SECTIONS = ("dataset", "toolkit", "model", "settings")  # the order settings are listed in
@@ -47,6 +51,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--explore", default=None, metavar="SITE",
                         help="the `mmle explore` site of the dataset, for each flipped query's link (default "
                              "explore/<the dataset's folder name>/index.html, where the README writes it)")
+    parser.add_argument("--draws", action="store_true",
+                        help="the two runs scored two draws of the benchmark (`mmle build ... --seed S` and another "
+                             "seed: new pools, distractors and lengths), so no query is the same: each cell's two "
+                             "samples are compared unpaired (bootstrap of each side, permutation p). A model whose "
+                             "score drops beyond the interval on a fresh draw has fitted the published pools "
+                             "(docs/CONTAMINATION.md)")
     parser.add_argument("--bootstrap", type=int, default=paired.N_RESAMPLES,
                         help=f"bootstrap and permutation resamples (default {paired.N_RESAMPLES})")
     parser.add_argument("--seed", type=int, default=0, help="seed of the resamples (default 0)")
@@ -64,7 +74,7 @@ def run(args: argparse.Namespace) -> int:
             if len(runs) != 2:
                 raise UserError(f"give two runs to compare (got {len(runs)}), or one with --reference paper")
             text, differs = compare_runs(runs[0], runs[1], args.model, flips=args.flips, site=args.explore,
-                                         n_resamples=args.bootstrap, seed=args.seed)
+                                         n_resamples=args.bootstrap, seed=args.seed, draws=args.draws)
     except UserError as exc:
         return report_error(exc)
     print(text)
@@ -162,23 +172,23 @@ def pick_models(run_a: dict, run_b: dict, wanted: str | None) -> tuple[str, str]
 
 # -- cells and flips ------------------------------------------------------------------------------
 
-def _cell_differences(run_a: dict, run_b: dict, a: str, b: str, n_resamples: int, seed: int) -> list[dict]:
+def _cell_differences(run_a: dict, run_b: dict, a: str, b: str, n_resamples: int, seed: int,
+                      draws: bool = False) -> list[dict]:
     """Every column both runs' models have queries in, over the paper's table and the other
-    lengths' one: P@1 of each on the shared queries, the paired difference, Holm across cells."""
+    lengths' one: P@1 of each on the shared queries (``draws``: on all of each side's, two
+    draws sharing none), the difference, Holm across cells."""
+    samples = paired.every_answer if draws else paired.shared
     cells = []
     for paper_set in (True, False):
         outcomes = {"A": paired.run_outcomes(run_a, paper_set).get(a, {}),
                     "B": paired.run_outcomes(run_b, paper_set).get(b, {})}
         columns = sorted(outcomes["A"].keys() & outcomes["B"].keys(),
                          key=lambda c: report.column_order(c, None))
-        for d in paired.compare(outcomes, ["A", "B"], columns, seed, n_resamples):
-            if d.column == report.AVG:
-                pairs = [paired.shared(outcomes["A"][c], outcomes["B"][c]) for c in columns]
-                means = [float(sum(x.mean() for x, _ in pairs) / len(pairs)), float(sum(y.mean() for _, y in pairs)
-                                                                                 / len(pairs))]
-            else:
-                x, y = paired.shared(outcomes["A"][d.column], outcomes["B"][d.column])
-                means = [float(x.mean()), float(y.mean())]
+        for d in paired.compare(outcomes, ["A", "B"], columns, seed, n_resamples, paired=not draws):
+            over = columns if d.column == report.AVG else [d.column]
+            sides = [samples(outcomes["A"][c], outcomes["B"][c]) for c in over]
+            means = [float(sum(x.mean() for x, _ in sides) / len(sides)), float(sum(y.mean() for _, y in sides)
+                                                                             / len(sides))]
             cells.append({"table": "paper" if paper_set else "other lengths", "difference": d, "a": means[0],
                           "b": means[1]})
     columns = [c for c in cells if c["difference"].column != report.AVG]
@@ -223,23 +233,30 @@ def _length_of(run: dict, pool: str) -> str:
 
 
 def compare_runs(run_a: dict, run_b: dict, model: str | None = None, flips: int = 10, site: str | None = None,
-                 n_resamples: int = paired.N_RESAMPLES, seed: int = 0) -> tuple[str, bool]:
-    """The comparison as markdown, and whether some cell differs beyond chance."""
+                 n_resamples: int = paired.N_RESAMPLES, seed: int = 0, draws: bool = False) -> tuple[str, bool]:
+    """The comparison as markdown, and whether some cell differs beyond chance. ``draws``: the
+    runs scored two draws of the benchmark (no query shared): cells compared unpaired, no flips."""
     a, b = pick_models(run_a, run_b, model)
     table, differ = settings_table(run_settings(run_a, a), run_settings(run_b, b))
-    cells = _cell_differences(run_a, run_b, a, b, n_resamples, seed)
+    cells = _cell_differences(run_a, run_b, a, b, n_resamples, seed, draws)
     if not cells:
+        hint = "" if draws else "; two draws of the benchmark (another --seed) share none: pass --draws"
         raise UserError(f"{run_a['_path']} and {run_b['_path']}: no query both runs answered with {a!r} and {b!r} "
-                        "(per-query predictions.parquet missing, or no pool in common)")
+                        f"(per-query predictions.parquet missing, or no pool in common{hint})")
     significant = [c for c in cells if c["difference"].significant]
     parts = [f"# {a} in A against {b} in B", "",
              f"A: {run_a['_path']} ({run_a.get('created', 'when: not recorded')}); "
              f"B: {run_b['_path']} ({run_b.get('created', 'when: not recorded')}).", "",
              ("What differs: " + ", ".join(f"`{k}`" for k in differ) + ".") if differ else
              "The two runs' recorded settings are identical.", "",
+             *([] if draws or not any(k.endswith(".data_files_sha256") for k in differ) else [
+                 "**The runs scored different data files:** a query _id in both may stand for another task (other "
+                 "candidates, another length); if these are two draws of the benchmark (another `--seed`), "
+                 "compare them with `--draws`.", ""]),
              "## Settings, those that differ first", "", table, "",
-             f"## Cells: A - B on the queries both answered ({CELLS_NOTE})", "",
-             "| Table | Column | n | A | B | A - B [95% paired interval] | p | p (Holm) |",
+             (f"## Cells: A - B on two draws ({DRAWS_NOTE})" if draws else
+              f"## Cells: A - B on the queries both answered ({CELLS_NOTE})"), "",
+             f"| Table | Column | n | A | B | A - B [95% {'unpaired' if draws else 'paired'} interval] | p | p (Holm) |",
              "|---|---|---:|---:|---:|---:|---:|---:|"]
     for cell in cells:
         d = cell["difference"]
@@ -247,10 +264,12 @@ def compare_runs(run_a: dict, run_b: dict, model: str | None = None, flips: int 
         parts.append(f"| {cell['table']} | {d.column} | {d.queries} | {report.fmt(cell['a'])} | "
                      f"{report.fmt(cell['b'])} | {paired.difference_text(d)}{mark} | {paired.p_text(d.p)} | "
                      f"{paired.p_text(d.p_holm)} |")
-    flips_of = flipped(run_a, run_b, a, b)
+    flips_of = {} if draws else flipped(run_a, run_b, a, b)
     site = site or _default_site(run_b)
     parts += ["", f"## Queries that flipped (right: P@1 >= {RIGHT}, ties by expectation), by pool", ""]
-    if not flips_of:
+    if draws:
+        parts.append("None to list: two draws share no query.")
+    elif not flips_of:
         parts.append("None: every query both runs answered is right in both or wrong in both.")
     else:
         parts += ["| Pool | Length | Right to wrong | Wrong to right |", "|---|---|---:|---:|"]

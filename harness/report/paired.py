@@ -142,6 +142,28 @@ def paired_difference(pairs: list[tuple[np.ndarray, np.ndarray]], rng: np.random
     return observed, (float(np.quantile(boot, 0.025)), float(np.quantile(boot, 0.975))), min(1.0, p)
 
 
+def unpaired_difference(samples: list[tuple[np.ndarray, np.ndarray]], rng: np.random.Generator,
+                        n_resamples: int = N_RESAMPLES) -> tuple[float, tuple[float, float], float]:
+    """(difference, 95% bootstrap interval, two-sided permutation p) of the mean over columns of
+    ``mean(a) - mean(b)`` where A and B answered different queries (two draws of a benchmark):
+    each side's queries resampled on their own (bootstrap), or the column's answers dealt anew
+    to the two sides at their sizes (permutation, under "both come from one distribution")."""
+    observed = float(np.mean([a.mean() - b.mean() for a, b in samples]))
+    boot, null = np.zeros(n_resamples), np.zeros(n_resamples)
+    for a, b in samples:
+        pooled = np.concatenate([a, b])
+        for start in range(0, n_resamples, CHUNK):
+            n = min(CHUNK, n_resamples - start)
+            boot[start:start + n] += (a[rng.integers(0, len(a), size=(n, len(a)))].mean(axis=1)
+                                      - b[rng.integers(0, len(b), size=(n, len(b)))].mean(axis=1))
+            dealt = rng.permuted(np.broadcast_to(pooled, (n, len(pooled))), axis=1)
+            null[start:start + n] += dealt[:, :len(a)].mean(axis=1) - dealt[:, len(a):].mean(axis=1)
+    boot, null = boot / len(samples), null / len(samples)
+    extreme = int(np.sum(np.abs(null) >= abs(observed) - 1e-12))
+    return (observed, (float(np.quantile(boot, 0.025)), float(np.quantile(boot, 0.975))),
+            min(1.0, (1 + extreme) / (1 + n_resamples)))
+
+
 def holm(pvalues: list[float]) -> list[float]:
     """Holm's step-down adjustment: the family's error held at alpha, less conservative than
     Bonferroni; adjusted values are monotone in the raw ones."""
@@ -154,28 +176,40 @@ def holm(pvalues: list[float]) -> list[float]:
     return adjusted
 
 
+def every_answer(a: dict, b: dict) -> tuple[np.ndarray, np.ndarray]:
+    """Each side's values on all the queries it answered (two draws: no query is shared)."""
+    return (np.array([a[k] for k in sorted(a)], dtype=np.float64), np.array([b[k] for k in sorted(b)], dtype=np.float64))
+
+
 def compare(outcomes: Outcomes, models: list[str], columns: list[str], seed: int = 0,
             n_resamples: int = N_RESAMPLES, per_column: bool = True,
-            average_over: list[str] | None = None) -> list[Difference]:
+            average_over: list[str] | None = None, paired: bool = True) -> list[Difference]:
     """Every pair of ``models`` (in the order given, a before b) on each of ``columns`` both have
     queries in (with ``per_column``) and on the Avg over ``average_over`` (default ``columns``;
-    only where both have every one), Holm-corrected across the pairs of each column and of the Avg."""
+    only where both have every one), Holm-corrected across the pairs of each column and of the Avg.
+    ``paired`` False: the two sides answered different queries (two draws of the benchmark), each
+    column's answers compared as two samples (``unpaired_difference``); ``queries`` is then both
+    sides' count."""
     average_over = columns if average_over is None else average_over
+    samples, difference = (shared, paired_difference) if paired else (every_answer, unpaired_difference)
     found: list[Difference] = []
     for a, b in itertools.combinations(models, 2):
         both = [c for c in dict.fromkeys([*columns, *average_over])
                 if outcomes.get(a, {}).get(c) and outcomes.get(b, {}).get(c)]
-        pairs = {c: shared(outcomes[a][c], outcomes[b][c]) for c in both}
-        pairs = {c: ab for c, ab in pairs.items() if len(ab[0])}
+        pairs = {c: samples(outcomes[a][c], outcomes[b][c]) for c in both}
+        pairs = {c: ab for c, ab in pairs.items() if len(ab[0]) and len(ab[1])}
+
+        def counted(over):
+            return sum(len(x) + (0 if paired else len(y)) for x, y in over)
         if per_column:
             for c in columns:
                 if c in pairs:
-                    delta, ci, p = paired_difference([pairs[c]], derive_rng(seed, "paired", a, b, c), n_resamples)
-                    found.append(Difference(a, b, c, len(pairs[c][0]), delta, ci, p))
+                    delta, ci, p = difference([pairs[c]], derive_rng(seed, "paired", a, b, c), n_resamples)
+                    found.append(Difference(a, b, c, counted([pairs[c]]), delta, ci, p))
         if average_over and all(c in pairs for c in average_over):
             over = [pairs[c] for c in average_over]
-            delta, ci, p = paired_difference(over, derive_rng(seed, "paired", a, b, report.AVG), n_resamples)
-            found.append(Difference(a, b, report.AVG, sum(len(x) for x, _ in over), delta, ci, p))
+            delta, ci, p = difference(over, derive_rng(seed, "paired", a, b, report.AVG), n_resamples)
+            found.append(Difference(a, b, report.AVG, counted(over), delta, ci, p))
     corrected = []
     for column in dict.fromkeys(d.column for d in found):
         family = [d for d in found if d.column == column]

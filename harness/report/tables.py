@@ -22,6 +22,7 @@ import numpy as np
 from harness.report.throughput import TITLE as THROUGHPUT_TITLE, throughput_table
 from harness.scoring.own_lengths import OWN_LENGTHS_TITLE, own_lengths_table
 from harness.scoring.metrics import MAIN_METRIC, bootstrap_ci
+from mmlongembed.checks.shortcuts import binomial_tail
 
 TASK_SHORT = {"visual_grounding": "VG", "multi_source_reasoning": "MSR", "logical_summarization": "LS",
               "temporal_summarization": "TS"}
@@ -178,6 +179,7 @@ def column_cell(model: str, column: Column, rows, skipped=(), n_resamples: int =
         return cell
     if not queries:
         return cell
+    cell["chance"] = chance_of(mine)
     cell["tie"] = tie_note(sum(int(r.get("tied_positives") or 0) for r in mine),
                            sum(int(r.get("all_tied") or 0) for r in mine), queries)
     per_query = [r.get("per_query", {}).get(MAIN_METRIC) for r in mine]
@@ -189,6 +191,40 @@ def column_cell(model: str, column: Column, rows, skipped=(), n_resamples: int =
     else:  # rows without per-query values (hand-made, or older results): the query-weighted mean
         cell["p_at_1"] = sum(_value(r) * r["n_queries"] for r in mine) / queries
     return cell
+
+
+def chance_of(rows) -> float | None:
+    """P@1 by chance over the rows' queries: 1 / the pool's candidates, weighted by its queries
+    (None where a row lacks its candidate count: older results)."""
+    weights = [(int(r.get("n_queries") or 0), r.get("n_candidates")) for r in rows]
+    queries = sum(n for n, _ in weights)
+    if not queries or any(not c for n, c in weights if n):
+        return None
+    return sum(n / c for n, c in weights if n) / queries
+
+
+CHANCE_ALPHA = 0.05
+
+
+def at_chance(p_at_1: float | None, queries: int, chance: float | None) -> bool:
+    """The figure cannot be told from guessing: a two-sided exact binomial test of its hits among
+    ``queries`` against ``chance`` gives p >= CHANCE_ALPHA (not judged below
+    MIN_QUERIES_FOR_INTERVAL queries, where no interval is printed either). Exact, not the
+    bootstrap interval: 0 of 40 at chance 1/40 has the interval [0, 0], yet is as likely as not."""
+    if p_at_1 is None or chance is None or queries < MIN_QUERIES_FOR_INTERVAL:
+        return False
+    hits = round(p_at_1 * queries)  # tie-aware P@1 counts a tie by expectation: the nearest whole hits
+    above, below = binomial_tail(queries, chance, hits), 1.0 - binomial_tail(queries, chance, hits + 1)
+    return min(1.0, 2 * min(above, below)) >= CHANCE_ALPHA
+
+
+def chance_mark(p_at_1: float | None, queries: int, chance: float | None) -> str:
+    """` (at chance: 4.0)` where ``at_chance``, else ""."""
+    return f" (at chance: {fmt(chance)})" if at_chance(p_at_1, queries, chance) else ""
+
+
+CHANCE_NOTE = ("`(at chance: c)`: the figure cannot be told from guessing, c = 1 / the pool's candidates (weighted by "
+               f"queries; a two-sided exact binomial test against c gives p >= {CHANCE_ALPHA})")
 
 
 TIE_EVERY_CANDIDATE = "tie: every candidate scored alike"
@@ -220,7 +256,7 @@ def cell_text(cell: dict) -> str:
     if cell.get("tie"):
         return f"{fmt(cell['p_at_1'])} ({cell['tie']}) n={cell['queries']}"
     interval = f" [{fmt(cell['ci95'][0])}, {fmt(cell['ci95'][1])}]" if cell.get("ci95") else ""
-    return f"{fmt(cell['p_at_1'])}{interval} n={cell['queries']}"
+    return f"{fmt(cell['p_at_1'])}{interval} n={cell['queries']}{chance_mark(cell['p_at_1'], cell['queries'], cell.get('chance'))}"
 
 
 def average_cell(model: str, cells: list[dict], of: int | None = PAPER_COLUMN_COUNT) -> dict:
@@ -399,22 +435,33 @@ NEEDLE_CUT_NOTE = ("needle cut k/n: in k of the cell's n queries the positive's 
                    "records it) lay in the middle that the model's truncation dropped, so the model never saw it")
 
 
-def grid_table(rows) -> str:
+def grid_table(rows, skipped=()) -> str:
+    """P@1 per model, grid family, depth and length; `(at chance)` where a cell's P@1 cannot be told
+    from guessing (``row_at_chance``), `n/m` where the model received no content of the pool."""
+    unmeasured = _unmeasured_grid(skipped)
     grid = [r for r in rows if r.get("depth") is not None]
-    if not grid:
+    if not grid and not unmeasured:
         return ""
-    lengths = sorted({r["length"] for r in grid})
+    everything = grid + unmeasured
+    lengths = sorted({r["length"] for r in everything})
     lines = ["| Model | Grid | Depth % | " + " | ".join(_length_name(n) for n in lengths) + " |",
              "|---|---|---:|" + "---:|" * len(lengths)]
-    for model in dict.fromkeys(r["model"] for r in grid):
-        for group in sorted({grid_group(r) for r in grid if r["model"] == model}):
-            for depth in sorted({r["depth"] for r in grid if r["model"] == model and grid_group(r) == group}):
+    for model in dict.fromkeys(r["model"] for r in everything):
+        for group in sorted({grid_group(r) for r in everything if r["model"] == model}):
+            for depth in sorted({r["depth"] for r in everything if r["model"] == model and grid_group(r) == group}):
                 texts = []
                 for n in lengths:
-                    cell = [r for r in grid if r["model"] == model and grid_group(r) == group
-                            and r["depth"] == depth and r["length"] == n]
+                    def here(found):
+                        return [r for r in found if r["model"] == model and grid_group(r) == group
+                                and r["depth"] == depth and r["length"] == n]
+                    cell = here(grid)
+                    if not cell and here(unmeasured):
+                        texts.append("n/m")
+                        continue
                     cut, queries = _needle_cut(cell)
-                    texts.append(fmt(_mean([_value(r) for r in cell])) + (f" (needle cut {cut}/{queries})" if cut else ""))
+                    chance = len(cell) == 1 and row_at_chance(cell[0])
+                    texts.append(fmt(_mean([_value(r) for r in cell])) + (f" (needle cut {cut}/{queries})" if cut else "")
+                                 + (" (at chance)" if chance else ""))
                 lines.append(f"| {model} | {group} | {depth:g} | " + " | ".join(texts) + " |")
     cut_pools = [r for r in grid if r.get("needle_truncated")]
     if cut_pools:
@@ -614,7 +661,7 @@ def pool_p1(r) -> str:
     if r["n_queries"] < MIN_QUERIES_FOR_INTERVAL:
         return f"{fmt(p1['value'])} n={r['n_queries']}"
     lo, hi = p1["ci95"]
-    return f"{fmt(p1['value'])} [{fmt(lo)}, {fmt(hi)}]"
+    return f"{fmt(p1['value'])} [{fmt(lo)}, {fmt(hi)}]{chance_mark(p1['value'], r['n_queries'], chance_of([r]))}"
 
 
 def _hit_k(r) -> str:
@@ -674,7 +721,7 @@ def markdown(report: dict, table3_cells: list[dict] | None = None, table4_cells:
              f"skipped; Avg is over every column or not at all, and over fewer than the paper's {PAPER_COLUMN_COUNT} "
              f"it is headed `Avg (k/{PAPER_COLUMN_COUNT} columns)`: not comparable with the paper's Avg. A model that received no content of a pool's "
              "candidates (BM25 on candidates that are images alone) is not measured there: `n/m` and the reason, "
-             "no number. Candidates that score exactly as much as the "
+             f"no number. {CHANCE_NOTE}. Candidates that score exactly as much as the "
              "positive (e.g. inputs identical after middle truncation) count by expectation over their possible "
              "orders: a model that cannot tell them apart gets chance; where every query of a cell tied, the cell "
              "says so (`tie: ...`) instead of an interval.", ""]
@@ -691,7 +738,8 @@ def markdown(report: dict, table3_cells: list[dict] | None = None, table4_cells:
                         ("Per variant: how often the positive beats each kind of negative", variant_table(rows)),
                         (f"Variant confusion: which candidate each model puts first ({CONFUSION_NOTE})",
                          confusion_markdown(report.get("variant_confusion") or confusion_data(rows, **stats))),
-                        ("Needle grid (P@1 by depth and length)", grid_table(rows)),
+                        ("Needle grid (P@1 by depth and length; `(at chance)`: not told from guessing, as in the "
+                         "tables above; `n/m`: no content received)", grid_table(rows, skipped)),
                         (f"Per pool ({HIT_K_NOTE})", pool_table(rows) if rows else ""),
                         ("Generative readout (format validity, fallbacks to the last generated token, mean "
                          "generated length)", readout_table(rows)),
@@ -796,13 +844,17 @@ CHANCE_STYLE = {"color": "grey", "ls": ":", "lw": 1.2}
 
 
 def _draw_chance(ax, rows) -> None:
-    """Chance per pool (100 / its candidates), one dotted line per dataset and difficulty."""
+    """Chance per pool (100 / its candidates), one dotted line per dataset and difficulty, each
+    point labelled with its figure."""
     for dataset, difficulty in sorted({(r["dataset"], r["difficulty"]) for r in rows}):
         chance = sorted({(r["length"], 100.0 / r["n_candidates"]) for r in rows
                          if r["dataset"] == dataset and r["difficulty"] == difficulty and r.get("n_candidates")})
         if chance:
             ax.plot([c[0] for c in chance], [c[1] for c in chance], **CHANCE_STYLE, marker="_", zorder=1,
                     gid=f"chance {dataset} {difficulty}")
+            for length, value in chance:  # each pool's chance, in the tables' figures
+                ax.annotate(f"chance {value:.1f}", (length, value), xytext=(3, -8), textcoords="offset points",
+                            fontsize=5.5, color=CHANCE_STYLE["color"], gid=f"chance label {dataset} {difficulty} {length}")
 
 
 def _draw_series(ax, series: list[dict], style: str, marker: str, colour: str, model_index: int) -> None:
@@ -829,10 +881,29 @@ def plot_by_length(rows, path: Path) -> bool:
     return True
 
 
-def depth_heatmap_figures(rows, metric: str = MAIN_METRIC):
+def row_at_chance(row, metric: str = MAIN_METRIC) -> bool:
+    """One pool's P@1 ``at_chance``; never where every query tied (the tie rule, not the model,
+    decides it there: the cell says so) and only for P@1 (hit@5's chance is another figure)."""
+    if metric != MAIN_METRIC or tie_note(int(row.get("tied_positives") or 0), int(row.get("all_tied") or 0),
+                                         int(row.get("n_queries") or 0)):
+        return False
+    return at_chance(_value(row), int(row.get("n_queries") or 0), chance_of([row]))
+
+
+def _unmeasured_grid(skipped) -> list[dict]:
+    """The grid pools a model ran on but received no content of (``NotMeasured``), as rows
+    without metrics: the heatmap marks them `n/m` instead of leaving a blank."""
+    return [{**s["facts"], "model": s["model"], "not_measured": s["reason"]} for s in skipped
+            if s.get("not_measured") and (s.get("facts") or {}).get("depth") is not None]
+
+
+def depth_heatmap_figures(rows, metric: str = MAIN_METRIC, skipped=()):
     """Paper Figure 3: per model and grid family, a depth x length heatmap of `metric` (P@1 as in
-    the paper; hit@5 on request), cells and colour bar both x100. Yields (model, group, figure)."""
-    grid = [r for r in rows if r.get("depth") is not None]
+    the paper; hit@5 on request), cells and colour bar both x100. A cell says `at chance` (dotted
+    frame) where its P@1 cannot be told from guessing (``row_at_chance``), `n/m` (grey, hatched) where the model
+    received no content of the pool (``skipped``'s not-measured pools), and `needle cut k/n` where
+    the model's truncation dropped the needle. Yields (model, group, figure)."""
+    grid = [r for r in rows if r.get("depth") is not None] + _unmeasured_grid(skipped)
     plt = _pyplot()
     from matplotlib.patches import Rectangle
 
@@ -840,40 +911,55 @@ def depth_heatmap_figures(rows, metric: str = MAIN_METRIC):
     for model in dict.fromkeys(r["model"] for r in grid):
         for group in sorted({grid_group(r) for r in grid if r["model"] == model}):
             mine = [r for r in grid if r["model"] == model and grid_group(r) == group]
+            if all("not_measured" in r for r in mine):
+                continue  # nothing measured: the tables say `n/m`, a grey figure would add nothing
             lengths = sorted({r["length"] for r in mine})
             depths = sorted({r["depth"] for r in mine})
-            values = [[_mean([_value(r, metric) for r in mine if r["depth"] == d and r["length"] == n])
-                       for n in lengths] for d in depths]
-            cuts = [[_needle_cut([r for r in mine if r["depth"] == d and r["length"] == n]) for n in lengths]
-                    for d in depths]
+            at = {(d, n): [r for r in mine if r["depth"] == d and r["length"] == n] for d in depths for n in lengths}
+            measured = {key: [r for r in found if "not_measured" not in r] for key, found in at.items()}
+            values = [[_mean([_value(r, metric) for r in measured[d, n]]) for n in lengths] for d in depths]
             matrix = [[float("nan") if v is None else 100 * v for v in row] for row in values]
             fig, ax = plt.subplots(figsize=(1.2 * len(lengths) + 2.5, 0.6 * len(depths) + 1.8))
             image = ax.imshow(matrix, vmin=0, vmax=100, cmap="RdYlGn", aspect="auto")
             ax.set_xticks(range(len(lengths)), [_length_name(n) for n in lengths])
             ax.set_yticks(range(len(depths)), [f"{d:g}%" for d in depths])
-            for i, row in enumerate(values):
-                for j, v in enumerate(row):
-                    cut, queries = cuts[i][j]
+            marks = set()
+            for i, depth in enumerate(depths):
+                for j, length in enumerate(lengths):
+                    found, where = measured[depth, length], f"{depth:g} {length}"
+                    if not found and at[depth, length]:  # the model ran there and saw nothing of the pool
+                        ax.add_patch(Rectangle((j - 0.5, i - 0.5), 1, 1, facecolor="lightgrey", hatch="..",
+                                               edgecolor="grey", lw=0, gid=f"not measured {where}"))
+                        ax.text(j, i, "n/m", ha="center", va="center", fontsize=8, zorder=3)
+                        marks.add("n/m: no content received")
+                        continue
+                    cut, queries = _needle_cut(found)
+                    chance = len(found) == 1 and row_at_chance(found[0], metric)
                     if cut:  # the model never saw the needle there: the cell measures the truncation
                         ax.add_patch(Rectangle((j - 0.5, i - 0.5), 1, 1, fill=False, hatch="//", edgecolor="dimgrey",
-                                               lw=1.2, gid=f"needle cut {depths[i]:g} {lengths[j]}"))
-                    ax.text(j, i, fmt(v) + (f"\nneedle cut {cut}/{queries}" if cut else ""), ha="center", va="center",
-                            fontsize=8 if not cut else 7, zorder=3,
-                            bbox={"facecolor": "white", "alpha": 0.85, "lw": 0} if cut else None)
+                                               lw=1.2, gid=f"needle cut {where}"))
+                        marks.add("hatched: needle cut by truncation")
+                    if chance:
+                        ax.add_patch(Rectangle((j - 0.46, i - 0.46), 0.92, 0.92, fill=False, ls=":", lw=1.5,
+                                               edgecolor="black", gid=f"at chance {where}"))
+                        marks.add("dotted: at chance (1 / candidates)")
+                    note = (f"\nneedle cut {cut}/{queries}" if cut else "") + ("\nat chance" if chance else "")
+                    ax.text(j, i, fmt(values[i][j]) + note, ha="center", va="center",
+                            fontsize=7 if note else 8, zorder=3,
+                            bbox={"facecolor": "white", "alpha": 0.85, "lw": 0} if note else None)
             ax.set_xlabel("context length (tokens)")
             ax.set_ylabel("needle depth (% of the document)")
             cell = grid_cell(mine[0])
             what = f"{cell[0]} needle, {BACKGROUND_HEADERS[cell[1]].lower()} background" if cell else group
-            cut_note = "; hatched: needle cut by truncation" if any(c[0] for row in cuts for c in row) else ""
-            ax.set_title(f"{model}: {what}\n{label}, x100{cut_note}", fontsize=9)
+            ax.set_title(f"{model}: {what}\n{label}, x100" + "".join(f"; {m}" for m in sorted(marks)), fontsize=9)
             fig.colorbar(image, ax=ax, label=f"{label} (x100)")
             fig.tight_layout()
             yield model, group, fig
 
 
-def plot_depth_heatmaps(rows, directory: Path, metric: str = MAIN_METRIC) -> list[Path]:
+def plot_depth_heatmaps(rows, directory: Path, metric: str = MAIN_METRIC, skipped=()) -> list[Path]:
     written = []
-    for model, group, fig in depth_heatmap_figures(rows, metric):
+    for model, group, fig in depth_heatmap_figures(rows, metric, skipped):
         path = directory / f"heatmap_{file_slug(model)}_{file_slug(group)}.png"
         fig.savefig(path, dpi=120)
         _pyplot().close(fig)

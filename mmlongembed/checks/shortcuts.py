@@ -78,6 +78,42 @@ def _text_features(text: str) -> dict[str, float]:
     }
 
 
+ODD_ONE_OUT_FEATURES = ("chars", "images", *(f"column:{c}" for c in NUMERIC_COLUMNS))
+
+
+def odd_one_out(features: dict[str, list[float]], groups: list | None) -> dict[str, list[float]]:
+    """Per length feature (characters, images, each numeric column), each row's distance from the
+    median of the rest of its group: read as "max", the candidate that lies farthest from its
+    group. Distractors cut to one length target can all land on one figure and leave the positive
+    alone (ActivityNet's easy negatives at 1,680 tokens around a positive of 1,620); no single
+    value is the longest or shortest then, so "max"/"min" of the value itself miss it. Rows
+    without a group (and groups of one) score 0."""
+    if not groups:
+        return {}
+    members: dict = defaultdict(list)
+    for i, group in enumerate(groups):
+        if group is not None and group != "":
+            members[group].append(i)
+    out = {}
+    for name in ODD_ONE_OUT_FEATURES:
+        values = features.get(name)
+        if values is None:
+            continue
+        distance = [0.0] * len(values)
+        for rows in members.values():
+            if len(rows) < 2:
+                continue
+            ordered = sorted(rows, key=values.__getitem__)  # once per group: the rest's median by index
+            for position, i in enumerate(ordered):
+                def rest(t: int) -> float:  # the t-th smallest of the group without row i
+                    return values[ordered[t if t < position else t + 1]]
+                k = len(rows) - 1
+                median = rest(k // 2) if k % 2 else (rest(k // 2 - 1) + rest(k // 2)) / 2
+                distance[i] = abs(values[i] - median)
+        out[f"distance from its group's median {name}"] = distance
+    return out
+
+
 def _final_character(text: str) -> str:
     return repr(text[-1:]) if text else "''"
 
@@ -93,6 +129,7 @@ def rule_scores(corpus: dict[str, list]) -> dict[str, list[float]]:
     for column in NUMERIC_COLUMNS:
         if column in corpus:
             features[f"column:{column}"] = [float(v or 0) for v in corpus[column]]
+    features.update(odd_one_out(features, corpus.get("group")))
     id_rank = {cid: k for k, cid in enumerate(sorted(corpus["_id"]))}
     features["id_order"] = [float(id_rank[cid]) for cid in corpus["_id"]]
     features["row_order"] = [float(i) for i in range(n)]

@@ -93,6 +93,14 @@ def test_a_folder_that_holds_a_run_is_refused_before_anything_is_scored(bench, t
     assert (other / "paper.tex").read_text() == "draft"
 
 
+def test_overwrite_without_output_is_one_line_not_ignored(bench, tmp_path, monkeypatch, capsys):
+    monkeypatch.chdir(tmp_path)
+    assert score(quick(bench, "--model", "bm25", "--overwrite")) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "without --output each run gets a new folder" in err[0], err
+    assert not Path("results").exists()  # refused before anything was scored or written
+
+
 def test_an_overwrite_leaves_no_file_of_the_earlier_run(bench, tmp_path):
     folder = tmp_path / "grid"
     assert score(["--dataset", str(bench), "--pools", "needle-*", "--model", "bm25", "--quiet", "--bootstrap", "50",

@@ -174,3 +174,41 @@ def test_compare_against_the_paper_says_whether_each_published_figure_is_in_our_
         line = next(line for line in text.splitlines() if f"| {column} |" in line)
         assert line.split("|")[-2].strip() == ("yes" if expected else "no")
     assert code == (0 if all(inside.values()) else 1)
+
+
+def test_two_samples_of_one_distribution_do_not_differ_and_a_shift_does():
+    rng = np.random.default_rng(3)
+    a, b = (rng.random(120) < 0.5).astype(float), (rng.random(90) < 0.5).astype(float)
+    delta, ci, p = paired.unpaired_difference([(a, b)], derive_rng(0, "u"), 2000)
+    assert delta == pytest.approx(a.mean() - b.mean()) and ci[0] < delta < ci[1]
+    assert (ci[0] < 0 < ci[1]) == (p >= 0.05)
+    worse = (rng.random(90) < 0.2).astype(float)
+    delta, ci, p = paired.unpaired_difference([(a, worse)], derive_rng(0, "u"), 2000)
+    assert ci[0] > 0 and p < 0.01
+
+
+def test_a_fresh_draw_is_compared_unpaired_and_a_drop_beyond_the_interval_is_flagged(scored, tmp_path, capsys):
+    """Issue 37 §5, the contamination check: the same recipe drawn with another seed gives other pools
+    (here: other documents and queries under the same pool names and query ids). The runs share no
+    query, so `--draws` compares each cell's two samples; a model that does as well on the fresh draw
+    passes, one whose score drops beyond the interval (here `random`, standing for a model that fitted
+    the published pools) is flagged. Without `--draws`, the differing data files are called out."""
+    fresh = write_benchmark(tmp_path / "fresh", [make_pool(p.name, dataset=p.dataset, task=p.task,
+                                                           difficulty=p.difficulty, length=p.band.target, words=60,
+                                                           n_queries=15, images=p.modality != "text", seed=1)
+                                                 for p in _pools()])
+    runs = {}
+    for model in ("bm25", "random"):
+        runs[model] = tmp_path / model
+        assert score_main(["--dataset", str(fresh), "--output", str(runs[model]), "--cache-dir", str(tmp_path / "c"),
+                           "--quiet", "--no-plots", "--bootstrap", "200", "--model", model]) == 0
+    capsys.readouterr()
+    assert compare_main([str(scored["bm25"]), str(runs["bm25"]), "--draws", "--bootstrap", "500"]) == 0
+    text = capsys.readouterr().out
+    assert "A - B on two draws" in text and "None to list: two draws share no query." in text
+    assert "**No cell differs beyond chance**" in text
+    assert compare_main([str(scored["bm25"]), str(runs["random"]), "--model", "bm25=random", "--draws",
+                         "--bootstrap", "500"]) == 1
+    assert "cell(s) differ beyond chance" in capsys.readouterr().out
+    compare_main([str(scored["bm25"]), str(runs["bm25"]), "--bootstrap", "200"])
+    assert "**The runs scored different data files:**" in capsys.readouterr().out

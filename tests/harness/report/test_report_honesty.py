@@ -184,3 +184,68 @@ def test_sentence_transformer_kept_characters_map_back_over_image_placeholders()
     assert range_kept((text.index("alpha"), text.index("alpha") + 5), kept)
     assert range_kept((text.index("omega"), text.index("omega") + 5), kept)
     assert not range_kept((text.index("filler40"), text.index("filler40") + 8), kept)
+
+
+def test_chance_is_marked_and_bm25_does_not_measure_an_image_needle(tmp_path):
+    """Issue 36 §4: BM25 on image needles printed `4.0 [1.8, 6.7] n=225` in Table 4 and the heatmap
+    painted it deep red: BM25 reads only the haystack's words, so its ranking does not depend on
+    what the query asks. Now it is `n/m` in Table 4, the grid and the heatmap; a model that guesses
+    (`random`) gets `(at chance: c)` beside its figure and a dotted frame in the heatmap, and
+    BM25's real text-needle figures carry no such mark."""
+    import matplotlib.pyplot as plt
+
+    from harness.report import tables as report
+
+    def grid_pool(needle: str):
+        """12 queries over 36 candidates (enough for a test against chance), each query's words in its positive."""
+        pool = make_pool(f"needle-{needle}-text-256-d0", dataset="needle", task="visual_grounding", difficulty="grid",
+                         length=256, depth=0.0, n_queries=12, negatives=2, words=160)
+        pool.facts = {"needle_modality": needle, "background": "text", "fixture": True}
+        return pool
+
+    pools = [grid_pool("image"), grid_pool("text")]
+    root = write_benchmark(tmp_path / "b", pools)
+    output = tmp_path / "out"
+    assert main(["--dataset", str(root), "--output", str(output), "--cache-dir", str(tmp_path / "cache"), "--quiet",
+                 "--bootstrap", "50", "--no-plots", "--model", "bm25", "--model", "random"]) == 0
+    result = json.loads((output / "results.json").read_text())
+    table = (output / "table.md").read_text()
+    skipped = {(s["model"], s["pool"]): s for s in result["skipped"]}
+    assert skipped["bm25", "needle-image-text-256-d0"]["reason"] == (
+        "bm25 saw none of the needle: it is an image (images are ignored)")
+    table4 = {(r["model"], r["needle_modality"]): r for r in result["table4"]}
+    assert table4["bm25", "image"]["backgrounds"]["text"]["p@1"] is None
+    bm25_image = next(line for line in table.splitlines() if line.startswith("| bm25 | Image |"))
+    assert "n/m (not measured in 1/1 pools: bm25 saw none of the needle" in bm25_image
+    bm25_text = next(line for line in table.splitlines() if line.startswith("| bm25 | Text |"))
+    assert "at chance" not in bm25_text and "100.0" in bm25_text
+    random_rows = [line for line in table.splitlines() if line.startswith("| random | ")]
+    assert random_rows and all("(at chance: 2.8)" in line for line in random_rows if "Image" in line or "Text" in line)
+    assert "| bm25 | needle-image-text | 0 | n/m |" in table and "| random | needle-text-text | 0 | 8.3 (at chance) |" in table
+    # no heatmap of a family the model measured nothing of (Table 4 says n/m); one where it measured some
+    (text_fig,) = [f for m, _, f in report.depth_heatmap_figures(result["results"], skipped=result["skipped"])
+                   if m == "bm25"]
+    try:
+        (ax,) = [a for a in text_fig.axes if a.get_images()]
+        assert not [p for p in ax.patches if (p.get_gid() or "").startswith("at chance")]
+    finally:
+        plt.close(text_fig)
+    text_row = next(r for r in result["results"] if r["model"] == "bm25")
+    partly = {**skipped["bm25", "needle-image-text-256-d0"],
+              "facts": {**text_row, "pool": "needle-text-text-512-d0", "length": 512}}
+    ((_, _, fig),) = [x for x in report.depth_heatmap_figures([text_row], skipped=[partly])]
+    try:
+        (ax,) = [a for a in fig.axes if a.get_images()]
+        assert [p.get_gid() for p in ax.patches] == ["not measured 0 512"]
+        assert "n/m" in [t.get_text() for t in ax.texts] and "n/m: no content received" in ax.get_title()
+    finally:
+        plt.close(fig)
+    marked = [f for m, _, f in report.depth_heatmap_figures(result["results"], skipped=result["skipped"])
+              if m == "random"]
+    try:
+        for fig in marked:
+            (ax,) = [a for a in fig.axes if a.get_images()]
+            assert [p.get_gid() for p in ax.patches] == ["at chance 0 256"] and "at chance" in ax.get_title()
+    finally:
+        for fig in marked:
+            plt.close(fig)

@@ -93,7 +93,11 @@ def test_p1_by_length_draws_chance_per_pool_n_on_each_point_and_hollow_points_be
         chance = lines["chance govreport hard"]
         assert list(chance.get_xdata()) == [8192, 16384, 32768]
         assert list(chance.get_ydata()) == pytest.approx([100 / 48, 100 / 40, 100 / 4])
-        assert sorted(t.get_text() for t in ax.texts) == ["n=1", "n=10", "n=12"]
+        assert sorted(t.get_text() for t in ax.texts if not (t.get_gid() or "").startswith("chance")) == [
+            "n=1", "n=10", "n=12"]
+        # each pool's chance labelled with its figure
+        assert sorted(t.get_text() for t in ax.texts if (t.get_gid() or "").startswith("chance label")) == sorted([
+            f"chance {100 / 4:.1f}", f"chance {100 / 40:.1f}", f"chance {100 / 48:.1f}"])
         (series,) = [ln for gid, ln in lines.items() if gid.startswith("series")]
         assert list(series.get_markevery()) == [0, 1]  # filled markers: the points on 10 queries or more
         (hollow,) = [ln for gid, ln in lines.items() if gid.startswith("few")]

@@ -6,6 +6,7 @@ from __future__ import annotations
 from collections import Counter
 
 from mmlongembed.build.run import SUMMARY_MAX_ROWS, summary_table
+from mmlongembed.checks.shortcuts import audit_pool, binomial_tail
 from mmlongembed.core.builder import BuildReport
 from mmlongembed.core.pools import LengthBand, Pool
 from mmlongembed.build.validate import Validation
@@ -26,9 +27,10 @@ def _grid():
                                       band=band, depth=depth))
                     stats.append({"pool": name, "queries": 25, "candidates": 25, "tokens_min": band.lo,
                                   "tokens_median": band.hi - 1, "tokens_max": band.hi})
-                    worst = 0.9 if (needle, background, length, depth) == ("image", "mixed", 1024, 40.0) else 0.1
+                    worst = 0.9 if (needle, background, length, depth) == ("image", "mixed", 1024, 40.0) else 0.12
                     audits[name] = {"applicable": True, "worst_rule": f"rule-{needle}-{background}", "worst_p_at_1": worst,
-                                    "chance": 0.04}
+                                    "chance": 0.04, "groups": 25, "rules": 30,
+                                    "worst_p_value": binomial_tail(25, 0.04, round(25 * worst))}
     return pools, stats, Validation(shortcuts=audits)
 
 
@@ -43,10 +45,40 @@ def test_a_long_grid_is_summarised_one_row_per_family():
     for family, line in rows.items():
         cells = line.split()
         assert cells[1:7] == ["24", "256..32k", "(4)", "6", str(24 * 25), str(24 * 25)], line
-    # the family's worst pool is the one shown
-    assert rows["needle-image-mixed"].endswith("rule-image-mixed 0.90 vs 0.04 (1k-d40)")
-    assert rows["needle-text-text"].endswith("rule-text-text 0.10 vs 0.04 (256-d0)")
+    # the family's closest pool is the one shown, with its n and its p corrected over the row's rules and pools
+    assert "rule-image-mixed 0.90 vs 0.04, n=25, 1k-d40, corrected p " in rows["needle-image-mixed"]
+    assert "none significant" not in rows["needle-image-mixed"]
+    assert "none significant (closest: rule-text-text 0.12 vs 0.04, n=25, 256-d0, corrected p 1)" in rows["needle-text-text"]
     assert lines[-1].startswith("144 pools in 6 families")
+
+
+def test_a_rule_that_finds_both_positives_of_two_groups_is_no_alarm():
+    """The issue's case: `min row_order 1.00 vs 0.25` on two groups of four, from the real audit:
+    the column gives n and the corrected p, and says "none significant"; the same rule over 40
+    groups is significant and is not hidden."""
+    band = LengthBand.tight(1024, 0.05)
+
+    def pool(groups: int):
+        corpus = {"_id": [], "text": [], "group": []}
+        qrels = {"query-id": [], "corpus-id": [], "score": []}
+        for g in range(groups):
+            for k in range(4):  # the positive written last of its group, its row order the highest
+                corpus["_id"].append(f"d{g}-{k}")
+                corpus["text"].append(f"words of candidate {g} {k} " * 3)
+                corpus["group"].append(f"q{g}")
+            qrels["query-id"].append(f"q{g}")
+            qrels["corpus-id"].append(f"d{g}-3")
+            qrels["score"].append(1)
+        return audit_pool(corpus, qrels)
+
+    for groups, alarm in ((2, False), (40, True)):
+        audit = pool(groups)
+        stats = [{"pool": "p", "queries": groups, "candidates": 4 * groups, "tokens_min": band.lo,
+                  "tokens_median": band.lo, "tokens_max": band.lo}]
+        line = summary_table(stats, BuildReport(), Validation(shortcuts={"p": audit}), [
+            Pool(name="p", task="logical_summarization", dataset="d", difficulty="easy", band=band)]).splitlines()[2]
+        assert f"n={groups}" in line and "corrected p" in line, line
+        assert ("none significant" in line) is not alarm, line
 
 
 def test_a_short_build_keeps_one_row_per_pool():

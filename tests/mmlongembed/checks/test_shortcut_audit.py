@@ -188,3 +188,25 @@ def test_a_design_signal_is_reported_and_does_not_fail_the_pool():
     assert not any("type_token_ratio" in f["rule"] for f in lenient["failing"])
     assert any("type_token_ratio" in f["rule"] for f in lenient["design_signals"])
     assert "design_signals" not in strict
+
+
+def test_the_odd_one_out_is_caught_where_the_longest_and_shortest_are_not():
+    """Issue 37 §4: negatives cut to one length target all land on one figure (ActivityNet's easy
+    negatives at 1,680 tokens) and leave the positive alone, above it in some groups and below in
+    others: "max" and "min" of the length each find it in half the groups, the distance from the
+    group's median in all of them."""
+    pool = finish(clean_pool())
+    corpus, _, qrels = _columns(pool, random.Random(3).sample(range(len(pool.candidates)), len(pool.candidates)))
+    positives = set(qrels["corpus-id"])
+    group_number = {g: k for k, g in enumerate(dict.fromkeys(corpus["group"]))}
+    corpus["n_tokens"] = [(1620 if group_number[g] % 2 else 1740) if cid in positives else 1680
+                          for cid, g in zip(corpus["_id"], corpus["group"])]
+    verdict = audit_pool(corpus, qrels)
+    failing = {r["rule"]: r["p_at_1"] for r in verdict["failing"]}
+    assert failing["max distance from its group's median column:n_tokens"] == 1.0, verdict["failing"]
+    assert failing["max column:n_tokens"] == failing["min column:n_tokens"] == 0.5
+    # lengths drawn alike for every member of a group (the fix: negatives whose lengths straddle the
+    # positive's, not cut to one figure) pass
+    rng = random.Random(4)
+    corpus["n_tokens"] = [rng.randint(1600, 1760) for _ in corpus["_id"]]
+    assert not any("distance from its group's median" in r["rule"] for r in audit_pool(corpus, qrels)["failing"])

@@ -55,8 +55,11 @@ REGISTRY.register("here")(lambda: "here")
 
 
 @pytest.mark.parametrize("spec, hint", [("bm25:x", "write bm25 as bm25; "), ("minilm:", "write minilm as minilm; "),
-                                        ("st:", "write st as st:<path>; "), ("openai:model", ""),
-                                        ("openai:@http://h", ""), ("nope:x", ""),
+                                        ("st:", "write st as st:<path>; "),
+                                        # an endpoint kind without its endpoint, found before any dataset is opened
+                                        ("openai:model", "write openai as openai:<model>@<base_url>; "),
+                                        ("openai:@http://h", "write openai as openai:<model>@<base_url>; "),
+                                        ("doubao:m", "write doubao as doubao:<model>@<base_url>; "), ("nope:x", ""),
                                         ("hfgen", "write hfgen as hfgen:<path-or-name>; ")])
 def test_a_malformed_model_spec_is_one_line_naming_every_kind(spec, hint):
     from harness.models.adapters import RunSettings, load_model
