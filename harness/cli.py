@@ -60,6 +60,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                              "new folder for each run, results/<dataset name>/<run id> (UTC start time and models), "
                              "so no run replaces another; a folder that already holds files is refused unless "
                              "--overwrite")
+    parser.add_argument("--mteb-results", default=None, metavar="DIR",
+                        help="also write the run in mteb's results layout, as mteb.ResultCache does: "
+                             "DIR/results/<model>/<revision>/MMLongEmbed<Release>.json (one task per release, "
+                             "split test, one hf_subset per pool, main score tie_aware_precision_at_1) beside "
+                             "model_meta.json, ready for the MTEB results repository; refused with --max-queries")
     parser.add_argument("--overwrite", action="store_true",
                         help="replace the earlier run in --output, whole: none of its files (plots of pools not "
                              "scored now included) is left beside the new run's")
@@ -233,6 +238,10 @@ def _checked_modalities(args) -> set[str]:
             raise UserError(f"{option} must be at least {least}")
     if args.devices is not None and not _devices(args):
         raise UserError("--devices: name at least one device (e.g. cuda:0,cuda:1)")
+    if args.mteb_results and args.max_queries:
+        from harness.report.mteb_results import SUBSET_REFUSED
+
+        raise UserError(SUBSET_REFUSED)
     if args.max_length is not None and args.max_length < 16:
         raise UserError("--max-length must be at least 16")
     modalities = set(_split([args.modalities]))
@@ -358,6 +367,11 @@ def _write_report(args, output: Path, result: dict, table3_cells: list, table4_c
 
     # a default folder (no --output) that another run took meanwhile: this run takes the next name
     names, output = write_run(output, write, replace=bool(args.output))
+    if args.mteb_results:
+        from harness.report.mteb_results import write_mteb_results
+
+        for path in write_mteb_results(result, Path(args.mteb_results)):
+            print(f"wrote {path}")
     plots = [output / name for name in names]
     if not args.quiet:
         print(table)

@@ -178,6 +178,13 @@ def text_pools(benchmark: Benchmark, patterns: list[str] | None = None) -> list[
     return [p for p in pools if p.modalities == {"text"}]
 
 
+def task_name(dataset_path: str, name: str | None = None) -> str:
+    """A release's mteb task name: ``MMLongEmbed`` and the release's folder name (out/hotpotqa ->
+    MMLongEmbedHotpotqa), or ``name``; letters and digits only."""
+    label = re.sub(r"[^A-Za-z0-9]+", "", name or dataset_path.rstrip("/").rsplit("/", 1)[-1].title()) or "Release"
+    return f"MMLongEmbed{label}"
+
+
 def release_task(dataset: str, pools: list[str] | None = None, name: str | None = None):
     """One mteb retrieval task over a release's text pools (``pools``: glob patterns, default
     all). ``dataset``: a local build or ``repo@revision``, as ``mmle score --dataset`` takes it."""
@@ -188,9 +195,8 @@ def release_task(dataset: str, pools: list[str] | None = None, name: str | None 
     if not chosen:
         raise UserError(f"--dataset {dataset!r}: no text pool to score through mteb")
     left_out = [p.name for p in (benchmark.select(pools) if pools else benchmark.pools) if p not in chosen]
-    label = re.sub(r"[^A-Za-z0-9]+", "", name or benchmark.path.rstrip("/").rsplit("/", 1)[-1].title()) or "Release"
     metadata = TaskMetadata(
-        name=f"MMLongEmbed{label}", description=f"the text pools of {dataset}, scored by the paper's protocol",
+        name=task_name(benchmark.path, name), description=f"the text pools of {dataset}, scored by the paper's protocol",
         reference="https://github.com/mmlongembed/mmlongembed", type="Retrieval", category="t2t",
         modalities=["text"], dataset={"path": benchmark.path, "revision": benchmark.revision or "local"},
         eval_splits=["test"], eval_langs={p.name: ["eng-Latn"] for p in chosen}, main_score=MAIN_SCORE,
