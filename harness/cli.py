@@ -54,20 +54,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--batch-size", type=int, default=16,
                         help="most inputs per model call; memory is bounded by the call, not the pool (default 16)")
     add_execution_arguments(parser)
-    parser.add_argument("--output", default=None,
-                        help="directory for results.json, table.md, predictions.parquet (each query's top-10 per model, "
-                             "with the positive's rank and the audit's label of each pick) and the plots. Default: a "
-                             "new folder for each run, results/<dataset name>/<run id> (UTC start time and models), "
-                             "so no run replaces another; a folder that already holds files is refused unless "
-                             "--overwrite")
-    parser.add_argument("--mteb-results", default=None, metavar="DIR",
-                        help="also write the run in mteb's results layout, as mteb.ResultCache does: "
-                             "DIR/results/<model>/<revision>/MMLongEmbed<Release>.json (one task per release, "
-                             "split test, one hf_subset per pool, main score tie_aware_precision_at_1) beside "
-                             "model_meta.json, ready for the MTEB results repository; refused with --max-queries")
-    parser.add_argument("--overwrite", action="store_true",
-                        help="replace the earlier run in --output, whole: none of its files (plots of pools not "
-                             "scored now included) is left beside the new run's")
+    add_output_arguments(parser)
     add_cache_arguments(parser)
     parser.add_argument("--max-length", type=int, default=None,
                         help="model window in tokens (default: the model's own); longer inputs lose their middle")
@@ -105,6 +92,24 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                              "as the paper)")
     parser.add_argument("--quiet", action="store_true", help="no progress bars, per-pool lines or results table: only the line naming what was "
                              "written (and errors)")
+
+
+def add_output_arguments(parser: argparse.ArgumentParser) -> None:
+    """Where the run goes: its folder, and mteb's results layout beside it."""
+    parser.add_argument("--output", default=None,
+                        help="directory for results.json, table.md, predictions.parquet (each query's top-10 per model, "
+                             "with the positive's rank and the audit's label of each pick) and the plots. Default: a "
+                             "new folder for each run, results/<dataset name>/<run id> (UTC start time and models), "
+                             "so no run replaces another; a folder that already holds files is refused unless "
+                             "--overwrite")
+    parser.add_argument("--mteb-results", default=None, metavar="DIR",
+                        help="also write the run in mteb's results layout, as mteb.ResultCache does: "
+                             "DIR/results/<model>/<revision>/MMLongEmbed<Release>.json (one task per release, "
+                             "split test, one hf_subset per pool, main score tie_aware_precision_at_1) beside "
+                             "model_meta.json, ready for the MTEB results repository; refused with --max-queries")
+    parser.add_argument("--overwrite", action="store_true",
+                        help="replace the earlier run in --output, whole: none of its files (plots of pools not "
+                             "scored now included) is left beside the new run's")
 
 
 def add_execution_arguments(parser: argparse.ArgumentParser) -> None:
