@@ -13,6 +13,10 @@ models agree on every other query, and five points can be noise when they disagr
   weighs the same, as Table 3's Avg); queries are resampled, or their signs flipped, within each
   column.
 - p-values are corrected across the pairs compared (Holm), per column and for the Avg.
+- Two draws of the benchmark (another build seed) share no query: there each column's two samples
+  are compared unpaired (``unpaired_difference``: each side bootstrapped on its own, a
+  permutation that deals the answers anew to the two sides), the fresh-draw contamination check
+  of ``mmle compare --draws``.
 - A rank range: the ranks a model can take once the differences that are not significant are
   allowed either way (best: 1 + the models significantly above it; worst: the models not
   significantly below it). Models whose difference is not significant share ranks.
