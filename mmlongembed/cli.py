@@ -101,6 +101,9 @@ EXTERNAL_SUBCOMMANDS: tuple[tuple[str, str, str], ...] = (
     ("explore", "harness.explore.site", "write a static site (opens from disk) to look inside a build: Table 1, Figure 1, "
                                    "the pools, every query's candidates with each edit marked, and with --results "
                                    "each model's pick per query"),
+    ("audit", "harness.audit.cli", "the label-free shortcut audit for any retrieval dataset (BEIR, mteb's Hub layout, "
+                                   "an mmle release): can a rule that never reads the query find the judged "
+                                   "documents? exit 1 when one does"),
     ("push", "mmlongembed.publish.push", "publish a validated build to a Hub dataset repo as a tagged release"),
     ("push-results", "harness.report.push_results", "publish an `mmle score` run (results.json, predictions, table, "
                                                     "plots, a card) to a Hub dataset repo as a tagged release"),

@@ -37,7 +37,7 @@ LAYERS = {
     "mmlongembed.publish": 7,
     # 8-12 the scoring harness (reads builds as a user does; imports no builder), floor by floor
     "harness.scoring": 8, "harness.profiles": 9, "harness.models": 10,
-    "harness.report": 11, "harness.explore": 11, "harness.mteb": 11, "harness.execution": 11,
+    "harness.report": 11, "harness.explore": 11, "harness.mteb": 11, "harness.execution": 11, "harness.audit": 11,
     "harness": 12, "harness.__main__": 12, "harness.cli": 12, "harness.runner": 12, "harness.table3": 12,
     "harness.fixtures": 12,
     # 13 command lines

@@ -121,7 +121,13 @@ def _final_character(text: str) -> str:
 def rule_scores(corpus: dict[str, list]) -> dict[str, list[float]]:
     """rule -> one score per corpus row (the rule picks the highest). Reads model-visible columns
     and the row order only."""
-    n = len(corpus["_id"])
+    features, categorical = row_features(corpus)
+    return rules_from_features(features, categorical, corpus["_id"], corpus.get("group"))
+
+
+def row_features(corpus: dict[str, list]) -> tuple[dict[str, list[float]], dict[str, list[str]]]:
+    """(numeric features, categorical features) of each row, from that row alone: so a corpus too
+    large to hold can be read in batches (``harness.audit``) and its features joined afterwards."""
     features: dict[str, list[float]] = defaultdict(list)
     for text in corpus["text"]:
         for name, value in _text_features(text or "").items():
@@ -129,21 +135,39 @@ def rule_scores(corpus: dict[str, list]) -> dict[str, list[float]]:
     for column in NUMERIC_COLUMNS:
         if column in corpus:
             features[f"column:{column}"] = [float(v or 0) for v in corpus[column]]
-    features.update(odd_one_out(features, corpus.get("group")))
-    id_rank = {cid: k for k, cid in enumerate(sorted(corpus["_id"]))}
-    features["id_order"] = [float(id_rank[cid]) for cid in corpus["_id"]]
-    features["row_order"] = [float(i) for i in range(n)]
-    rules = {}
-    for name, values in features.items():
-        rules[f"max {name}"] = values
-        rules[f"min {name}"] = [-v for v in values]
     categorical = {"final character": [_final_character(t or "") for t in corpus["text"]]}
     for column in CATEGORICAL_COLUMNS:
         if column in corpus:
             categorical[f"column:{column}"] = [str(v) for v in corpus[column]]
+    return dict(features), categorical
+
+
+def order_features(ids: list[str]) -> dict[str, list[float]]:
+    """Where a row sorts by its id, and where it was written: what an evaluator's tie-break (by id)
+    or a reader's first-come choice sees."""
+    id_rank = {cid: k for k, cid in enumerate(sorted(ids))}
+    return {"id_order": [float(id_rank[cid]) for cid in ids], "row_order": [float(i) for i in range(len(ids))]}
+
+
+def categorical_rules(categorical: dict[str, list[str]]) -> dict[str, list[float]]:
+    """One indicator rule per common value of each categorical feature ("final character == '\\n'")."""
+    rules = {}
     for name, values in categorical.items():
         for value, _ in Counter(values).most_common(MAX_CATEGORIES):
             rules[f"{name} == {value}"] = [float(v == value) for v in values]
+    return rules
+
+
+def rules_from_features(features: dict[str, list[float]], categorical: dict[str, list[str]], ids: list[str],
+                        groups: list | None = None) -> dict[str, list[float]]:
+    """Every rule over rows whose features ``row_features`` gave: each feature read as "max" and
+    "min", the odd one out inside ``groups``, id and row order, and the categorical indicators."""
+    features = {**features, **odd_one_out(features, groups), **order_features(ids)}
+    rules = {}
+    for name, values in features.items():
+        rules[f"max {name}"] = values
+        rules[f"min {name}"] = [-v for v in values]
+    rules.update(categorical_rules(categorical))
     return rules
 
 
@@ -245,7 +269,7 @@ def pool_rule_scores(corpus: dict[str, list], queries: dict[str, list]) -> dict[
     }
 
 
-def _verdict(rule: str, hits: float, chances: list[float]) -> dict:
+def p_at_1_verdict(rule: str, hits: float, chances: list[float]) -> dict:
     """A P@1 rule: its hits against a binomial of the mean chance (see the module docstring)."""
     n, expected = len(chances), sum(chances)
     spread = math.sqrt(sum(c * (1 - c) for c in chances)) or 1.0
@@ -265,7 +289,7 @@ def audit_pool(corpus: dict[str, list], qrels: dict[str, list], queries: dict[st
     if groups:
         chances = [1 / len(rows) for rows, _ in groups]
         rules = rule_scores(corpus)
-        results += [_verdict(rule, p * len(groups), chances) for rule, p in rule_p_at_1(corpus, qrels, rules).items()]
+        results += [p_at_1_verdict(rule, p * len(groups), chances) for rule, p in rule_p_at_1(corpus, qrels, rules).items()]
         results += _pairwise_verdicts(rules, groups)
     positive_of = {q: c for q, c, s in zip(qrels["query-id"], qrels["corpus-id"], qrels["score"]) if s > 0}
     index_of = {cid: i for i, cid in enumerate(corpus["_id"])}
@@ -276,7 +300,7 @@ def audit_pool(corpus: dict[str, list], qrels: dict[str, list], queries: dict[st
             chances = [1 / len(corpus["_id"])] * len(scored)
             for rule, table in pool_rule_scores(corpus, queries).items():
                 hits = sum(expected_p_at_1(table[i], positive) for i, positive in scored)
-                results.append(_verdict(rule, hits, chances))
+                results.append(p_at_1_verdict(rule, hits, chances))
     if not results:
         return {"applicable": False, "groups": 0, "passed": True,
                 "reason": "every candidate is the positive of one query: a query-blind rule scores exactly chance"}
