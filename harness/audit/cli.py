@@ -13,7 +13,7 @@ import numpy as np
 
 from harness.audit import battery
 from harness.audit.sources import open_dataset
-from mmlongembed.checks.summary import format_table
+from mmlongembed.checks.summary import counted, format_table
 from mmlongembed.core.errors import UserError, report_error
 
 DEFAULT_ALPHA = 0.01
@@ -155,7 +155,7 @@ def _baseline_rows(entry: dict) -> tuple[list[str], list[list]]:
 def _split_heading(entry: dict) -> str:
     judged = f", {entry['judged_documents']} judged documents" if "judged_documents" in entry else ""
     return (f"split {entry['split']}: {entry['queries']} queries, {entry['corpus_rows']} corpus rows "
-            f"(read in {entry['batches']} batches){judged}; candidates: {entry['candidates_from']}")
+            f"(read in {counted(entry['batches'], 'batches')}){judged}; candidates: {entry['candidates_from']}")
 
 
 def terminal_report(audit: dict) -> str:
