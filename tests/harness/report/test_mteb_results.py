@@ -110,3 +110,23 @@ def test_what_would_stop_the_mteb_files_is_one_line_before_anything_is_scored(be
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and expected in err[0] and "Traceback" not in err[0]
     assert not (tmp_path / "run").exists()
+
+
+def test_a_pool_a_model_was_not_measured_on_has_no_entry_for_that_model(tmp_path, capsys):
+    from mteb import TaskResult
+
+    needle = make_pool("needle-image-8192", length=8192, words=60, n_queries=4)
+    needle.facts = {**needle.facts, "needle_modality": "image"}  # BM25 reads no image: not measured there
+    release = write_benchmark(tmp_path / "release", [make_pool("govreport-easy-8192", length=8192, words=60,
+                                                               n_queries=4), needle])
+    out = tmp_path / "mteb"
+    assert score_main(["--dataset", str(release), "--output", str(tmp_path / "run"), "--cache-dir", str(tmp_path / "c"),
+                       "--quiet", "--no-plots", "--bootstrap", "20", "--model", "bm25,random",
+                       "--mteb-results", str(out)]) == 0
+    capsys.readouterr()
+    run = json.loads((tmp_path / "run" / "results.json").read_text())
+    assert [(s["model"], s["pool"]) for s in run["skipped"] if s.get("not_measured")] == [("bm25", "needle-image-8192")]
+    subsets = {model: {s["hf_subset"] for s in TaskResult.from_disk(
+        out / "results" / f"mmle__{model}" / "no_revision_available" / "MMLongEmbedRelease.json").scores["test"]}
+        for model in ("bm25", "random")}
+    assert subsets == {"bm25": {"govreport-easy-8192"}, "random": {"govreport-easy-8192", "needle-image-8192"}}
