@@ -103,10 +103,13 @@ def add_output_arguments(parser: argparse.ArgumentParser) -> None:
                              "so no run replaces another; a folder that already holds files is refused unless "
                              "--overwrite")
     parser.add_argument("--mteb-results", default=None, metavar="DIR",
-                        help="also write the run in mteb's results layout, as mteb.ResultCache does: "
-                             "DIR/results/<model>/<revision>/MMLongEmbed<Release>.json (one task per release, "
-                             "split test, one hf_subset per pool, main score tie_aware_precision_at_1) beside "
-                             "model_meta.json, ready for the MTEB results repository; refused with --max-queries")
+                        help="also write the run in mteb's results layout, as mteb.ResultCache does, DIR being the "
+                             "root of the MTEB results repository: DIR/results/<org__model>/<revision or "
+                             "no_revision_available>/MMLongEmbed<Release>.json beside model_meta.json. One task per "
+                             "release scored (out/hotpotqa: MMLongEmbedHotpotqa), split test, one hf_subset per "
+                             "pool, main score tie_aware_precision_at_1 (the run's P@1); pools skipped or not "
+                             "measured have no entry; harness models without a Hub id are named mmle/<name>. "
+                             "Refused with --max-queries (the repository takes whole pools only)")
     parser.add_argument("--overwrite", action="store_true",
                         help="replace the earlier run in --output, whole: none of its files (plots of pools not "
                              "scored now included) is left beside the new run's")
@@ -195,6 +198,10 @@ def _run(args) -> int:
     for spec in _split(args.model or [DEFAULT_MODELS]):
         model_kind(spec)  # a typo is one line with the closest name, before any dataset is opened
     benchmarks = [Benchmark(ref) for ref in dict.fromkeys(_split(args.dataset))]
+    if args.mteb_results:
+        from harness.report.mteb_results import check_mteb_results
+
+        check_mteb_results(Path(args.mteb_results), args.max_queries, [b.path for b in benchmarks])
     output = _output_folder(args, benchmarks)
     selections = _select(benchmarks, _split(args.pools))
     if args.max_queries is not None:
@@ -243,10 +250,6 @@ def _checked_modalities(args) -> set[str]:
             raise UserError(f"{option} must be at least {least}")
     if args.devices is not None and not _devices(args):
         raise UserError("--devices: name at least one device (e.g. cuda:0,cuda:1)")
-    if args.mteb_results and args.max_queries:
-        from harness.report.mteb_results import SUBSET_REFUSED
-
-        raise UserError(SUBSET_REFUSED)
     if args.max_length is not None and args.max_length < 16:
         raise UserError("--max-length must be at least 16")
     modalities = set(_split([args.modalities]))

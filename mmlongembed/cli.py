@@ -105,8 +105,11 @@ EXTERNAL_SUBCOMMANDS: tuple[tuple[str, str, str], ...] = (
                                    "an mmle release): can a rule that never reads the query find the judged "
                                    "documents? exit 1 when one does"),
     ("push", "mmlongembed.publish.push", "publish a validated build to a Hub dataset repo as a tagged release"),
-    ("push-results", "harness.report.push_results", "publish an `mmle score` run (results.json, predictions, table, "
-                                                    "plots, a card) to a Hub dataset repo as a tagged release"),
+    ("push-results", "harness.report.push_results", "publish an `mmle score` run folder as it is (results.json, "
+                                                    "predictions, table, plots) with a card (models, each dataset's "
+                                                    "revision and digest, toolkit commit, SUBSET for a sample run) to "
+                                                    "a Hub dataset repo as a tagged release vX.Y.Z; token from "
+                                                    "HF_TOKEN"),
     ("reproduce", "mmlongembed.publish.reproduce", "rebuild a build or a Hub release from its manifest (recorded builder "
                                            "versions, options, seed; sources checked by sha256) and say `identical` "
                                            "or the first differing file, pool and row"),

@@ -162,10 +162,16 @@ class Build:
         return {(row["task"], row["dataset"]) for row in self.pools}
 
     def release_id(self, tag: str) -> str:
-        digest = hashlib.sha256(tag.encode())
-        for rel in self.files:
-            digest.update(rel.encode() + b"\0" + hashlib.sha256((self.root / rel).read_bytes()).digest())
-        return digest.hexdigest()[:32]
+        return release_id(tag, self.root, self.files)
+
+
+def release_id(tag: str, root: Path, files: list[str]) -> str:
+    """What a release commit's description carries, so a retry can find the commit it made: the
+    tag and every file's path and content."""
+    digest = hashlib.sha256(tag.encode())
+    for rel in files:
+        digest.update(rel.encode() + b"\0" + hashlib.sha256((root / rel).read_bytes()).digest())
+    return digest.hexdigest()[:32]
 
 
 def load_build(root: Path, token: str | None = None) -> Build:
@@ -339,13 +345,6 @@ class _Pusher:
                 self.log(f"{what}: transient error ({type(exc).__name__}), retry {attempt}/{self.attempts - 1}")
                 time.sleep(self.wait_s * 2 ** (attempt - 1))
 
-    def head(self) -> str:
-        refs = self.api.list_repo_refs(self.repo_id, repo_type=REPO_TYPE)
-        for branch in refs.branches:
-            if branch.name == BRANCH:
-                return branch.target_commit
-        raise UserError(f"{self.repo_id} has no {BRANCH} branch")
-
     def download(self, path: str, revision: str) -> bytes | None:
         from huggingface_hub.errors import EntryNotFoundError
 
@@ -386,8 +385,8 @@ def publish(build_dir: Path, repo_id: str, version: str, *, private: bool | None
         raise UserError("no Hub token: set HF_TOKEN or run `hf auth login`")
     build = load_build(Path(build_dir), token)
     api = HfApi(endpoint=endpoint, token=token, library_name="mmlongembed")
-    release = _Release(_Pusher(api, repo_id, token, log, attempts, wait_s), build, tag, build.release_id(tag),
-                       f"rerun `mmle push {build_dir} --repo {repo_id} --version {tag}`")
+    release = _Release(_Pusher(api, repo_id, token, log, attempts, wait_s), tag, build.release_id(tag),
+                       f"rerun `mmle push {build_dir} --repo {repo_id} --version {tag}`", "build", build)
     try:
         tags, head = release.open_repo(private)
         plan = release.plan_commit(head)
@@ -399,8 +398,7 @@ def publish(build_dir: Path, repo_id: str, version: str, *, private: bool | None
         staging = None  # the staged commit the copies read from
         if large_folder:
             staging = _stage(api, release.pusher, repo_id, staging_branch, tag, build, head, log)
-        commit_oid = release.commit(plan, head, staging, message or f"Release {tag}: {units}",
-                                    f"{notes_text}\n{RELEASE_ID_PREFIX}{release.release_id}\n")
+        commit_oid = release.commit(plan, head, staging, message or f"Release {tag}: {units}", notes_text)
         release.tag_commit(commit_oid, notes_text)
         if large_folder:
             try:
@@ -430,15 +428,17 @@ class _CommitPlan:
 
 
 @dataclass
-class _Release:
-    """One push of a build as release `tag`, step by step (publish runs them in order); `rerun` ends
+class TaggedCommit:
+    """One commit on main tagged `tag`, whatever it holds (a build: `_Release`; an `mmle score`
+    run: `harness.report.push_results`): the repo opened, the commit made so a retry never stacks
+    a second copy, the tag made once. `what` names the thing published in messages; `rerun` ends
     every failure line."""
 
     pusher: _Pusher
-    build: Build
     tag: str
     release_id: str
     rerun: str
+    what: str
 
     def open_repo(self, private: bool | None) -> tuple[dict[str, str], str]:
         """1. The repo (created if missing), and the tag must be new: its tags, and main's head."""
@@ -454,11 +454,65 @@ class _Release:
         tags = {ref.name: ref.target_commit for ref in refs.tags}
         if self.tag in tags:
             raise UserError(f"{repo_id} already has release {self.tag} (commit {tags[self.tag][:12]}); releases are "
-                            f"immutable: publish this build under a new version")
+                            f"immutable: publish this {self.what} under a new version")
         head = next((b.target_commit for b in refs.branches if b.name == BRANCH), None)
         if head is None:
             raise UserError(f"{repo_id} has no {BRANCH} branch")
         return tags, head
+
+    def commit_on_main(self, operations, head: str, summary: str, body: str) -> str:
+        """The commit of ``operations()`` (a fresh list for each attempt) on main, made on `head`, so a
+        retry never stacks a second copy: its oid. Its description is `body` and the release id, by
+        which an attempt whose answer was lost is found."""
+        from huggingface_hub.errors import HfHubHTTPError
+
+        api, repo_id, pusher = self.pusher.api, self.pusher.repo_id, self.pusher
+        description = f"{body}\n{RELEASE_ID_PREFIX}{self.release_id}\n"
+
+        def commit():
+            return api.create_commit(repo_id, operations(), commit_message=summary, commit_description=description,
+                                     repo_type=REPO_TYPE, revision=BRANCH, parent_commit=head)
+
+        try:
+            commit_info = pusher.retry("commit", commit, recover=lambda: pusher.landed(self.release_id))
+            # CommitInfo is itself a str (the URL), so test for the recovered plain oid the other way round.
+            return getattr(commit_info, "oid", None) or commit_info
+        except HfHubHTTPError as err:
+            if _status(err) != 412:
+                raise
+            commit_oid = pusher.landed(self.release_id)  # main moved: our earlier attempt, or someone else's push
+            if commit_oid is None:
+                raise UserError(f"{repo_id}: {BRANCH} changed while pushing; nothing was tagged; {self.rerun}") from None
+            return commit_oid
+
+    def tag_commit(self, commit_oid: str, notes_text: str) -> None:
+        """5. Tag the commit; a rerun after a failure here finds the files unchanged and only tags."""
+        api, repo_id, pusher, tag = self.pusher.api, self.pusher.repo_id, self.pusher, self.tag
+
+        def tag_it():
+            api.create_tag(repo_id, tag=tag, revision=commit_oid, tag_message=notes_text, repo_type=REPO_TYPE)
+            return commit_oid
+
+        def tagged():
+            refs_now = api.list_repo_refs(repo_id, repo_type=REPO_TYPE)
+            return next((t.target_commit for t in refs_now.tags if t.name == tag and t.target_commit == commit_oid),
+                        None)
+
+        try:
+            pusher.retry("tag", tag_it, recover=tagged)
+        except Exception as exc:  # noqa: BLE001
+            if _status(exc) == 409 and tagged():
+                pass  # our own earlier attempt created it
+            else:
+                raise UserError(_scrub(f"{repo_id}: committed {commit_oid[:12]} but could not create tag {tag} "
+                                       f"({_one_line(exc)}); {self.rerun} to tag it", pusher.token)) from None
+
+
+@dataclass
+class _Release(TaggedCommit):
+    """One push of a build as release `tag`, step by step (publish runs them in order)."""
+
+    build: Build
 
     def plan_commit(self, head: str) -> _CommitPlan:
         """2. What is on main now: other tasks' pools stay, this build's tasks are replaced."""
@@ -517,13 +571,10 @@ class _Release:
         return previous, release_notes(self.tag, previous, old_summary,
                                        pool_summaries(kept_rows + self.build.pools, new_stats), user_notes)
 
-    def commit(self, plan: _CommitPlan, head: str, staging: str | None, summary: str, description: str) -> str:
-        """The release commit on main (made on `head`, so a retry never stacks a second copy): its oid.
-        `staging`: the staged commit whose files it copies (large builds), else the files are uploaded."""
+    def commit(self, plan: _CommitPlan, head: str, staging: str | None, summary: str, notes_text: str) -> str:
+        """The release commit on main: its oid. `staging`: the staged commit whose files it copies
+        (large builds), else the files are uploaded."""
         from huggingface_hub import CommitOperationAdd, CommitOperationCopy, CommitOperationDelete
-        from huggingface_hub.errors import HfHubHTTPError
-
-        api, repo_id, pusher = self.pusher.api, self.pusher.repo_id, self.pusher
 
         def operations():
             ops = []
@@ -537,44 +588,9 @@ class _Release:
             ops += [CommitOperationDelete(p) for p in plan.deletions]
             return ops
 
-        def commit():
-            return api.create_commit(repo_id, operations(), commit_message=summary, commit_description=description,
-                                     repo_type=REPO_TYPE, revision=BRANCH, parent_commit=head)
-
-        pusher.log(f"pushing {counted(len(plan.uploads), 'files')} to {repo_id} ({len(plan.deletions)} to delete)")
-        try:
-            commit_info = pusher.retry("commit", commit, recover=lambda: pusher.landed(self.release_id))
-            # CommitInfo is itself a str (the URL), so test for the recovered plain oid the other way round.
-            return getattr(commit_info, "oid", None) or commit_info
-        except HfHubHTTPError as err:
-            if _status(err) != 412:
-                raise
-            commit_oid = pusher.landed(self.release_id)  # main moved: our earlier attempt, or someone else's push
-            if commit_oid is None:
-                raise UserError(f"{repo_id}: {BRANCH} changed while pushing; nothing was tagged; {self.rerun}") from None
-            return commit_oid
-
-    def tag_commit(self, commit_oid: str, notes_text: str) -> None:
-        """5. Tag the commit; a rerun after a failure here finds the files unchanged and only tags."""
-        api, repo_id, pusher, tag = self.pusher.api, self.pusher.repo_id, self.pusher, self.tag
-
-        def tag_it():
-            api.create_tag(repo_id, tag=tag, revision=commit_oid, tag_message=notes_text, repo_type=REPO_TYPE)
-            return commit_oid
-
-        def tagged():
-            refs_now = api.list_repo_refs(repo_id, repo_type=REPO_TYPE)
-            return next((t.target_commit for t in refs_now.tags if t.name == tag and t.target_commit == commit_oid),
-                        None)
-
-        try:
-            pusher.retry("tag", tag_it, recover=tagged)
-        except Exception as exc:  # noqa: BLE001
-            if _status(exc) == 409 and tagged():
-                pass  # our own earlier attempt created it
-            else:
-                raise UserError(_scrub(f"{repo_id}: committed {commit_oid[:12]} but could not create tag {tag} "
-                                       f"({_one_line(exc)}); {self.rerun} to tag it", pusher.token)) from None
+        self.pusher.log(f"pushing {counted(len(plan.uploads), 'files')} to {self.pusher.repo_id} "
+                        f"({len(plan.deletions)} to delete)")
+        return self.commit_on_main(operations, head, summary, notes_text)
 
 
 def _default_endpoint() -> str:
@@ -633,29 +649,36 @@ def _stage(api, pusher: _Pusher, repo_id: str, branch: str, tag: str, build: Bui
 
 # -- CLI: `mmle push` ----------------------------------------------------------------------------------
 
-def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("build_dir", type=Path, help="a validated build directory (mmle build + mmle validate)")
+def add_release_arguments(parser: argparse.ArgumentParser) -> None:
+    """Where a tagged release goes and how: what `mmle push` and `mmle push-results` both take."""
     parser.add_argument("--repo", required=True, help="Hub dataset repo OWNER/NAME (created if missing)")
     parser.add_argument("--version", required=True,
-                        help="release version MAJOR.MINOR.PATCH; tagged vMAJOR.MINOR.PATCH, never moved once made")
+                        help="release version MAJOR.MINOR.PATCH; tagged vMAJOR.MINOR.PATCH, never moved once made (an "
+                             "existing version is refused)")
     visibility = parser.add_mutually_exclusive_group()
     visibility.add_argument("--private", dest="private", action="store_true", default=None,
                             help="create the repo private (refused if it already exists and is public)")
     visibility.add_argument("--public", dest="private", action="store_false",
                             help="create the repo public (the Hub's default)")
+    parser.add_argument("--endpoint", default=None,
+                        help="Hub URL (default: $HF_ENDPOINT or https://huggingface.co)")
+    parser.add_argument("--retries", type=int, default=3,
+                        help="attempts for each Hub call, the commit and the tag included, on transient errors "
+                             "(default: 3)")
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("build_dir", type=Path, help="a validated build directory (mmle build + mmle validate)")
+    add_release_arguments(parser)
     parser.add_argument("--message", default=None, help="commit message (default: 'Release vX.Y.Z: <tasks>')")
     parser.add_argument("--notes-file", type=Path, default=None,
                         help="markdown prepended to the generated release notes (changes since the previous tag)")
-    parser.add_argument("--endpoint", default=None,
-                        help="Hub URL (default: $HF_ENDPOINT or https://huggingface.co)")
     parser.add_argument("--large-folder", action="store_true",
                         help="for large builds: resumable multi-commit upload to a staging branch, "
                              "then one commit on main copying it")
     parser.add_argument("--allow-synthetic", action="store_true",
                         help="publish a build whose manifest lists synthetic or test-only parts (generated videos, "
                              "--llm none stand-in queries, fixtures); refused without it")
-    parser.add_argument("--retries", type=int, default=3,
-                        help="attempts for the commit and the tag on transient errors (default: 3)")
 
 
 def run(args: argparse.Namespace) -> int:
