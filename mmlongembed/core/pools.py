@@ -9,6 +9,15 @@ from typing import Iterable
 from mmlongembed.core.documents import Document
 
 POSITIVE, EASY_NEGATIVE, HARD_NEGATIVE = "positive", "easy_negative", "hard_negative"
+EASY, HARD = "easy", "hard"  # the paper's two tiers (a pool's ``difficulty``)
+# This toolkit's third tier, beside the paper's: hard negatives that keep the positive's lexical
+# relation to the query (a refill as rich in the query's words as what it replaced), so that word
+# overlap with the query cannot tell the positive from its variants. Its pools are
+# ``<dataset>-lexical-<length>``; the paper's pools are built exactly as without it.
+LEXICAL = "lexical"
+LEXICAL_TIER_HELP = ("also build the lexically matched Hard tier ('-lexical-' pools, not in the paper): hard "
+                     "negatives whose refill carries the query's words as the removed text did, so BM25 cannot "
+                     "pick the positive from its variants; the paper's pools are the same with or without it")
 TASKS = ("visual_grounding", "multi_source_reasoning", "logical_summarization", "temporal_summarization")
 
 
