@@ -5,7 +5,7 @@ of the real release, except ActivityNet, whose real `val_1.json` (../shared/scal
 published, over generated clips of each annotated duration:
 
     hotpotqa     7,405 questions (the dev set), WikiText-style padding articles
-    govreport    19,000 reports (GovReport: 19,466)
+    govreport    19,000 reports (GovReport: 19,466), 380 subjects whose reports share their terms
     mmlongbench  135 PDFs of 30-64 pages (47 on average, as MMLongBench-Doc)
     mmdocrag     4,000 questions with their quote images (MMDocRAG's JSONL)
     activitynet  4,917 videos of val_1.json, one generated clip per video at its annotated duration
@@ -107,7 +107,9 @@ def write_sources(name: str, root: Path, n: int, clip_sizes: tuple = (CLIP_SIZE,
     if name == "govreport":
         from builders._govreport_fixtures import write_govreport_jsonl
 
-        write_govreport_jsonl(root / "govreport" / "reports.jsonl", n_reports=n)
+        # reports of one subject share its terms, as GovReport's do (one per 50 reports): without
+        # them no donor could give a lexical-tier variant back its summary's words
+        write_govreport_jsonl(root / "govreport" / "reports.jsonl", n_reports=n, subjects=max(1, n // 50))
         return f"sources={str(root)!r}"
     if name == "mmlongbench":
         from builders._mmlongbench_fixtures import write_paged_sources

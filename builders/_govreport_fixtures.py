@@ -24,12 +24,18 @@ def make_report(rng: random.Random, topic_words: list[str], n_paragraphs: int) -
     return "\n".join(paragraphs)
 
 
-def write_govreport_jsonl(path: Path, n_reports: int = 40, seed: int = 7, paragraphs=(30, 260)) -> list[dict]:
-    """Reports in GovReport's original JSONL format (`id`, `report`, `summary`)."""
+def write_govreport_jsonl(path: Path, n_reports: int = 40, seed: int = 7, paragraphs=(30, 260),
+                          subjects: int = 0) -> list[dict]:
+    """Reports in GovReport's original JSONL format (`id`, `report`, `summary`). Each report's
+    twelve topic words are its own, or with ``subjects`` drawn from one of that many shared
+    subject vocabularies of sixteen words, as real reports on one subject share their terms (the
+    lexical tier's donors can then give a variant back the summary's words)."""
     rng = random.Random(seed)
+    vocabularies = [[made_up_word(rng) for _ in range(16)] for _ in range(subjects)]
     records = []
     for i in range(n_reports):
-        topic = [made_up_word(rng) for _ in range(12)]
+        topic = (rng.sample(vocabularies[rng.randrange(subjects)], 12) if subjects
+                 else [made_up_word(rng) for _ in range(12)])
         report = make_report(rng, topic, rng.randint(*paragraphs))
         summary = " ".join(
             " ".join(rng.choice(topic) for _ in range(10)).capitalize() + "." for _ in range(5)

@@ -7,6 +7,13 @@ unmodified reports of the same band; the hard pool pairs it with three variants 
 which the first 25%, the last 25% or the middle 50% of its tokens (cut at paragraph boundaries)
 is replaced by a length-matched block of paragraphs from its BM25 donor, the most similar other
 report, so that a model must read the whole document to tell them apart.
+
+Beside them, the lexical pool of each length (``LEXICAL``, not in the paper) holds the hard
+pool's queries against variants made the same way, except that each donor block is chosen to
+put the variant's BM25 score against the summary on a side of the positive's drawn for it
+(``mmlongembed.ops.query_weight``): the paper's variants lose the query's words with the span,
+so BM25 finds the positive; these keep them, so only reading tells the whole report from the
+patched ones.
 """
 
 from __future__ import annotations
@@ -28,11 +35,13 @@ from mmlongembed.output.manifest import files_identity
 from mmlongembed.ops.donor import (
     SHINGLE_WORDS, content_sha256, exchangeable_offsets, jaccard, offset_room, replace_span_with_donor,
     word_shingles)
-from mmlongembed.ops.length import Fitted, truncate_to_band
+from mmlongembed.ops.length import Fitted, span_at_fraction, truncate_to_band
 from mmlongembed.ops.lexical import exchangeable_sides
 from mmlongembed.build.pool_plan import PoolContext
 from mmlongembed.core.rng import seeded_order
-from mmlongembed.core.pools import EASY_NEGATIVE, HARD_NEGATIVE, POSITIVE, Candidate, LengthBand, Pool, Query, pool_name
+from mmlongembed.core.pools import (
+    EASY_NEGATIVE, HARD_NEGATIVE, LEXICAL, LEXICAL_TIER_HELP, POSITIVE, Candidate, LengthBand, Pool, Query, pool_name)
+from mmlongembed.ops.query_weight import SCORE_TOLERANCE, QueryWeight, segment_words
 from mmlongembed.readers.govreport import HUB_SOURCE, Report, local_files, local_root, read_reports
 from mmlongembed.core.tokens import default_counter
 from mmlongembed.ops.wordstats import text_features
@@ -59,6 +68,7 @@ class GovReportConfig(CommonConfig):
         metadata={"help": f"a report whose {SHINGLE_WORDS}-word shingles overlap the source's by at least this "
                           "Jaccard index is a near-duplicate and never a donor"},
     )
+    lexical_tier: bool = field(default=True, metadata={"help": LEXICAL_TIER_HELP})
 
 
 class Corpus:
@@ -68,7 +78,7 @@ class Corpus:
     when a pool uses it, and only the most recent are kept: a full-size corpus is 19K reports,
     a build uses a few thousand of them."""
 
-    DOCUMENTS_KEPT, SHINGLES_KEPT = 256, 1024
+    DOCUMENTS_KEPT, SHINGLES_KEPT, WORDS_KEPT = 256, 1024, 64
 
     def __init__(self, records: list[Report], context: PoolContext):
         self.ids = [r.id for r in records]
@@ -91,6 +101,9 @@ class Corpus:
         self.document = functools.lru_cache(self.DOCUMENTS_KEPT)(
             lambda rid: report_document(reports[rid], sentence_tokens[rid]))
         self.shingles = functools.lru_cache(self.SHINGLES_KEPT)(lambda rid: word_shingles(reports[rid].report))
+        # each sentence's BM25 words, for the lexical tier's donor blocks (a donor serves many queries)
+        document = self.document
+        self.segment_words = functools.lru_cache(self.WORDS_KEPT)(lambda rid: segment_words(document(rid).segments))
 
     def cut(self, rid: str, fitted: Fitted) -> bool:
         """Whether ``fitted`` is its report cut short."""
@@ -113,7 +126,8 @@ class GovReportBuilder(Builder):
     # 1.2: the easy and hard pools of one length share their queries (paired)
     # 1.3: reports are fitted as a pool reaches them; easy negatives are the band's next reports,
     # never a query's near-duplicate
-    version = "1.3.0"
+    # 1.4: the lexical pools (``--lexical-tier``) beside easy and hard; those two are unchanged
+    version = "1.4.0"
     # a variant mixing in a quarter to a half of another report has more distinct words and more
     # words used once (the paper's design): reported in the card, not a build failure
     design_signals = ("type_token_ratio", "hapax_share")
@@ -185,9 +199,11 @@ class GovReportBuilder(Builder):
             n_tokens=fitted.n_tokens, provenance={"variant": "original", "truncated": corpus.cut(rid, fitted)})
 
     def _paired_pools(self, band: LengthBand, members: list[str], longer: list[str], corpus: Corpus,
-                      context: PoolContext) -> tuple[Pool, Pool]:
+                      context: PoolContext) -> list[Pool]:
         """The easy and the hard pool of one length, over the same queries (the paper's paired
-        comparison: the two pools differ only in their negatives).
+        comparison: the two pools differ only in their negatives), and with ``lexical_tier`` the
+        lexical pool over those of them whose lexically matched variants can be made
+        (``_lexical_pool``).
 
         Reports of the band are taken in one seeded order; a report becomes a query when its three
         hard variants can be built, until the cap or the supply of easy negatives is reached. The
@@ -223,10 +239,48 @@ class GovReportBuilder(Builder):
                 id=f"d:{neg_rid}", document=neg.document, role=EASY_NEGATIVE, group=f"q:{rid}", source_id=neg_rid,
                 n_tokens=neg.n_tokens, provenance={"variant": "other_report", "truncated": truncated})
                 for neg_rid, neg, truncated in negatives[q * k:(q + 1) * k]])
-            hard.add_query(query, positive, [Candidate(
-                id=f"d:{rid}:{variant}", document=made.document, role=HARD_NEGATIVE, group=f"q:{rid}",
-                source_id=rid, n_tokens=made.n_tokens, provenance=made.provenance) for variant, made in variants])
-        return easy, hard
+            hard.add_query(query, positive, self._variant_candidates(rid, variants))
+        pools = [easy, hard]
+        if context.config.lexical_tier:
+            lexical = self._lexical_pool(band, [(rid, fitted) for rid, fitted, _ in chosen], corpus, context)
+            pools += [lexical] if lexical.queries else []  # each query left out is a counted skip
+        return pools
+
+    @staticmethod
+    def _variant_candidates(rid: str, variants) -> list[Candidate]:
+        return [Candidate(id=f"d:{rid}:{variant}", document=made.document, role=HARD_NEGATIVE, group=f"q:{rid}",
+                          source_id=rid, n_tokens=made.n_tokens, provenance=made.provenance)
+                for variant, made in variants]
+
+    def _lexical_pool(self, band: LengthBand, queries: list[tuple[str, Fitted]], corpus: Corpus,
+                      context: PoolContext) -> Pool:
+        """The hard pool's queries, in its order, against variants whose donor blocks keep the
+        summary's BM25 weight (``_hard_variants`` with a ``QueryWeight``); a query whose three
+        cannot all be brought within the tolerance leaves this pool only (a counted skip)."""
+        pool = Pool(name=pool_name(self.name, LEXICAL, band), task=self.task, dataset=self.name,
+                    difficulty=LEXICAL, band=band)
+        if not queries:
+            return pool
+        made: set[str] = set()
+        words = [segment_words(positive.document.segments) for _, positive in queries]
+        # the pool's documents are its positives and copies of most of them: BM25 over the
+        # positives stands in for the harness's over the pool (``ops.query_weight``)
+        pool_index = BM25Index([word for segment in document for word in segment] for document in words)
+        for (rid, positive), positive_words in context.report.bar(
+                list(zip(queries, words)), f"{pool.name}: lexically matched negatives", "query"):
+            donors, _ = self._donors(rid, corpus, context.config)
+            weight = QueryWeight(pool_index, corpus.reports[rid].summary, positive_words)
+            variants = self._hard_variants(rid, positive, donors, band, pool.name, corpus, context, weight)
+            texts = {content_sha256(variant.document.render()[0]) for _, variant in variants or ()}
+            if variants is None:
+                context.report.skip("lexical_no_matching_block", rid)
+            elif texts & made:
+                context.report.skip("lexical_variant_made_twice", rid)
+            else:
+                made |= texts
+                pool.add_query(self._query(rid, corpus), self._positive(rid, positive, corpus),
+                               self._variant_candidates(rid, variants))
+        return pool
 
     def _hard_queries(self, band: LengthBand, fitted: Iterator[tuple[str, Fitted]], n_reports: int,
                       pool_label: str, corpus: Corpus, context: PoolContext):
@@ -286,11 +340,14 @@ class GovReportBuilder(Builder):
                 negatives.append((rid, positive, corpus.cut(rid, positive)))
         return chosen, seeded_order(negatives, rng)[: k * len(chosen)]
 
-    def _donors(self, rid: str, corpus: Corpus, config: GovReportConfig) -> tuple[list[tuple[int, str, float]], set]:
+    def _donors(self, rid: str, corpus: Corpus, config: GovReportConfig,
+                query: list[str] | None = None) -> tuple[list[tuple[int, str, float]], set]:
         """(BM25 rank, report id, score) of the donor candidates, best first: the reports the
-        summary retrieves from the whole corpus, less the source itself and its near-duplicates;
-        and those near-duplicates (a report as near the summary as its own never answers another's)."""
-        ranked = corpus.index.top_k(bm25_tokenize(corpus.reports[rid].summary), config.donor_candidates + 1)
+        summary (or ``query``'s words) retrieves from the whole corpus, less the source itself and
+        its near-duplicates; and those near-duplicates (a report as near the summary as its own
+        never answers another's)."""
+        query = bm25_tokenize(corpus.reports[rid].summary) if query is None else query
+        ranked = corpus.index.top_k(query, config.donor_candidates + 1)
         donors, near_duplicates = [], set()
         for rank, (i, score) in enumerate(ranked):
             other = corpus.ids[i]
@@ -303,32 +360,68 @@ class GovReportBuilder(Builder):
         return donors, near_duplicates
 
     def _hard_variants(self, rid: str, positive: Fitted, donors, band: LengthBand, pool_label: str, corpus: Corpus,
-                       context: PoolContext):
+                       context: PoolContext, query_weight: QueryWeight | None = None):
         """The three variants (head25, tail25, middle50); None when one of them cannot be made.
         Each comes from the best-ranked donor of the top BM25 list that can fill its span and
         moves the mean word length to the side drawn for it (``exchangeable_sides``; the best
         donor that can fill, when none does): the best donor alone would move all three variants'
-        words the same way, and "the shortest words" would find the positive half the time."""
+        words the same way, and "the shortest words" would find the positive half the time.
+
+        With ``query_weight`` (the lexical tier) each variant also has a side of the positive's
+        BM25 score against the summary (``exchangeable_sides``): its block is sought to put it
+        there, nearest the positive, among the summary's donors and then the reports holding the
+        query's words its span takes away; a variant that lands on the wrong side, or farther
+        than the tolerance, is not taken, and a query whose variants could not each lie on the
+        other side too is left out (so the sides of the queries kept are as drawn)."""
         variants = []
         offsets = exchangeable_offsets(positive.n_tokens, len(HARD_VARIANTS), context.rng(pool_label, rid, "offsets"))
         sides = exchangeable_sides(len(HARD_VARIANTS), 1, context.rng(pool_label, rid, "sides"))[:, 0]
+        score_sides = (exchangeable_sides(len(HARD_VARIANTS), 1, context.rng(pool_label, rid, "query_weight"))[:, 0]
+                       if query_weight else [None] * len(HARD_VARIANTS))
         before = text_features(positive.document.render()[0])[BALANCED_STATISTIC]
-        for (variant, fraction), offset, side in zip(HARD_VARIANTS, offsets, sides):
-            rng = context.rng(pool_label, rid, variant)
+
+        def made_from(tried, variant, fraction, offset, word_side, score_side, rng, first=False):
+            """The variant from the first donor of ``tried`` that fills its span (on ``score_side``)
+            and moves the word statistic to ``word_side``, else from the first that fills it
+            (``first``: from the first that fills it); None if none does."""
             chosen = None
-            for rank, donor_id, score in donors:
+            for rank, donor_id, score in tried:
+                block_cost = (None if score_side is None
+                              else query_weight.block_cost(corpus.segment_words(donor_id), score_side))
                 try:
                     made = replace_span_with_donor(
                         positive.document, positive.n_tokens, fraction, corpus.document(donor_id), band,
-                        context.counter, rng, length_offset=offset)
+                        context.counter, rng, length_offset=offset, block_cost=block_cost)
                 except FitError:
                     continue
+                if score_side is not None:
+                    reached, miss = query_weight.miss(made.document.render()[0], score_side)
+                    if miss > SCORE_TOLERANCE:
+                        continue
+                    made.provenance["query_bm25"] = {"positive": round(query_weight.score, 4),
+                                                     "side": int(score_side), "variant": round(reached, 4)}
+                if first:
+                    return made
                 made.provenance.update(variant=variant, donor_bm25_rank=rank, donor_bm25_score=round(score, 4),
-                                       source_id=rid, word_side={BALANCED_STATISTIC: int(side)})
+                                       source_id=rid, word_side={BALANCED_STATISTIC: int(word_side)})
                 chosen = chosen or made
-                if (text_features(made.document.render()[0])[BALANCED_STATISTIC] - before) * side > 0:
-                    chosen = made
-                    break
+                if (text_features(made.document.render()[0])[BALANCED_STATISTIC] - before) * word_side > 0:
+                    return made
+            return chosen
+
+        for (variant, fraction), offset, word_side, score_side in zip(HARD_VARIANTS, offsets, sides, score_sides):
+            rng = context.rng(pool_label, rid, variant)
+            tried = donors
+            if score_side is not None:  # then the reports holding the query's words that this span takes away
+                lost = query_weight.lost_words(*span_at_fraction(positive.document.segments, *fraction))
+                seen = {donor_id for _, donor_id, _ in donors}
+                tried = donors + [d for d in self._donors(rid, corpus, context.config, lost)[0] if d[1] not in seen]
+                # a query enters the tier only if each variant could lie on either side of its
+                # positive: kept whenever its drawn sides can be met, the queries kept would have
+                # drawn the side that is easy to meet (below the positive) more often than chance
+                if made_from(tried, variant, fraction, offset, word_side, -score_side, rng, first=True) is None:
+                    return None
+            chosen = made_from(tried, variant, fraction, offset, word_side, score_side, rng)
             if chosen is None:
                 return None
             variants.append((variant, chosen))

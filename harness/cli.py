@@ -313,6 +313,7 @@ def _load_with_executor(spec: str, settings, args, cache):
 def _results(args, benchmarks, models, outcome, modalities: set[str], started: float) -> tuple[dict, list, list]:
     """results.json's content, and the Table 3 and Table 4 cells (drawn once: table.md prints these)."""
     from harness.report import tables as reports
+    from harness.report.tiers import tier_data
 
     from harness.report.compare import dataset_facts
     from mmlongembed.output.manifest import toolkit_identity
@@ -347,6 +348,7 @@ def _results(args, benchmarks, models, outcome, modalities: set[str], started: f
                                                                            paper=False)),
         "table4": table4_cells,
         "variant_confusion": reports.confusion_data(outcome.results, **stats),
+        "lexical_tier": tier_data(outcome.results, **stats),
         "timings": {"total_s": round(time.perf_counter() - started, 3),
                     "dense_embed_items_per_s": round(embedded / embed_seconds, 2) if embed_seconds else None},
     }

@@ -430,7 +430,8 @@ class PoolData:
         if any(c not in table.column_names for c in needed):
             return None
         try:
-            return {c: table[c] for c in (*needed, *(["kind"] if "kind" in table.column_names else []))}
+            optional = [c for c in ("kind", "internal_id") if c in table.column_names]
+            return {c: table[c] for c in (*needed, *optional)}
         except Exception:  # noqa: BLE001  (an unreadable audit file: no breakdown)
             return None
 

@@ -165,22 +165,37 @@ def variant_breakdown(scores: np.ndarray, query_ids: list[str], corpus_ids: list
     `variant`), how often the positive outscores a negative of that variant made for the same
     query; a tie counts half. And per query, what its top-1 is (`top1`: label -> the per-query
     share of `top1_shares`, in query order, 0 where the label is not on top; labels as
-    `label_for_query`), for the variant-confusion table. Read for analysis only: scoring never
-    sees the audit.
+    `label_for_query`), for the variant-confusion table. And per query, the positive's tie-aware
+    P@1 among its own group alone (`group`: the positive and the negatives made for the query;
+    chance is 1 / the group's size): a lexical model finds a query's topic in a pool, the tiers
+    ask whether it finds the whole document among its variants. Read for analysis only: scoring
+    never sees the audit.
 
     Returns {"by_variant": {variant: {"role", "pairs", "positive_beats"}}, "top1": {label: [share
-    per query]}}; `by_variant` is empty when the pool's queries have no negatives of their own
-    (the needle grid)."""
+    per query]}, "group": {"_id": [query ids, the builder's where the audit has them], "p_at_1":
+    [per query], "size": [per query]}};
+    `by_variant` is empty, and each group is its positive alone, when the pool's queries have no
+    negatives of their own (the needle grid)."""
     labels = candidate_labels(audit)
+    # a query's id is drawn per pool; its builder's id (the audit's `internal_id`) is the same in
+    # every pool that holds it, so tiers can be compared on the same queries
+    internal = dict(zip(audit["_id"], audit["internal_id"])) if "internal_id" in audit else {}
     row_of_query = {qid: k for k, qid in enumerate(query_ids)}
     column_of = {cid: j for j, cid in enumerate(corpus_ids)}
     wins: dict[str, list[float]] = {}
     roles: dict[str, str] = {}
+    beaten = np.zeros(len(query_ids), dtype=np.int64)  # the group's negatives that outscore the positive
+    level = np.zeros(len(query_ids), dtype=np.int64)  # ... and that tie with it
+    size = np.ones(len(query_ids), dtype=np.int64)
     for cid, (group, name, role) in labels.items():
         if role == "positive" or group not in row_of_query or cid not in column_of:
             continue
         k = row_of_query[group]
         positive, negative = scores[k, positive_index[k]], scores[k, column_of[cid]]
+        versus = int(outscores(negative, positive))
+        beaten[k] += versus == 1
+        level[k] += versus == 0
+        size[k] += 1
         wins.setdefault(name, []).append((1.0 + float(outscores(positive, negative))) / 2)
         roles[name] = role
     top1: dict[str, list[float]] = {}
@@ -193,4 +208,6 @@ def variant_breakdown(scores: np.ndarray, query_ids: list[str], corpus_ids: list
     return {"by_variant": {name: {"role": roles[name], "pairs": len(values),
                                   "positive_beats": float(np.mean(values))}
                            for name, values in sorted(wins.items())},
-            "top1": dict(sorted(top1.items()))}
+            "top1": dict(sorted(top1.items())),
+            "group": {"_id": [internal.get(qid, qid) for qid in query_ids], "size": size.tolist(),
+                      "p_at_1": [0.0 if b else round(1.0 / (1 + t), 6) for b, t in zip(beaten, level)]}}

@@ -80,6 +80,7 @@ class BM25Index:
         self._documents = self._documents[order]
         del order
         total = sum(lengths)
+        self.average_length = total / self.size
         # A corpus without a single word (image-only documents) has no average length to
         # normalise by; every score is zero.
         self._length_norm = None
@@ -108,6 +109,11 @@ class BM25Index:
                 frequency * (K1 + 1) / (frequency + self._length_norm[documents]))
         return scores
 
+    def idf(self, word: str) -> float:
+        """The word's IDF in this corpus; 0 for a word no document holds (it adds nothing)."""
+        term = self._vocabulary.get(word)
+        return 0.0 if term is None else float(self._idf[term])
+
     def top_k(self, query_tokens: Sequence[str], k: int) -> list[tuple[int, float]]:
         scores = self.scores(query_tokens)
         k = min(k, self.size)
@@ -135,3 +141,35 @@ def _idf(document_frequency: list[int], corpus_size: int) -> np.ndarray:
     for term in negative:
         values[term] = floor
     return np.asarray(values, dtype=np.float64)
+
+
+class QueryScorer:
+    """BM25 of one query against texts given one at a time (or as word counts), with the IDF of
+    ``index`` and the average length ``average_length``: what a BM25 over a pool of documents of
+    about that length would give them. It lets a build weigh a text by the query's words before
+    the pool it lands in exists (the lexically matched tier: a refill carrying as much of the
+    query's weight as the text it replaces)."""
+
+    def __init__(self, index: BM25Index, query_tokens: Sequence[str], average_length: float):
+        occurrences = Counter(query_tokens)  # each occurrence of a query word adds once
+        self.terms = {word: k for k, word in enumerate(occurrences)}
+        self._weights = np.array([occurrences[w] * index.idf(w) for w in self.terms], dtype=np.float64)
+        self._average_length = max(1.0, float(average_length))
+
+    def counts(self, tokens: Iterable[str]) -> np.ndarray:
+        """How often each query word occurs in ``tokens`` (``bm25_tokenize``'s), in query order."""
+        counts = np.zeros(len(self.terms), dtype=np.int64)
+        for word in tokens:
+            k = self.terms.get(word)
+            if k is not None:
+                counts[k] += 1
+        return counts
+
+    def score(self, counts: np.ndarray, length: int) -> float:
+        """The BM25 score of a document of ``length`` words holding the query's words ``counts`` times."""
+        norm = K1 * (1 - B + B * length / self._average_length)
+        return float(np.sum(self._weights * counts * (K1 + 1) / (counts + norm)))
+
+    def score_text(self, text: str) -> float:
+        tokens = bm25_tokenize(text)
+        return self.score(self.counts(tokens), len(tokens))

@@ -10,6 +10,7 @@ its positive and length gives nothing away.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Callable
 
 import numpy as np
 
@@ -59,9 +60,12 @@ def replace_span_with_donor(
     rng: np.random.Generator,
     length_offset: int = 0,
     max_attempts: int = 4,
+    block_cost: Callable[[int, int, int, int], float] | None = None,
 ) -> SpanReplacement:
     """``length_offset``: how many tokens longer than the positive the negative should aim to
-    be (see ``exchangeable_offsets``); clipped to the tolerance and the band."""
+    be (see ``exchangeable_offsets``); clipped to the tolerance and the band. ``block_cost(span
+    start, span end, block start, block end)`` (segment indices of the positive and the donor)
+    weighs a candidate block beside its length (``find_block``'s ``block_cost``)."""
     segments = positive.segments
     start, end = span_at_fraction(segments, *fraction)
     sums = prefix_sums(segments)
@@ -82,6 +86,7 @@ def replace_span_with_donor(
     chars_per_token = len(positive_text) / max(1, positive_tokens)
     words_per_token = len(positive_text.split()) / max(1, positive_tokens)
     removed_words = len(replaced_text.split())
+    cost = None if block_cost is None else (lambda a, b: block_cost(start, end, a, b))
     for _ in range(max_attempts):
         aim = min(max(removed + length_offset, need_lo), need_hi)
         # the block's characters follow its tokens at the positive's own density, so the
@@ -90,7 +95,7 @@ def replace_span_with_donor(
         word_aim = removed_words + round((aim - removed) * words_per_token)  # and so its words
         block_start, block_end = find_block(donor.segments, need_lo, need_hi, rng, aim=aim, char_aim=char_aim,
                                             chars_per_token=chars_per_token, word_aim=word_aim,
-                                            words_per_token=words_per_token)
+                                            words_per_token=words_per_token, block_cost=cost)
         block = fit_block_edges(donor.segments[block_start:block_end], lead, tail, counter,
                                 origin=f"donor:{donor.id}")
         negative = replace_segments(positive, start, end, block)

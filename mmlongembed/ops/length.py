@@ -14,7 +14,7 @@ from __future__ import annotations
 import bisect
 from dataclasses import dataclass, replace
 from itertools import accumulate
-from typing import Iterable, Sequence
+from typing import Callable, Iterable, Sequence
 
 import numpy as np
 
@@ -152,6 +152,7 @@ def find_block(
     chars_per_token: float = 4.0,
     word_aim: int | None = None,
     words_per_token: float = 0.75,
+    block_cost: Callable[[int, int], float] | None = None,
 ) -> tuple[int, int]:
     """A contiguous run ``segments[start:end]`` of text whose token sum lies in
     [need_lo, need_hi], starting at a paragraph start where possible. The run closest to ``aim``
@@ -160,7 +161,9 @@ def find_block(
     every variant of a positive longer (or shorter) in characters than the positive itself.
     ``word_aim`` does the same for words (a word counting as ``1 / words_per_token`` tokens): at
     equal tokens and characters, a donor of longer words would give every variant fewer, longer
-    words than its positive, and "the most words" would find the positive.
+    words than its positive, and "the most words" would find the positive. ``block_cost(start,
+    end)``, in tokens, is added to a run's miss (the lexical tier's: how far the run leaves the
+    query's BM25 weight from where it should be).
 
     Start points are tried in shuffled order: O(n log n), one bisection over prefix sums per start."""
     if need_lo > need_hi or need_hi <= 0:
@@ -185,6 +188,8 @@ def find_block(
                         miss += abs(chars[end] - chars[start] - char_aim) / chars_per_token
                     if word_aim is not None:
                         miss += abs(words[end] - words[start] - word_aim) / words_per_token
+                    if block_cost is not None:
+                        miss += block_cost(start, end)
                     if best is None or miss < best[0]:
                         best = (miss, start, end)
                     if miss == 0:

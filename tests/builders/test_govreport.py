@@ -513,7 +513,9 @@ def test_a_build_makes_documents_only_for_the_reports_its_pools_use(tmp_path, mo
 
     write_govreport_jsonl(tmp_path / "reports.jsonl", n_reports=120, paragraphs=(12, 30), seed=5)
     builder = get_builder("govreport")
-    config = GovReportConfig(sources=str(tmp_path), lengths=(4096,), seed=1, max_queries_per_pool=2)
+    # the paper's tiers alone: the lexical tier's donors are sought among the whole corpus
+    config = GovReportConfig(sources=str(tmp_path), lengths=(4096,), seed=1, max_queries_per_pool=2,
+                             lexical_tier=False)
     records = builder.load_sources(config, BuildReport())
     made = []
     document = govreport.report_document

@@ -99,11 +99,25 @@ def test_variant_breakdown_counts_wins_per_variant_with_ties_as_half():
              "group": ["Q0", "Q1", "Q0", "Q0", "Q0", "Q1", "Q1", "Q1"],
              "variant": ["", "", "original", "head25", "tail25", "original", "head25", "other_report"]}
     out = variant_breakdown(scores, ["Q0", "Q1"], ["p0", "h0", "t0", "p1", "h1", "o1"], [0, 3], audit)
-    assert {k: v for k, v in out.items() if k != "top1"} == {"by_variant": {
+    assert {k: v for k, v in out.items() if k not in ("top1", "group")} == {"by_variant": {
         "head25": {"role": "hard_negative", "pairs": 2, "positive_beats": 0.5},  # beats h0, loses to h1
         "other_report": {"role": "easy_negative", "pairs": 1, "positive_beats": 1.0},
         "tail25": {"role": "hard_negative", "pairs": 1, "positive_beats": 0.5},  # a tie
     }}
+    # among its own group: Q0's positive ties its tail25 (half), Q1's loses to its head25
+    assert out["group"] == {"_id": ["Q0", "Q1"], "size": [3, 3], "p_at_1": [0.5, 0.0]}
+
+
+def test_the_group_figure_ignores_other_queries_candidates():
+    """A pool P@1 loses to any candidate of another query; the group P@1 only to the query's own."""
+    from harness.scoring.metrics import variant_breakdown
+
+    scores = np.array([[0.5, 0.1, 0.9]])  # another query's positive on top, the query's own head25 below
+    audit = {"_id": ["Q0", "Q1", "p0", "h0", "p1"], "kind": ["query", "query", "candidate", "candidate", "candidate"],
+             "role": ["query", "query", "positive", "hard_negative", "positive"],
+             "group": ["Q0", "Q1", "Q0", "Q0", "Q1"], "variant": ["", "", "original", "head25", "original"]}
+    out = variant_breakdown(scores, ["Q0"], ["p0", "h0", "p1"], [0], audit)
+    assert out["group"] == {"_id": ["Q0"], "size": [2], "p_at_1": [1.0]}
 
 
 def test_scores_within_the_tie_tolerance_tie_and_beyond_it_do_not():

@@ -1,0 +1,102 @@
+"""Keeping a query's BM25 weight where it was when a span of a document is replaced (the
+lexically matched Hard tier, ``mmlongembed.core.pools.LEXICAL``).
+
+The paper's hard negative swaps a quarter to a half of its positive for a donor's text. What
+leaves carries the query's words (the summary was written from it); what comes in, from another
+report, carries fewer. So every variant scores below its positive under BM25 and "the candidate
+sharing the most words with the query" finds the positive. Here each variant is given a side of
+the positive's BM25 score against the query (above or below), drawn so that the positive's rank
+among itself and its variants is uniform (``ops.lexical.exchangeable_sides``, as for the word
+statistics), and a donor block is chosen whose words put the variant on that side, as near the
+positive as can be (``QueryWeight.block_cost``, for ``ops.length.find_block``); the finished
+text is checked (``QueryWeight.miss``). Goals drawn around the positive's score would not do: a
+variant can seldom score far above its positive, and a goal it cannot reach leaves it below,
+where BM25 finds the positive.
+
+Scores are those of BM25 over the pool the variant lands in, as the harness runs it: IDF and
+average length over the pool's documents. That pool is not made yet, but its positives are
+known, and each of its documents is a positive or a copy of most of one: the IDF over the
+positives alone (``BM25Index`` of their words) stands in for it. The build corpus's IDF would
+not do: a term's weight relative to another's decides which side a variant falls on, and over a
+whole corpus those weights are not a pool's.
+"""
+
+from __future__ import annotations
+
+from typing import Callable, Sequence
+
+import numpy as np
+
+from mmlongembed.core.documents import TEXT, Segment
+from mmlongembed.ops.bm25 import BM25Index, QueryScorer, bm25_tokenize
+
+# A variant's score lies on the side of its positive's drawn for it, at most this share of the
+# positive's score away ...
+SCORE_TOLERANCE = 0.02
+# ... and within this share of it the block is chosen for its length, not its score: the score
+# may not decide alone, or the length nearest the positive's would tell the variants apart
+SCORE_SLACK = 0.002
+# a block's score miss, per unit of the positive's score, in tokens of length miss: the query's
+# weight comes first, then length (``find_block`` adds the two)
+MISS_TOKENS = 1e6
+
+
+def _prefix_weights(scorer: QueryScorer, words: Sequence[Sequence[str]]) -> tuple[np.ndarray, np.ndarray]:
+    """Prefix sums over segments of the query words' counts (segments+1 x query words) and of
+    the number of words (segments+1)."""
+    counts = np.zeros((len(words) + 1, len(scorer.terms)), dtype=np.int64)
+    lengths = np.zeros(len(words) + 1, dtype=np.int64)
+    for k, segment in enumerate(words):
+        counts[k + 1] = counts[k] + scorer.counts(segment)
+        lengths[k + 1] = lengths[k] + len(segment)
+    return counts, lengths
+
+
+def segment_words(segments: Sequence[Segment]) -> list[list[str]]:
+    """Each segment's ``bm25_tokenize`` words (none for an image)."""
+    return [bm25_tokenize(s.text) if s.kind == TEXT else [] for s in segments]
+
+
+class QueryWeight:
+    """The query's BM25 weight over one positive, and what a variant replacing a span of it with
+    a donor's block would weigh."""
+
+    def __init__(self, pool_index: BM25Index, query: str, positive_words: Sequence[Sequence[str]]):
+        """``pool_index``: a ``BM25Index`` over the pool's positives (its IDF and average length)."""
+        self.scorer = QueryScorer(pool_index, bm25_tokenize(query), average_length=pool_index.average_length)
+        self._counts, self._lengths = _prefix_weights(self.scorer, positive_words)
+        self.score = self.scorer.score(self._counts[-1], int(self._lengths[-1]))
+
+    def distance(self, score: float, side: int) -> float:
+        """How far ``score`` lies from the positive's on ``side`` (+1 above, -1 below), as a share of
+        the positive's score; on the wrong side, or level with it, one more than that."""
+        away = (score - self.score) * side / max(self.score, 1e-9)
+        return away if away > 0 else 1.0 - away
+
+    def block_cost(self, donor_words: Sequence[Sequence[str]], side: int) -> Callable[[int, int, int, int], float]:
+        """``ops.donor.replace_span_with_donor``'s ``block_cost``: zero for a block that puts the
+        variant on ``side`` of the positive within ``SCORE_SLACK``, and beyond it a cost that
+        outweighs any length miss."""
+        donor_counts, donor_lengths = _prefix_weights(self.scorer, donor_words)
+        total, length = self._counts[-1], int(self._lengths[-1])
+
+        def cost(span_start: int, span_end: int, block_start: int, block_end: int) -> float:
+            counts = (total - (self._counts[span_end] - self._counts[span_start])
+                      + (donor_counts[block_end] - donor_counts[block_start]))
+            words = (length - int(self._lengths[span_end] - self._lengths[span_start])
+                     + int(donor_lengths[block_end] - donor_lengths[block_start]))
+            return MISS_TOKENS * max(0.0, self.distance(self.scorer.score(counts, words), side) - SCORE_SLACK)
+
+        return cost
+
+    def lost_words(self, span_start: int, span_end: int, most: int = 5) -> list[str]:
+        """The query's words that the span ``[span_start, span_end)`` of the positive holds, each
+        as often as it occurs there (at most ``most`` times): a BM25 query for the reports that
+        hold what a variant loses, the donors most likely to give it back."""
+        held = self._counts[span_end] - self._counts[span_start]
+        return [word for word, k in zip(self.scorer.terms, held) for _ in range(int(min(k, most)))]
+
+    def miss(self, text: str, side: int) -> tuple[float, float]:
+        """(the text's score, its ``distance`` from the positive's on ``side``)."""
+        score = self.scorer.score_text(text)
+        return score, self.distance(score, side)
