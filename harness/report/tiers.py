@@ -110,13 +110,3 @@ def tier_table(rows, n_resamples: int = 1000, seed: int = 0, data: list[dict] | 
         lengths = ", ".join(_length_name(n) for n in e["lengths"])
         lines.append(f"| {e['model']} | {e['dataset']} | {lengths} | " + " | ".join(cells) + " |")
     return "\n".join(lines)
-
-
-def within_chance(figure: dict | None, points: float = 0.10) -> bool | None:
-    """The tier's goal for a lexical baseline: the 95% interval of its P@1 among the group lies
-    within ``points`` of chance (None where there is no interval: fewer than
-    MIN_QUERIES_FOR_INTERVAL queries)."""
-    if not figure or not figure.get("ci95"):
-        return None
-    low, high = figure["ci95"]
-    return figure["chance"] - points <= low and high <= figure["chance"] + points
