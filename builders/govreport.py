@@ -381,9 +381,10 @@ class GovReportBuilder(Builder):
         before = text_features(positive.document.render()[0])[BALANCED_STATISTIC]
 
         def made_from(tried, variant, fraction, offset, word_side, score_side, rng, first=False):
-            """The variant from the first donor of ``tried`` that fills its span (on ``score_side``)
-            and moves the word statistic to ``word_side``, else from the first that fills it
-            (``first``: from the first that fills it); None if none does."""
+            """The variant from the first donor of ``tried`` that fills its span (on ``score_side``,
+            where given) and moves the word statistic to ``word_side``, else from the first that
+            fills it; with ``first``, from the first that fills it, whatever its words. None if no
+            donor fills it."""
             chosen = None
             for rank, donor_id, score in tried:
                 block_cost = (None if score_side is None
