@@ -51,6 +51,9 @@ HARD_VARIANTS = (("head25", (0.0, 0.25)), ("tail25", (0.75, 1.0)), ("middle50", 
 # What a variant's donor is chosen to move as often up as down (``_hard_variants``): a report's
 # style sets its word length, and a quarter to half of one donor moves all three variants alike.
 BALANCED_STATISTIC = "mean_word_length"
+# and in the lexical tier, the share of words used once too: a block chosen for the summary's
+# words repeats them, and "the most words used once" would find the positive
+LEXICAL_BALANCED_STATISTICS = (BALANCED_STATISTIC, "hapax_share")
 
 
 @dataclass
@@ -375,14 +378,15 @@ class GovReportBuilder(Builder):
         other side too is left out (so the sides of the queries kept are as drawn)."""
         variants = []
         offsets = exchangeable_offsets(positive.n_tokens, len(HARD_VARIANTS), context.rng(pool_label, rid, "offsets"))
-        sides = exchangeable_sides(len(HARD_VARIANTS), 1, context.rng(pool_label, rid, "sides"))[:, 0]
+        statistics = LEXICAL_BALANCED_STATISTICS if query_weight else (BALANCED_STATISTIC,)
+        sides = exchangeable_sides(len(HARD_VARIANTS), len(statistics), context.rng(pool_label, rid, "sides"))
         score_sides = (exchangeable_sides(len(HARD_VARIANTS), 1, context.rng(pool_label, rid, "query_weight"))[:, 0]
                        if query_weight else [None] * len(HARD_VARIANTS))
-        before = text_features(positive.document.render()[0])[BALANCED_STATISTIC]
+        before = text_features(positive.document.render()[0])
 
         def made_from(tried, variant, fraction, offset, word_side, score_side, rng, first=False):
             """The variant from the first donor of ``tried`` that fills its span (on ``score_side``,
-            where given) and moves the word statistic to ``word_side``, else from the first that
+            where given) and moves the word statistics to ``word_side``, else from the first that
             fills it; with ``first``, from the first that fills it, whatever its words. None if no
             donor fills it."""
             chosen = None
@@ -404,9 +408,10 @@ class GovReportBuilder(Builder):
                 if first:
                     return made
                 made.provenance.update(variant=variant, donor_bm25_rank=rank, donor_bm25_score=round(score, 4),
-                                       source_id=rid, word_side={BALANCED_STATISTIC: int(word_side)})
+                                       source_id=rid, word_side=dict(zip(statistics, map(int, word_side))))
                 chosen = chosen or made
-                if (text_features(made.document.render()[0])[BALANCED_STATISTIC] - before) * word_side > 0:
+                after = text_features(made.document.render()[0])
+                if all((after[name] - before[name]) * side > 0 for name, side in zip(statistics, word_side)):
                     return made
             return chosen
 
