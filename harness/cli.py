@@ -357,11 +357,12 @@ def _results(args, benchmarks, models, outcome, modalities: set[str], started: f
 
 def _write_report(args, output: Path, result: dict, table3_cells: list, table4_cells: list, outcome) -> int:
     """results.json, table.md and the plots in `output`; the exit code (1 where a pool failed)."""
-    from harness.report import tables as reports
+    from harness.report import tables as reports, tiers
     from harness.report.predictions import FILENAME, write_predictions
     from harness.report.run_folder import write_run
 
-    table = reports.markdown(result, table3_cells, table4_cells)
+    table = reports.markdown(result, table3_cells, table4_cells,
+                             tier_section=(tiers.TITLE, tiers.tier_table(result["results"], data=result["lexical_tier"])))
 
     def write(folder: Path) -> list[str]:
         """The run's files in ``folder``; the plots' names."""

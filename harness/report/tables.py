@@ -708,11 +708,12 @@ def subset_note(settings: dict) -> list[str]:
             "model), every candidate ranked: a quick look, not comparable with full runs or the paper's figures.", ""]
 
 
-def markdown(report: dict, table3_cells: list[dict] | None = None, table4_cells: list[dict] | None = None) -> str:
+def markdown(report: dict, table3_cells: list[dict] | None = None, table4_cells: list[dict] | None = None,
+             tier_section: tuple[str, str] = ("", "")) -> str:
     """The report's tables; ``table3_cells``, ``table4_cells``: what ``table3_data`` and
-    ``table4_data`` gave for this report, when the caller has them (drawn once, not again)."""
-    from harness.report import tiers  # it builds on this module's cells
-
+    ``table4_data`` gave for this report, when the caller has them (drawn once, not again);
+    ``tier_section``: (title, table) of the lexical tier (``harness.report.tiers``, which builds
+    on this module and so is drawn by the caller)."""
     rows, skipped = report["results"], report["skipped"]
     settings = report.get("settings") or {}
     stats = {"n_resamples": settings.get("bootstrap", 1000), "seed": settings.get("seed", 0)}
@@ -738,7 +739,7 @@ def markdown(report: dict, table3_cells: list[dict] | None = None, table4_cells:
                          "(P@1 over every length and depth; mean ± sample standard deviation (n-1) "
                          "across the three backgrounds, as the paper prints it)",
                          table4(rows, skipped, **stats, data=table4_cells)),
-                        (tiers.TITLE, tiers.tier_table(rows, **stats)),
+                        tier_section,
                         ("Per variant: how often the positive beats each kind of negative", variant_table(rows)),
                         (f"Variant confusion: which candidate each model puts first ({CONFUSION_NOTE})",
                          confusion_markdown(report.get("variant_confusion") or confusion_data(rows, **stats))),
