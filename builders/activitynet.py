@@ -30,7 +30,9 @@ class ActivityNetBuilder(TemporalBuilder):
     sequence of events in order, against the same frames reversed or half-shuffled."""
 
     name = "activitynet"
-    version = "1.0.0"
+    # 1.1: easy negatives from videos whose frames are the positive's size first (no length seam at
+    # mixed resolutions)
+    version = "1.1.0"
     title = "MMLongEmbed Temporal Summarization: ActivityNet Captions"
     # its rows in the README's builder tables (`make readme` writes them): what it makes, from what
     summary = (

@@ -64,7 +64,9 @@ class YoukuDCBuilder(TemporalBuilder):
     frames reversed or half-shuffled)."""
 
     name = "youkudc"
-    version = "1.1.0"  # 1.1.0: zipped train/val folders, --caption-column / --video-column
+    # 1.1.0: zipped train/val folders, --caption-column / --video-column; 1.2.0: easy negatives from
+    # videos whose frames are the positive's size first (no length seam at mixed resolutions)
+    version = "1.2.0"
     title = "MMLongEmbed Temporal Summarization: YoukuDenseCaption"
     # its rows in the README's builder tables (`make readme` writes them): what it makes, from what
     summary = (

@@ -418,3 +418,35 @@ def test_the_plan_holds_the_frames_of_the_videos_the_pools_place_and_no_others(t
               for vid in (query, *(run.video_id for run in negatives))}
     assert placed and set(planned.frames) == placed
     assert planned.plans and all(planned.plans.values())
+
+
+def test_easy_negatives_come_from_videos_of_the_positives_frame_size_first(tmp_path):
+    """At mixed resolutions a video of other-sized frames is cut to the frame count nearest the
+    positive's tokens, up to half a frame away, and three such negatives alike leave the positive
+    the odd one out (issue 37: "the most characters" found the positive 65% of the time against
+    50% at real ActivityNet's resolutions). While videos of the positive's frame size remain,
+    they serve first, and every candidate of a group has the same tokens."""
+    from mmlongembed.testing import write_test_video
+
+    four_events = [[2.0 * k, 2.0 * k + 2.0] for k in range(6)]  # queries: 8 frames of 4 tokens, 32 tokens
+    negative = [[0, 3], [3, 6], [6, 10]]  # 4-token frames: a 10-frame run, cut to 8 (32 tokens)
+    other_size = [[0, 2], [2, 5], [5, 8]]  # 6-token frames: a 2-event run of 5 frames, 30 tokens (half a frame off)
+    cases = [(four_events, (64, 48))] * 4 + [(negative, (64, 48))] * 12 + [(other_size, (96, 64))] * 12
+    root = tmp_path / "sources"
+    annotations = {}
+    for v, (spans, size) in enumerate(cases):
+        video_id = f"v_size{v:02d}"
+        duration = float(spans[-1][1] + 1)
+        write_test_video(root / "videos" / f"{video_id}.mp4", duration, seed=700 + v, size=size, audio=False)
+        annotations[video_id] = {"duration": duration, "timestamps": spans,
+                                 "sentences": [f"Someone does w{v}x{k} carefully." for k in range(len(spans))]}
+    (root / "val_1.json").write_text(json.dumps(annotations), encoding="utf-8")
+    (root / "SYNTHETIC").write_text("Made-up captions over generated noise videos, written by the test suite.")
+    out = tmp_path / "out"
+    assert cli_main(["build", "activitynet", "--sources", str(root), "--output", str(out), "--lengths", "32",
+                     "--frame-store", str(tmp_path / "store"), "--no-progress"]) == 0
+    easy = read_built_pool(out / "activitynet", "activitynet-easy-32")
+    roles, groups, tokens = easy.corpus["role"], easy.corpus["group"], easy.corpus["n_tokens"]
+    positive_tokens = {g: n for g, r, n in zip(groups, roles, tokens) if r == "positive"}
+    assert len(positive_tokens) >= 3
+    assert all(n == positive_tokens[g] for g, r, n in zip(groups, roles, tokens) if r == "easy_negative")
