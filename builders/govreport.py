@@ -272,7 +272,7 @@ class GovReportBuilder(Builder):
         for (rid, positive), positive_words in context.report.bar(
                 list(zip(queries, words)), f"{pool.name}: lexically matched negatives", "query"):
             donors, _ = self._donors(rid, corpus, context.config)
-            weight = QueryWeight(pool_index, corpus.reports[rid].summary, positive_words)
+            weight = QueryWeight(pool_index, corpus.reports[rid].summary, positive_words, corpus.segment_words)
             variants = self._hard_variants(rid, positive, donors, band, pool.name, corpus, context, weight)
             texts = {content_sha256(variant.document.render()[0]) for _, variant in variants or ()}
             if variants is None:
@@ -391,8 +391,7 @@ class GovReportBuilder(Builder):
             donor fills it."""
             chosen = None
             for rank, donor_id, score in tried:
-                block_cost = (None if score_side is None
-                              else query_weight.block_cost(corpus.segment_words(donor_id), score_side))
+                block_cost = None if score_side is None else query_weight.block_cost(donor_id, score_side)
                 try:
                     made = replace_span_with_donor(
                         positive.document, positive.n_tokens, fraction, corpus.document(donor_id), band,

@@ -32,7 +32,7 @@ TIERS = (EASY, HARD, LEXICAL)
 TIER_HEADERS = {EASY: "Easy", HARD: "Hard", LEXICAL: "Hard-lexical"}
 
 
-def _per_query(row: dict) -> dict[str, tuple[float, float | None, float]]:
+def _per_query(row: dict) -> dict[str, tuple[float, float | None, float | None, float]]:
     """query id -> (P@1 in the pool, P@1 among its group or None where the query has no negatives
     of its own, chance in the pool, chance in the group)."""
     group = (row.get("breakdown") or {}).get("group")

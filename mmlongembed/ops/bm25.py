@@ -36,6 +36,17 @@ STOP_WORDS = frozenset(
 )
 
 
+def length_norm(length, average_length):
+    """rank_bm25's ``k1 * (1 - b + b * |d| / avgdl)``, evaluated in its order (one length or an array)."""
+    return K1 * (1 - B + B * length / average_length)
+
+
+def saturated(frequency, norm):
+    """rank_bm25's ``tf * (k1 + 1) / (tf + norm)``, evaluated in its order: a word's weight in a
+    document, before its IDF."""
+    return frequency * (K1 + 1) / (frequency + norm)
+
+
 def bm25_tokenize(text: str) -> list[str]:
     text = unicodedata.normalize("NFKC", text).lower()
     return [t for t in _TOKEN.findall(text) if t not in STOP_WORDS]
@@ -86,7 +97,7 @@ class BM25Index:
         self._length_norm = None
         if total:
             # rank_bm25's expression, evaluated in its order, so every score is bit-identical
-            self._length_norm = K1 * (1 - B + B * np.frombuffer(lengths, dtype=np.int64) / (total / self.size))
+            self._length_norm = length_norm(np.frombuffer(lengths, dtype=np.int64), self.average_length)
 
     @classmethod
     def from_texts(cls, texts: Iterable[str]) -> "BM25Index":
@@ -105,8 +116,7 @@ class BM25Index:
             start, end = self._starts[term], self._starts[term + 1]
             documents = self._documents[start:end]
             frequency = self._counts[start:end].astype(np.int64)
-            scores[documents] += self._idf[term] * (
-                frequency * (K1 + 1) / (frequency + self._length_norm[documents]))
+            scores[documents] += self._idf[term] * saturated(frequency, self._length_norm[documents])
         return scores
 
     def idf(self, word: str) -> float:
@@ -167,8 +177,7 @@ class QueryScorer:
 
     def score(self, counts: np.ndarray, length: int) -> float:
         """The BM25 score of a document of ``length`` words holding the query's words ``counts`` times."""
-        norm = K1 * (1 - B + B * length / self._average_length)
-        return float(np.sum(self._weights * counts * (K1 + 1) / (counts + norm)))
+        return float(np.sum(self._weights * saturated(counts, length_norm(length, self._average_length))))
 
     def score_text(self, text: str) -> float:
         tokens = bm25_tokenize(text)

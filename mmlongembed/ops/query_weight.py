@@ -61,10 +61,15 @@ class QueryWeight:
     """The query's BM25 weight over one positive, and what a variant replacing a span of it with
     a donor's block would weigh."""
 
-    def __init__(self, pool_index: BM25Index, query: str, positive_words: Sequence[Sequence[str]]):
-        """``pool_index``: a ``BM25Index`` over the pool's positives (its IDF and average length)."""
+    def __init__(self, pool_index: BM25Index, query: str, positive_words: Sequence[Sequence[str]],
+                 words_of: Callable[[str], Sequence[Sequence[str]]]):
+        """``pool_index``: a ``BM25Index`` over the pool's positives (its IDF and average length);
+        ``words_of(donor id)``: a donor's ``segment_words``."""
         self.scorer = QueryScorer(pool_index, bm25_tokenize(query), average_length=pool_index.average_length)
         self._counts, self._lengths = _prefix_weights(self.scorer, positive_words)
+        self._words_of = words_of
+        # each donor's prefix weights, counted once: every variant tries the same donors, on both sides
+        self._donor_weights: dict[str, tuple[np.ndarray, np.ndarray]] = {}
         self.score = self.scorer.score(self._counts[-1], int(self._lengths[-1]))
 
     def distance(self, score: float, side: int) -> float:
@@ -73,11 +78,13 @@ class QueryWeight:
         away = (score - self.score) * side / max(self.score, 1e-9)
         return away if away > 0 else 1.0 - away
 
-    def block_cost(self, donor_words: Sequence[Sequence[str]], side: int) -> Callable[[int, int, int, int], float]:
-        """``ops.donor.replace_span_with_donor``'s ``block_cost``: zero for a block that puts the
-        variant on ``side`` of the positive within ``SCORE_SLACK``, and beyond it a cost that
-        outweighs any length miss."""
-        donor_counts, donor_lengths = _prefix_weights(self.scorer, donor_words)
+    def block_cost(self, donor_id: str, side: int) -> Callable[[int, int, int, int], float]:
+        """``ops.donor.replace_span_with_donor``'s ``block_cost`` for a block of ``donor_id``: zero
+        for a block that puts the variant on ``side`` of the positive within ``SCORE_SLACK``, and
+        beyond it a cost that outweighs any length miss."""
+        if donor_id not in self._donor_weights:
+            self._donor_weights[donor_id] = _prefix_weights(self.scorer, self._words_of(donor_id))
+        donor_counts, donor_lengths = self._donor_weights[donor_id]
         total, length = self._counts[-1], int(self._lengths[-1])
 
         def cost(span_start: int, span_end: int, block_start: int, block_end: int) -> float:
