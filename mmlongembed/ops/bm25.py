@@ -141,10 +141,10 @@ def _best(scores: np.ndarray, k: int) -> np.ndarray:
     AVX-512 kernels write with a compress-store that AMD's Zen 4 runs in microcode (over 100
     cycles a vector; numpy/numpy#32690): a ``np.partition`` of every score per query is cheap on
     one machine and the largest cost on another. Here a linear scan and small stable sorts
-    (merge sorts, never dispatched) do it: the k-th highest of the blocks' maxima is a lower
-    bound for the k-th highest score (those k maxima are k distinct scores), so the k best are
-    among the scores above the bound and the first k at it (ties go to the lower index): usually
-    a few more than k, where most documents share one score (0: no query word)."""
+    (which x86-simd-sort does not do) do it: the k-th highest of the blocks' maxima is a lower
+    bound for the k-th highest score (those k maxima are k different documents' scores), so the
+    k best are among the scores above the bound and the first k at it (ties go to the lower
+    index): usually a few more than k, where most documents share one score (0: no query word)."""
     n = len(scores)
     blocks = max(_BLOCKS, 4 * k)
     if n >= 4 * blocks:
