@@ -105,18 +105,29 @@ class BM25Index:
 
     def scores(self, query_tokens: Sequence[str]) -> np.ndarray:
         """BM25 score of every document, in document order. A query word adds to the documents
-        holding it only: rank_bm25 adds an exact 0.0 to the others, which changes nothing."""
-        scores = np.zeros(self.size, dtype=np.float64)
+        holding it only: rank_bm25 adds an exact 0.0 to the others, which changes nothing.
+
+        One pass of numpy calls per query, not per query word: the postings of every query word
+        are gathered into one array (each occurrence of a word once, in query order), weighted in
+        one expression evaluated as rank_bm25 evaluates it, and summed per document by
+        ``np.bincount``, which adds in array order, so a document's words add in query order, as
+        rank_bm25's loop adds them: bit-identical."""
         if self._length_norm is None:
-            return scores
-        for word in query_tokens:  # each occurrence adds once, as rank_bm25's loop does
-            term = self._vocabulary.get(word)
-            if term is None:
-                continue
-            start, end = self._starts[term], self._starts[term + 1]
-            documents = self._documents[start:end]
-            frequency = self._counts[start:end].astype(np.int64)
-            scores[documents] += self._idf[term] * saturated(frequency, self._length_norm[documents])
+            return np.zeros(self.size, dtype=np.float64)
+        terms = [term for term in map(self._vocabulary.get, query_tokens) if term is not None]
+        if not terms:
+            return np.zeros(self.size, dtype=np.float64)
+        terms = np.asarray(terms)
+        starts = self._starts[terms]
+        lengths = self._starts[terms + 1] - starts
+        # positions of every posting of the query's words, word after word: 0..total-1 shifted
+        # by each word's start less the postings before it
+        before = np.cumsum(lengths) - lengths
+        positions = np.arange(before[-1] + lengths[-1]) + np.repeat(starts - before, lengths)
+        documents, frequency = self._documents[positions], self._counts[positions]
+        idf = np.repeat(self._idf[terms], lengths)
+        weights = idf * saturated(frequency, self._length_norm[documents])
+        scores = np.bincount(documents, weights=weights, minlength=self.size)
         return scores
 
     def idf(self, word: str) -> float:
@@ -125,16 +136,44 @@ class BM25Index:
         return 0.0 if term is None else float(self._idf[term])
 
     def top_k(self, query_tokens: Sequence[str], k: int) -> list[tuple[int, float]]:
+        """The k best documents, higher score first, then lower index (so ties at the boundary are
+        broken the same way every time)."""
         scores = self.scores(query_tokens)
         k = min(k, self.size)
         if k <= 0:
             return []
-        # Every document scoring at least the k-th best, so ties at the boundary are broken the
-        # same way every time: higher score first, then lower index.
-        threshold = np.partition(scores, self.size - k)[self.size - k]
-        contenders = np.flatnonzero(scores >= threshold)
-        order = contenders[np.lexsort((contenders, -scores[contenders]))][:k]
+        order = _best(scores, k)
         return [(int(i), float(scores[i])) for i in order]
+
+
+# At least this many blocks (and four per wanted document), whose maxima bound the k-th best
+# score from below (see _best).
+_BLOCKS = 256
+
+
+def _best(scores: np.ndarray, k: int) -> np.ndarray:
+    """Indices of the k highest scores, ties by lower index, with no quickselect.
+
+    numpy's ``partition``, ``argpartition`` and default sort dispatch to x86-simd-sort, whose
+    AVX-512 kernels write with a compress-store that AMD's Zen 4 runs in microcode (over 100
+    cycles a vector; numpy/numpy#32690): a ``np.partition`` of every score per query is cheap on
+    one machine and the largest cost on another. Here a linear scan and small stable sorts
+    (which x86-simd-sort does not do) do it: the k-th highest of the blocks' maxima is a lower
+    bound for the k-th highest score (those k maxima are k different documents' scores), so the
+    k best are among the scores above the bound and the first k at it (ties go to the lower
+    index): usually a few more than k, where most documents share one score (0: no query word)."""
+    n = len(scores)
+    blocks = max(_BLOCKS, 4 * k)
+    if n >= 4 * blocks:
+        maxima = np.maximum.reduceat(scores, np.arange(0, n, -(-n // blocks)))
+        bound = np.sort(maxima, kind="stable")[-k]
+        contenders = np.flatnonzero(scores >= bound)
+        if len(contenders) > 4 * k:  # many tie at the bound (all the documents without a query word)
+            at = scores[contenders] == bound
+            contenders = np.concatenate([contenders[~at], contenders[at][:k]])
+    else:
+        contenders = np.arange(n)
+    return contenders[np.lexsort((contenders, -scores[contenders]))][:k]
 
 
 def _idf(document_frequency: list[int], corpus_size: int) -> np.ndarray:
