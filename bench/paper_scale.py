@@ -31,6 +31,7 @@ much smaller image bytes. Goal: every output readable, peak RSS <= 3 GB per buil
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import math
 import os
@@ -201,7 +202,8 @@ def run_one(name: str, n: int, work: Path, timeout: float, clip_sizes: tuple = (
     config = json.loads(next(x for x in generated["stdout"].splitlines() if x.startswith("CONFIG="))[7:])
     build = measure(BUILD.format(name=name, config=config, out=str(root / "out"),
                                  translations=str(root / "src" / "translations.json")), timeout, f"{name}-{n}-build")
-    result = {"n": n, "generate_s": generated["wall_s"], **{k: v for k, v in build.items() if k != "stdout"}}
+    result = {"n": n, "generate_s": generated["wall_s"], "config": config,
+              **{k: v for k, v in build.items() if k != "stdout"}}
     if "error" in build:
         return result
     out = next(x for x in build["stdout"].splitlines() if x.startswith("OUT="))[4:]
@@ -239,6 +241,26 @@ def growth(name: str, reference: dict, full: dict) -> str:
             f"{full['wall_s']:.0f} s; peak RSS {full['peak_mb']:.0f} MB ({memory})")
 
 
+def tier_cost(name: str, full: dict, work: Path, timeout: float) -> str:
+    """The lexically matched tier's cost (issue 37: at most 1.3x): ``full``'s build against one of
+    the same sources without the tier, measured now."""
+    from mmlongembed.core.builder import get_builder
+
+    if "lexical_tier" not in {f.name for f in dataclasses.fields(get_builder(name).config_class)}:
+        return f"{name:12s} lexical tier: this builder has none"
+    if "cpu_s" not in full:
+        return f"{name:12s} lexical tier: not measured (the build failed)"
+    without = measure(BUILD.format(name=name, config=full["config"] + ", lexical_tier=False",
+                                   out=str(work / f"{name}-{full['n']}" / "out-without-tier"), translations=""),
+                      timeout, f"{name}-{full['n']}-without-tier")
+    if "error" in without:
+        return f"{name:12s} lexical tier: the build without it failed: {without['error']}"
+    ratio = full["cpu_s"] / without["cpu_s"]
+    return (f"{name:12s} lexical tier: build {full['cpu_s']:.1f} s CPU with it, {without['cpu_s']:.1f} s without: "
+            f"x{ratio:.2f} (target <= 1.3, {'ok' if ratio <= 1.3 else 'OVER'}); wall {full['wall_s']:.1f} s against "
+            f"{without['wall_s']:.1f} s; peak {full['peak_mb']:.0f} MB against {without['peak_mb']:.0f} MB")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0],
                                      formatter_class=argparse.RawDescriptionHelpFormatter,
@@ -256,6 +278,9 @@ def main() -> None:
                         help="the generated ActivityNet clips' sizes, one drawn per video (default "
                              f"{CLIP_SIZE[0]}x{CLIP_SIZE[1]}); several sizes give frames of several token counts, "
                              "as real videos do (the audit's odd-one-out rule, issue 37)")
+    parser.add_argument("--tier-cost", action="store_true",
+                        help="also build each builder that has a lexically matched tier without it, at the full "
+                             "size, and print what the tier costs (CPU time with it / without it)")
     args = parser.parse_args()
     try:
         clip_sizes = tuple(tuple(int(x) for x in size.lower().split("x")) for size in args.clip_sizes)
@@ -274,6 +299,8 @@ def main() -> None:
             print(line(name, full), flush=True)
             if reference:
                 print(growth(name, reference, full), flush=True)
+            if args.tier_cost:
+                print(tier_cost(name, full, Path(tmp), args.timeout), flush=True)
 
 
 if __name__ == "__main__":

@@ -216,7 +216,12 @@ class QueryScorer:
 
     def score(self, counts: np.ndarray, length: int) -> float:
         """The BM25 score of a document of ``length`` words holding the query's words ``counts`` times."""
-        return float(np.sum(self._weights * saturated(counts, length_norm(length, self._average_length))))
+        return float(self.scores(np.asarray(counts)[None, :], np.asarray([length]))[0])
+
+    def scores(self, counts: np.ndarray, lengths: np.ndarray) -> np.ndarray:
+        """``score`` of many documents at once: ``counts`` (documents x query words), ``lengths``."""
+        norms = length_norm(np.asarray(lengths), self._average_length)[:, None]
+        return np.sum(self._weights * saturated(counts, norms), axis=1)
 
     def score_text(self, text: str) -> float:
         tokens = bm25_tokenize(text)

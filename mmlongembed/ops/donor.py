@@ -60,12 +60,14 @@ def replace_span_with_donor(
     rng: np.random.Generator,
     length_offset: int = 0,
     max_attempts: int = 4,
-    block_cost: Callable[[int, int, int, int], float] | None = None,
+    block_cost: Callable[[int, int, np.ndarray, np.ndarray], np.ndarray] | None = None,
+    max_block_cost: float = np.inf,
 ) -> SpanReplacement:
     """``length_offset``: how many tokens longer than the positive the negative should aim to
     be (see ``exchangeable_offsets``); clipped to the tolerance and the band. ``block_cost(span
-    start, span end, block start, block end)`` (segment indices of the positive and the donor)
-    weighs a candidate block beside its length (``find_block``'s ``block_cost``)."""
+    start, span end, block starts, block ends)`` (segment indices of the positive, and arrays of
+    the donor's) weighs candidate blocks beside their length, and a block costing more than
+    ``max_block_cost`` is not taken (``find_block``'s)."""
     segments = positive.segments
     start, end = span_at_fraction(segments, *fraction)
     sums = prefix_sums(segments)
@@ -95,7 +97,8 @@ def replace_span_with_donor(
         word_aim = removed_words + round((aim - removed) * words_per_token)  # and so its words
         block_start, block_end = find_block(donor.segments, need_lo, need_hi, rng, aim=aim, char_aim=char_aim,
                                             chars_per_token=chars_per_token, word_aim=word_aim,
-                                            words_per_token=words_per_token, block_cost=cost)
+                                            words_per_token=words_per_token, block_cost=cost,
+                                            max_block_cost=max_block_cost)
         block = fit_block_edges(donor.segments[block_start:block_end], lead, tail, counter,
                                 origin=f"donor:{donor.id}")
         negative = replace_segments(positive, start, end, block)

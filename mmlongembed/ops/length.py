@@ -11,7 +11,6 @@ validation recounts the written text either way.
 
 from __future__ import annotations
 
-import bisect
 from dataclasses import dataclass, replace
 from itertools import accumulate
 from typing import Callable, Iterable, Sequence
@@ -152,7 +151,8 @@ def find_block(
     chars_per_token: float = 4.0,
     word_aim: int | None = None,
     words_per_token: float = 0.75,
-    block_cost: Callable[[int, int], float] | None = None,
+    block_cost: Callable[[np.ndarray, np.ndarray], np.ndarray] | None = None,
+    max_block_cost: float = np.inf,
 ) -> tuple[int, int]:
     """A contiguous run ``segments[start:end]`` of text whose token sum lies in
     [need_lo, need_hi], starting at a paragraph start where possible. The run closest to ``aim``
@@ -161,43 +161,67 @@ def find_block(
     every variant of a positive longer (or shorter) in characters than the positive itself.
     ``word_aim`` does the same for words (a word counting as ``1 / words_per_token`` tokens): at
     equal tokens and characters, a donor of longer words would give every variant fewer, longer
-    words than its positive, and "the most words" would find the positive. ``block_cost(start,
-    end)``, in tokens, is added to a run's miss (the lexical tier's: how far the run leaves the
-    query's BM25 weight from where it should be).
+    words than its positive, and "the most words" would find the positive. ``block_cost(starts,
+    ends)``, in tokens per run (arrays in, an array out), is added to a run's miss (the lexical
+    tier's: how far the run leaves the query's BM25 weight from where it should be); a run whose
+    cost exceeds ``max_block_cost`` is no candidate (the lexical tier would not take it).
 
-    Start points are tried in shuffled order: O(n log n), one bisection over prefix sums per start."""
+    Start points are tried in shuffled order, and of equal misses the first run in that order
+    (ends ascending from each start) wins. Every run of a pass is weighed at once, in numpy
+    (``_runs``, in batches of ``RUN_BATCH``): one bisection per start, no Python call per run."""
     if need_lo > need_hi or need_hi <= 0:
         raise FitError("bad_request", f"block of [{need_lo}, {need_hi}] tokens")
     aim = (need_lo + need_hi) // 2 if aim is None else aim
-    sums = prefix_sums(segments)
-    chars = [0, *accumulate(len(s.text) for s in segments)]
-    words = [0, *accumulate(len(s.text.split()) for s in segments)] if word_aim is not None else []
-    text_only = [s.kind == TEXT for s in segments]
+    sums = np.asarray(prefix_sums(segments), dtype=np.int64)
+    chars = np.asarray([0, *accumulate(len(s.text) for s in segments)], dtype=np.int64)
+    words = (np.asarray([0, *accumulate(len(s.text.split()) for s in segments)], dtype=np.int64)
+             if word_aim is not None else None)
+    not_text = np.asarray([0, *accumulate(s.kind != TEXT for s in segments)], dtype=np.int64)
     paragraph_starts = [0] + [i + 1 for i, s in enumerate(segments[:-1]) if s.paragraph_end]
     for starts in (paragraph_starts, list(range(len(segments)))):
         order = rng.permutation(len(starts))
+        run_starts, run_ends = _runs(sums, not_text, np.asarray(starts, dtype=np.int64)[order], need_lo, need_hi)
         best: tuple[float, int, int] | None = None
-        for k in order:
-            start = starts[k]
-            # first end whose sum reaches need_lo, then walk while still <= need_hi
-            end = bisect.bisect_left(sums, sums[start] + need_lo, lo=start + 1)
-            while end < len(sums) and sums[end] - sums[start] <= need_hi:
-                if all(text_only[start:end]):
-                    miss = float(abs(sums[end] - sums[start] - aim))
-                    if char_aim is not None:
-                        miss += abs(chars[end] - chars[start] - char_aim) / chars_per_token
-                    if word_aim is not None:
-                        miss += abs(words[end] - words[start] - word_aim) / words_per_token
-                    if block_cost is not None:
-                        miss += block_cost(start, end)
-                    if best is None or miss < best[0]:
-                        best = (miss, start, end)
-                    if miss == 0:
-                        return start, end
-                end += 1
+        for at in range(0, len(run_starts), RUN_BATCH):
+            start, end = run_starts[at:at + RUN_BATCH], run_ends[at:at + RUN_BATCH]
+            # the terms add in this order, in float64, as one run's sum always has
+            miss = np.abs(sums[end] - sums[start] - aim).astype(np.float64)
+            if char_aim is not None:
+                miss += np.abs(chars[end] - chars[start] - char_aim) / chars_per_token
+            if words is not None:
+                miss += np.abs(words[end] - words[start] - word_aim) / words_per_token
+            if block_cost is not None:
+                cost = block_cost(start, end)
+                miss += np.where(cost > max_block_cost, np.inf, cost)
+            k = int(np.argmin(miss))  # the first of equal misses
+            if np.isinf(miss[k]):
+                continue
+            if best is None or miss[k] < best[0]:
+                best = (float(miss[k]), int(start[k]), int(end[k]))
+            if best[0] == 0:
+                break
         if best is not None:
             return best[1], best[2]
     raise FitError("no_block", f"no run of [{need_lo}, {need_hi}] tokens among {len(segments)} segments")
+
+
+# runs weighed at once by find_block: bounds its memory (a lexical block cost holds a row of
+# query-word counts per run) whatever the donor's length
+RUN_BATCH = 1 << 14
+
+
+def _runs(sums: np.ndarray, not_text: np.ndarray, starts: np.ndarray, need_lo: int,
+          need_hi: int) -> tuple[np.ndarray, np.ndarray]:
+    """(starts, ends) of every run of text segments from one of ``starts`` (in their order) whose
+    token sum lies in [need_lo, need_hi], ends ascending from each start. ``sums`` and
+    ``not_text``: prefix sums of the segments' tokens and of their non-text count."""
+    first = np.maximum(np.searchsorted(sums, sums[starts] + need_lo, side="left"), starts + 1)
+    after = np.searchsorted(sums, sums[starts] + need_hi, side="right")
+    count = np.maximum(after - first, 0)
+    run_starts = np.repeat(starts, count)
+    run_ends = np.repeat(first, count) + np.arange(int(count.sum())) - np.repeat(np.cumsum(count) - count, count)
+    text_only = not_text[run_ends] == not_text[run_starts]
+    return run_starts[text_only], run_ends[text_only]
 
 
 def span_at_fraction(

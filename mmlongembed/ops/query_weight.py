@@ -39,17 +39,22 @@ SCORE_SLACK = 0.002
 # a block's score miss, per unit of the positive's score, in tokens of length miss: the query's
 # weight comes first, then length (``find_block`` adds the two)
 MISS_TOKENS = 1e6
+# the cost of a block that would leave its variant past the tolerance: such a block is not tried
+# (its text would only fail ``QueryWeight.miss``; the words counted by segment foresee it)
+MAX_BLOCK_COST = MISS_TOKENS * (SCORE_TOLERANCE - SCORE_SLACK)
 
 
 def _prefix_weights(scorer: QueryScorer, words: Sequence[Sequence[str]]) -> tuple[np.ndarray, np.ndarray]:
     """Prefix sums over segments of the query words' counts (segments+1 x query words) and of
     the number of words (segments+1)."""
+    terms = np.fromiter((scorer.terms.get(word, -1) for segment in words for word in segment), dtype=np.int64)
+    segment_of = np.repeat(np.arange(1, len(words) + 1), [len(segment) for segment in words])
     counts = np.zeros((len(words) + 1, len(scorer.terms)), dtype=np.int64)
+    held = terms >= 0
+    np.add.at(counts, (segment_of[held], terms[held]), 1)
     lengths = np.zeros(len(words) + 1, dtype=np.int64)
-    for k, segment in enumerate(words):
-        counts[k + 1] = counts[k] + scorer.counts(segment)
-        lengths[k + 1] = lengths[k] + len(segment)
-    return counts, lengths
+    lengths[1:] = [len(segment) for segment in words]
+    return np.cumsum(counts, axis=0), np.cumsum(lengths)
 
 
 def segment_words(segments: Sequence[Segment]) -> list[list[str]]:
@@ -75,24 +80,30 @@ class QueryWeight:
     def distance(self, score: float, side: int) -> float:
         """How far ``score`` lies from the positive's on ``side`` (+1 above, -1 below), as a share of
         the positive's score; on the wrong side, or level with it, one more than that."""
-        away = (score - self.score) * side / max(self.score, 1e-9)
-        return away if away > 0 else 1.0 - away
+        return float(self.distances(np.asarray([score], dtype=np.float64), side)[0])
 
-    def block_cost(self, donor_id: str, side: int) -> Callable[[int, int, int, int], float]:
-        """``ops.donor.replace_span_with_donor``'s ``block_cost`` for a block of ``donor_id``: zero
-        for a block that puts the variant on ``side`` of the positive within ``SCORE_SLACK``, and
-        beyond it a cost that outweighs any length miss."""
+    def distances(self, scores: np.ndarray, side: int) -> np.ndarray:
+        """``distance`` of each of ``scores``."""
+        away = (scores - self.score) * side / max(self.score, 1e-9)
+        return np.where(away > 0, away, 1.0 - away)
+
+    def block_cost(self, donor_id: str, side: int) -> Callable[[int, int, np.ndarray, np.ndarray], np.ndarray]:
+        """``ops.donor.replace_span_with_donor``'s ``block_cost`` for blocks of ``donor_id`` (arrays
+        of block starts and ends, one cost each): zero for a block that puts the variant on
+        ``side`` of the positive within ``SCORE_SLACK``, and beyond it a cost that outweighs any
+        length miss."""
         if donor_id not in self._donor_weights:
             self._donor_weights[donor_id] = _prefix_weights(self.scorer, self._words_of(donor_id))
         donor_counts, donor_lengths = self._donor_weights[donor_id]
         total, length = self._counts[-1], int(self._lengths[-1])
 
-        def cost(span_start: int, span_end: int, block_start: int, block_end: int) -> float:
-            counts = (total - (self._counts[span_end] - self._counts[span_start])
-                      + (donor_counts[block_end] - donor_counts[block_start]))
+        def cost(span_start: int, span_end: int, block_starts: np.ndarray, block_ends: np.ndarray) -> np.ndarray:
+            kept = total - (self._counts[span_end] - self._counts[span_start])
+            counts = kept + (donor_counts[block_ends] - donor_counts[block_starts])
             words = (length - int(self._lengths[span_end] - self._lengths[span_start])
-                     + int(donor_lengths[block_end] - donor_lengths[block_start]))
-            return MISS_TOKENS * max(0.0, self.distance(self.scorer.score(counts, words), side) - SCORE_SLACK)
+                     + (donor_lengths[block_ends] - donor_lengths[block_starts]))
+            distances = self.distances(self.scorer.scores(counts, words), side)
+            return MISS_TOKENS * np.maximum(0.0, distances - SCORE_SLACK)
 
         return cost
 

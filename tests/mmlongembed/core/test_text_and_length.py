@@ -142,6 +142,72 @@ def test_find_block_matches_words_as_well_when_asked():
     assert abs(runs[8] - 8) < abs(runs[28] - 8) and abs(runs[28] - 28) < abs(runs[8] - 28)
 
 
+def _find_block_one_run_at_a_time(segments, need_lo, need_hi, rng, aim, char_aim, chars_per_token, word_aim,
+                                  words_per_token, block_cost):
+    """find_block as it was written before its runs were weighed in numpy: each run in turn, the
+    first of equal misses kept, stopping at a miss of zero."""
+    import bisect
+
+    sums = prefix_sums(segments)
+    chars = [0, *np.cumsum([len(s.text) for s in segments]).tolist()]
+    words = [0, *np.cumsum([len(s.text.split()) for s in segments]).tolist()]
+    paragraph_starts = [0] + [i + 1 for i, s in enumerate(segments[:-1]) if s.paragraph_end]
+    for starts in (paragraph_starts, list(range(len(segments)))):
+        best = None
+        for k in rng.permutation(len(starts)):
+            start = starts[k]
+            end = bisect.bisect_left(sums, sums[start] + need_lo, lo=start + 1)
+            while end < len(sums) and sums[end] - sums[start] <= need_hi:
+                miss = float(abs(sums[end] - sums[start] - aim))
+                miss += abs(chars[end] - chars[start] - char_aim) / chars_per_token
+                miss += abs(words[end] - words[start] - word_aim) / words_per_token
+                miss += float(block_cost(np.array([start]), np.array([end]))[0])
+                if best is None or miss < best[0]:
+                    best = (miss, start, end)
+                if miss == 0:
+                    return start, end
+                end += 1
+        if best is not None:
+            return best[1], best[2]
+    raise FitError("no_block")
+
+
+@settings(max_examples=60, deadline=None)
+@given(seed=st.integers(0, 10_000), width=st.integers(0, 40), aim_shift=st.integers(-20, 20),
+       with_cost=st.booleans())
+def test_find_block_picks_the_run_that_weighing_each_run_in_turn_picks(seed, width, aim_shift, with_cost):
+    """The numpy search must keep the reference's choice exactly (built data depends on it): the
+    same shuffled start order, ends ascending, the first of equal misses, the same float sums."""
+    doc = _long_doc()
+    need_lo, need_hi = 120, 120 + width
+    aim = min(max(need_lo + width // 2 + aim_shift, need_lo), need_hi)
+    weights = np.random.default_rng(seed).random(len(doc.segments) + 1)
+    cost = ((lambda starts, ends: np.round(weights[ends] - weights[starts], 1) * 50) if with_cost
+            else (lambda starts, ends: np.zeros(len(starts))))
+    kwargs = dict(aim=aim, char_aim=aim * 4 + aim_shift, chars_per_token=3.7, word_aim=aim * 3 // 4,
+                  words_per_token=0.7, block_cost=cost)
+    assert (find_block(doc.segments, need_lo, need_hi, np.random.default_rng(seed), **kwargs)
+            == _find_block_one_run_at_a_time(doc.segments, need_lo, need_hi, np.random.default_rng(seed), **kwargs))
+
+
+def test_find_block_takes_no_run_whose_cost_is_over_the_limit():
+    """The lexical tier's donor block: a run costing more than ``max_block_cost`` is no candidate,
+    however near its length; none under the limit is a FitError, not the least bad run."""
+    doc = _long_doc()
+    sums = prefix_sums(doc.segments)
+    allowed_start = len(doc.segments) // 2
+
+    def cost(starts, ends):
+        return np.where(starts == allowed_start, 0.0, 10.0)
+
+    start, end = find_block(doc.segments, 60, 400, np.random.default_rng(1), aim=61, block_cost=cost,
+                            max_block_cost=5.0)
+    assert start == allowed_start and 60 <= sums[end] - sums[start] <= 400
+    with pytest.raises(FitError):
+        find_block(doc.segments, 60, 400, np.random.default_rng(1), aim=61,
+                   block_cost=lambda starts, ends: np.full(len(starts), 10.0), max_block_cost=5.0)
+
+
 def test_span_at_fraction_snaps_to_paragraphs():
     doc = _long_doc()
     start, end = span_at_fraction(doc.segments, 0.25, 0.75)
