@@ -269,7 +269,7 @@ def test_real_data_tiny_grid_builds_and_validates(tmp_path):
     config = NeedleConfig(sources=str(root), lengths=(256, 2048), depths=(60.0,), needles_per_pool=5)
     final = run_build(NeedleBuilder(), config, tmp_path, progress=False)
     pools = pools_table(final)
-    assert len(pools["pool"]) == 2 * 3 * 2
+    assert len(pools["pool"]) == 2 * 3 * 2 + 2 * 3  # and the lexical tier: text needles, 2 lengths x 3 backgrounds
     manifest = json.loads((final / "manifest.json").read_text())
     assert manifest["report"]["skipped"].get("needle_other_language") == 188
 
