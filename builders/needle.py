@@ -409,6 +409,9 @@ class NeedleBuilder(Builder):
         cell.stream, cell.plans = self._haystack_plans(cell, widest, haystacks, context)
         cell.forbidden = ([nd.text.lower() for nd in cell.needles if nd.text]
                           + [nd.answer.lower() for nd in cell.needles if nd.answer])
+        if "paraphrase_template" in cell.family:  # the lexical tier: a haystack naming a query's number
+            cell.forbidden += [paraphrase.number_words(paraphrase.subject_number(nd.spec_json["subject"]))
+                               for nd in cell.needles]  # in words would answer it in a needle's stead
         placed = []
         for k, needle in enumerate(cell.needles):
             made = self._place(needle, k, cell, haystacks, context)

@@ -100,6 +100,8 @@ def test_no_lexical_query_shares_a_content_word_with_any_needle_of_its_cell(with
             subject = json.loads(spec)["subject"]
             assert paraphrase.parse_number_words(text) == [paraphrase.subject_number(subject)], text
             assert subject.split("-")[0] in needles[needle_id]
+            spoken = paraphrase.number_words(paraphrase.subject_number(subject))
+            assert not any(spoken in t.lower() for t in built.corpus["text"]), (pool, spoken)  # no haystack says it
             checked += 1
     assert checked == 8 * N
 
