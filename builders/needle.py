@@ -244,6 +244,7 @@ class NeedleBuilder(Builder):
                      "mixed": config.mixed_image_share * self.BYTES_PER_TOKEN["image"]
                      + (1 - config.mixed_image_share) * self.BYTES_PER_TOKEN["text"]}
         sets = sum(len(self.families(modality, config)) for modality in config.needle_modalities)
+        sets += int(config.lexical_tier and "text" in config.needle_modalities)  # the lexical tier's grid
         documents = len(self.depths(config)) * sets * min(config.needles_per_pool, config.max_queries_per_pool)
         return sum(planned_memory(sorted(set(config.lengths)), documents, per_token[b])
                    for b in set(config.backgrounds) if b in per_token)
