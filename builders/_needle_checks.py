@@ -18,7 +18,9 @@ from typing import Iterator
 from mmlongembed.core.builder import Problem
 from mmlongembed.core.documents import IMAGE_PLACEHOLDER
 from mmlongembed.ops.needle import needle_token_index
-from mmlongembed.core.pools import Pool
+from mmlongembed.core.pools import LEXICAL, Pool
+
+LEXICAL_ROW = " (lexical tier)"  # the confusability row of the lexical tier's cells: "text (lexical tier)"
 from mmlongembed.core.tokens import default_counter
 
 
@@ -92,6 +94,8 @@ def confusability(pools: list[Pool], shortcuts: dict[str, dict]) -> dict:
         p = shortcuts[pool.name]["bm25"]
         per_pool[pool.name] = round(p, 4)
         modality = pool.facts["needle_modality"]
+        if pool.difficulty == LEXICAL:  # the lexical tier's cells are their own row, apart from the paper's
+            modality += LEXICAL_ROW
         sums[(modality, pool.band.target)].append(p)
         by_background[(modality, pool.facts["background"], pool.band.target)].append(p)
     by_modality: dict[str, dict[int, float]] = defaultdict(dict)

@@ -8,6 +8,17 @@ needles share a NeedleBench template and differ in one core entity, image needle
 one procedural spec and differ in one attribute. As in the paper, one fixed set of N query-needle
 pairs per needle modality serves every cell of the grid, so that the cells differ only in depth,
 length and background (``--needle-sets per_family`` builds one grid per family instead).
+
+Beside the paper's grid, the lexically matched tier (``--lexical-tier``, not in the paper; issue
+37): a second grid of text-needle cells, ``needle-text-lexical-<background>-<length>-d<depth>``
+(difficulty ``LEXICAL``), whose queries share no content word with their needle. In the paper's
+text cells the query names its needle's subject verbatim, so BM25 finds it (P@1 100). The tier's
+needles are a ``number`` family ("Crawford-417 Island"), each query names the number in words
+("number four hundred seventeen") and rewords the rest of the question: the LLM step
+``query_paraphrase`` (``run_steps``; a deterministic wording under ``--llm none``), checked to
+avoid every word of the needle and to name the needle's number (``mmlongembed.needles.paraphrase``,
+which gives the reasoning). Its own needle set, drawn with its own generator label, and its own
+cells: every cell of the paper's grid reads back the same rows with or without it.
 """
 
 from __future__ import annotations
@@ -25,14 +36,17 @@ from mmlongembed.core.documents import IMAGE, IMAGE_PLACEHOLDER, Segment, image_
 from mmlongembed.core.errors import UserError
 from mmlongembed.output.manifest import files_identity
 from mmlongembed.needles import images as synth
-from mmlongembed.needles.sets import Needle, draw_needle_set, encode_needle
-from mmlongembed.needles.text import SUBJECT_KINDS, parse_templates
+from mmlongembed.llm import LLMConfig
+from mmlongembed.llm.steps import paraphrase_queries
+from mmlongembed.needles import paraphrase
+from mmlongembed.needles.sets import LEXICAL_LABEL, Needle, draw_lexical_needle_set, draw_needle_set, encode_needle
+from mmlongembed.needles.text import SUBJECT_KINDS, NeedleTemplate, parse_templates
 from mmlongembed.ops.haystacks import Haystacks, image_share
 from mmlongembed.ops.length import exact_tokens
 from mmlongembed.ops.needle import (
     Stream, cell_name, insert_needle, locate_needle, nearest_boundary, needle_side, pool_modality, sigmoid_depths)
 from mmlongembed.build.pool_plan import PoolContext
-from mmlongembed.core.pools import POSITIVE, Candidate, LengthBand, Pool, Query
+from mmlongembed.core.pools import LEXICAL, POSITIVE, Candidate, LengthBand, Pool, Query
 from mmlongembed.readers.needle import (
     NEEDLEBENCH, NEEDLEBENCH_FILES, OBELICS, Sources, card_sources, local_source_paths, read_hub_sources,
     read_local_sources)
@@ -48,10 +62,25 @@ NEEDLE_MODALITIES = ("text", "image")
 QUERY_IMAGE_SIDE = 256  # image queries are drawn at one size, whatever the needle's size in the document
 LENGTH_MARGIN = 1  # tokens kept free at each band edge: the final recount may differ from the sum by one
 MAX_WINDOW_TRIES = 200
+LEXICAL_TIER_HELP = (
+    "also build the lexically matched tier of the text needles (cells needle-text-lexical-<background>-<length>-"
+    "d<depth>, not in the paper): a number-kind needle set whose queries name the number in words and share no "
+    "content word with their needle (--llm paraphrases the question; --llm none uses a fixed wording), so BM25 "
+    "is at chance; the paper's cells are the same with or without it")
+
+
+@dataclass(frozen=True)
+class Paraphrased:
+    """What ``run_steps`` gives ``build_pools``: the sources as ``load_sources`` read them, and the
+    lexical tier's question template of each NeedleBench template (id -> question with ``{N}``)
+    that the paraphrase step (or its fallback) produced and the contract check passed."""
+
+    sources: Sources
+    questions: dict[str, str]
 
 
 @dataclass
-class NeedleConfig(CommonConfig):
+class NeedleConfig(CommonConfig, LLMConfig):
     lengths: tuple[int, ...] = field(
         default=(256, 512, 1024, 2048, 4096, 8192, 16384, 32768),
         metadata={"help": "length targets in tokens (any positive value; 65536 and 131072 work too)"})
@@ -101,6 +130,7 @@ class NeedleConfig(CommonConfig):
         default=200, metadata={"help": "without --sources: OBELICS images fetched for the image haystacks"})
     image_timeout: float = field(
         default=10.0, metadata={"help": "seconds to wait for one OBELICS image URL; failed fetches are skipped"})
+    lexical_tier: bool = field(default=True, metadata={"help": LEXICAL_TIER_HELP})
 
 
 @dataclass
@@ -129,7 +159,9 @@ class NeedleBuilder(Builder):
     NeedleBench fact or a procedurally drawn picture) in a text, image or interleaved haystack."""
 
     name = "needle"
-    version = "1.1.0"  # 1.1: one fixed needle set per needle modality for the whole grid
+    # 1.1: one fixed needle set per needle modality for the whole grid
+    # 1.2: the lexical tier's cells (``--lexical-tier``) beside the paper's grid; those are unchanged
+    version = "1.2.0"
     task = "visual_grounding"
     title = "MMLongEmbed Visual Grounding: multimodal needles in interleaved haystacks"
     # its rows in the README's builder tables (`make readme` writes them): what it makes, from what
@@ -212,13 +244,43 @@ class NeedleBuilder(Builder):
                      "mixed": config.mixed_image_share * self.BYTES_PER_TOKEN["image"]
                      + (1 - config.mixed_image_share) * self.BYTES_PER_TOKEN["text"]}
         sets = sum(len(self.families(modality, config)) for modality in config.needle_modalities)
+        sets += int(config.lexical_tier and "text" in config.needle_modalities)  # the lexical tier's grid
         documents = len(self.depths(config)) * sets * min(config.needles_per_pool, config.max_queries_per_pool)
         return sum(planned_memory(sorted(set(config.lengths)), documents, per_token[b])
                    for b in set(config.backgrounds) if b in per_token)
 
+    # -- the lexical tier's paraphrases -------------------------------------------------
+    @staticmethod
+    def _tier_templates(sources: Sources, config: NeedleConfig) -> list[NeedleTemplate]:
+        if not (config.lexical_tier and "text" in config.needle_modalities):
+            return []
+        return parse_templates(sources.needle_records, config.language)[0]  # skips: counted in build_pools
+
+    def run_steps(self, sources: Sources, config: NeedleConfig, report: BuildReport) -> Paraphrased:
+        """The paraphrase step of the lexical tier (the LLM of ``--llm``, its fixed wordings under
+        ``none``): one question per NeedleBench template, checked against the template."""
+        return Paraphrased(sources, self._paraphrases(self._tier_templates(sources, config), config, report))
+
+    @staticmethod
+    def _paraphrases(templates: list[NeedleTemplate], config: NeedleConfig, report: BuildReport) -> dict[str, str]:
+        if not templates:
+            return {}
+        by_id = {t.id: t for t in templates}
+        return paraphrase_queries(
+            [(t.id, paraphrase.paraphrase_fields(t)) for t in templates], config, report,
+            check=lambda rid, question: paraphrase.paraphrase_problem(question, by_id[rid]),
+            fallback=lambda rid: paraphrase.fallback_question(by_id[rid]))
+
     # -- pools ---------------------------------------------------------------------------
-    def build_pools(self, sources: Sources, config: NeedleConfig, report: BuildReport) -> list[Pool]:
+    def build_pools(self, sources: Sources | Paraphrased, config: NeedleConfig, report: BuildReport) -> list[Pool]:
+        """Pure: the sources (with the paraphrases ``run_steps`` made) in, the grid's cells out.
+        Given bare sources (a direct call), the lexical tier takes the fallback's questions."""
         self._check_config(config)
+        if isinstance(sources, Paraphrased):
+            sources, questions = sources.sources, sources.questions
+        else:
+            tier_templates = self._tier_templates(sources, config)
+            questions = {t.id: q for t in tier_templates if (q := paraphrase.fallback_question(t)) is not None}
         counter = default_counter()
         templates, template_skips = parse_templates(sources.needle_records, config.language)
         for reason, n in template_skips.items():
@@ -233,16 +295,21 @@ class NeedleBuilder(Builder):
                                                            haystacks.corpus_lower, n_per_pool,
                                                            context.rng("needle-set", f"{modality}-{family}")))
                        for modality in config.needle_modalities for family in self.families(modality, config)]
-        cells = [(needle_set, b, LengthBand.tight(length, config.band_slack), d)
-                 for needle_set in needle_sets for b in config.backgrounds
+        paper_sets = len(needle_sets)
+        if config.lexical_tier and "text" in config.needle_modalities:
+            needle_sets += self._lexical_needle_set(templates, questions, sources, haystacks, n_per_pool, context)
+        cells = [(i >= paper_sets, needle_set, b, LengthBand.tight(length, config.band_slack), d)
+                 for i, needle_set in enumerate(needle_sets) for b in config.backgrounds
                  for length in sorted(set(config.lengths)) for d in self.depths(config)]
         pools = []
-        for (needle_modality, family_name, needles, family), background, band, depth in report.bar(
+        for lexical, (needle_modality, family_name, needles, family), background, band, depth in report.bar(
                 cells, "building cells", "pool", min_items=8):
             name = cell_name(needle_modality, background, band, depth,
-                             family_name if config.needle_sets == "per_family" else None)
+                             family_name if config.needle_sets == "per_family" or lexical else None)
             cell = Cell(name, needle_modality, background, band, depth, needles, family)
             pool = self._build_cell(cell, haystacks, context)
+            if pool is not None and lexical:
+                pool.difficulty = LEXICAL
             if pool is not None:
                 pools.append(pool)
         # measured here for the notes below; the build reuses them
@@ -252,6 +319,32 @@ class NeedleBuilder(Builder):
             shown = ", ".join(f"{length}: {p:.3f}" for length, p in sorted(figures.items()))
             report.notes.append(f"BM25 P@1 of {modality}-needle queries against their pools, by length: {shown}")
         return pools
+
+    @staticmethod
+    def _lexical_needle_set(templates: list[NeedleTemplate], questions: dict[str, str], sources: Sources,
+                            haystacks: Haystacks, n: int, context: PoolContext) -> list[tuple]:
+        """The lexical tier's needle set, as ``build_pools`` lists sets (its family name ``lexical``
+        goes into the cell names), or none, with a counted skip, where it cannot be drawn; each
+        needle whose query fails the final check (no word shared with the needle, its number
+        named) is left out, counted."""
+        try:
+            needles, family = draw_lexical_needle_set(
+                templates, questions, sources.names, haystacks.corpus_lower, n,
+                context.rng("needle-set", LEXICAL_LABEL))
+        except ValueError as error:
+            context.report.skip("lexical_no_needle_set", str(error))
+            return []
+        kept = []
+        for needle in needles:
+            why = paraphrase.query_problem(needle.question, needle.text, needle.spec_json["subject"])
+            if why is not None:
+                context.report.skip(why, needle.id)
+                continue
+            kept.append(needle)
+        if len(kept) < 2:
+            context.report.skip("lexical_no_needle_set", "fewer than two needles kept")
+            return []
+        return [("text", "lexical", kept, family)]
 
     @staticmethod
     def families(needle_modality: str, config: NeedleConfig) -> list[str]:
@@ -317,6 +410,9 @@ class NeedleBuilder(Builder):
         cell.stream, cell.plans = self._haystack_plans(cell, widest, haystacks, context)
         cell.forbidden = ([nd.text.lower() for nd in cell.needles if nd.text]
                           + [nd.answer.lower() for nd in cell.needles if nd.answer])
+        if "paraphrase_template" in cell.family:  # the lexical tier: a haystack naming a query's number
+            cell.forbidden += [paraphrase.number_words(paraphrase.subject_number(nd.spec_json["subject"]))
+                               for nd in cell.needles]  # in words would answer it in a needle's stead
         placed = []
         for k, needle in enumerate(cell.needles):
             made = self._place(needle, k, cell, haystacks, context)

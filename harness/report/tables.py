@@ -20,6 +20,7 @@ from typing import Callable
 import numpy as np
 
 from harness.report.throughput import TITLE as THROUGHPUT_TITLE, throughput_table
+from mmlongembed.core.pools import LEXICAL
 from harness.scoring.own_lengths import OWN_LENGTHS_TITLE, own_lengths_table
 from harness.scoring.metrics import MAIN_METRIC, bootstrap_ci
 from mmlongembed.checks.shortcuts import binomial_tail
@@ -483,7 +484,7 @@ def grid_cell(row) -> tuple[str, str] | None:
     """(needle modality, background) of a Visual Grounding grid pool, from the pool's `extra` facts
     (the builder writes them), else from its name `needle-<needle>-<background>-<length>-d<depth>`;
     None where the pool is not one of the grid's (needle modality, background) cells."""
-    if row.get("depth") is None:
+    if row.get("depth") is None or row.get("difficulty") == LEXICAL:  # the lexical tier is not Table 4's
         return None
     extra = row.get("extra") or {}
     needle, background = extra.get("needle_modality"), extra.get("background")

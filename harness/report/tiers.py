@@ -55,6 +55,12 @@ def _figure(values: list[float], chances: list[float], n_resamples: int, seed: i
     return figure
 
 
+def _cell(row: dict) -> tuple:
+    """Where a pool's queries are compared across tiers: its length and depth, and its background
+    (the needle grid asks the same queries in one cell per background; None elsewhere)."""
+    return row.get("length"), row.get("depth"), (row.get("extra") or {}).get("background")
+
+
 def tier_data(rows, n_resamples: int = 1000, seed: int = 0) -> list[dict]:
     """One entry per (model, dataset) with a lexical pool: per tier, the pool and the group
     figure over the lexical pools' queries (all their lengths), and the lengths they span."""
@@ -62,7 +68,7 @@ def tier_data(rows, n_resamples: int = 1000, seed: int = 0) -> list[dict]:
     by_key = defaultdict(dict)  # (model, dataset, length, depth, tier) -> per-query figures
     for r in rows:
         if r.get("difficulty") in TIERS:
-            by_key[(r["model"], r["dataset"], r.get("length"), r.get("depth"), r["difficulty"])].update(_per_query(r))
+            by_key[(r["model"], r["dataset"], *_cell(r), r["difficulty"])].update(_per_query(r))
     out = []
     for model, dataset in dict.fromkeys((r["model"], r["dataset"]) for r in lexical):
         task = next(r["task"] for r in lexical if (r["model"], r["dataset"]) == (model, dataset))
@@ -71,7 +77,7 @@ def tier_data(rows, n_resamples: int = 1000, seed: int = 0) -> list[dict]:
                  "lengths": sorted({int(r["length"]) for r in mine if r.get("length")}), "tiers": {}}
         for tier in TIERS:
             pool, group = ([], []), ([], [])
-            for cell in {(r.get("length"), r.get("depth")) for r in mine}:
+            for cell in {_cell(r) for r in mine}:
                 queries = by_key.get((model, dataset, *cell, LEXICAL), {})
                 theirs = by_key.get((model, dataset, *cell, tier), {})
                 for qid in queries:

@@ -20,14 +20,14 @@ import json
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Mapping, Sequence
+from typing import Callable, Mapping, Sequence
 
 from mmlongembed.core.builder import BuildReport
 from mmlongembed.core.errors import UserError
 from mmlongembed.llm.backends import NOT_SENT, ChatRequest, Reply, make_backend
 from mmlongembed.llm.cache import CACHE_FILE, LLMCache, request_keys
 from mmlongembed.llm.config import LLMConfig, decoding_parameters
-from mmlongembed.llm.prompts import Prompt
+from mmlongembed.llm.prompts import OutputProblem, Prompt
 
 
 REPAIR_MESSAGE = (
@@ -55,10 +55,13 @@ def step_record(step: str, prompt: Prompt, backend: str, model: str, model_revis
 
 def run_llm_step(step: str, prompt: Prompt, items: Sequence[tuple[str, dict]], config: LLMConfig,
                  report: BuildReport, backend=None, cache: LLMCache | None = None,
-                 images: Mapping[str, Sequence[bytes]] | None = None) -> StepResult:
+                 images: Mapping[str, Sequence[bytes]] | None = None,
+                 check: Callable[[str, object], OutputProblem | None] | None = None) -> StepResult:
     """Ask ``prompt`` for every (record id, fields) item with the backend of ``config.llm``
     (``replay``: from the cache only). ``images`` maps a record id to the encoded images its
-    request carries (multimodal models). ``backend``/``cache`` override the config (tests)."""
+    request carries (multimodal models). ``check(record id, parsed value)``: the step's own part
+    of the contract, beyond the prompt's schema (a problem is repaired and counted like a schema
+    break). ``backend``/``cache`` override the config (tests)."""
     if config.llm == "none":
         raise ValueError("run_llm_step needs a backend; --llm none runs the step's fallback instead")
     replaying = config.llm == "replay"
@@ -70,6 +73,7 @@ def run_llm_step(step: str, prompt: Prompt, items: Sequence[tuple[str, dict]], c
     if len(messages) != len(items):
         raise ValueError(f"{step}: record ids are not unique")
     run = _StepRun(step, prompt, config, report, backend, cache or LLMCache(config.llm_cache), messages)
+    run.check = check
     pending = list(messages)
     try:
         for attempt in range(config.llm_output_retries + 1):
@@ -143,6 +147,7 @@ class _StepRun:
         self.replayed_from: set[str] = set()
         self.transport_failures = 0
         self.used: dict[str, str] = {}  # cache key -> the reply this step used (repairs' included)
+        self.check: Callable[[str, object], OutputProblem | None] | None = None  # the step's own contract
 
     def ask(self, pending: list[str]) -> dict[str, Reply]:
         """A reply for every pending record: from the cache (or, replaying, from it alone), else
@@ -228,6 +233,8 @@ class _StepRun:
                 _reject(result, self.report, step, f"request_failed:{reply.error}", record_id)
                 continue
             value, problem = self.prompt.parse(reply.text or "")
+            if problem is None and self.check is not None:
+                problem = self.check(record_id, value)
             if problem is not None and attempt == 0:
                 result.first_invalid += 1
             if problem is None:

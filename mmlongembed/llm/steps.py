@@ -19,10 +19,11 @@ from mmlongembed.core.errors import UserError
 from mmlongembed.llm.config import LLMConfig
 from mmlongembed.llm.fallbacks import (
     AUDIT_HEURISTIC, AUDIT_RULES, REWRITE_TEMPLATE, audit_heuristic, audit_rules, rewrite_template)
-from mmlongembed.llm.prompts import DEFAULT_PROMPT_VERSION, Prompt, load_prompt
+from mmlongembed.llm.prompts import DEFAULT_PROMPT_VERSION, OutputProblem, Prompt, load_prompt
 from mmlongembed.llm.runner import run_llm_step, step_record
 
 QUERY_AUDIT, CAPTION_REWRITE, TRANSLATION = "query_audit", "caption_rewrite", "translation"
+QUERY_PARAPHRASE = "query_paraphrase"
 EXAMPLES = 5  # dropped queries shown per reason in the manifest and card
 
 
@@ -158,3 +159,30 @@ def translate(items: Sequence[tuple[str, str]], config: LLMConfig, report: Build
                           **overrides)
     result.record["prompt_version_name"] = prompt.variant
     return {rid: str(v) for rid, v in result.values.items()}
+
+
+def paraphrase_queries(items: Sequence[tuple[str, dict]], config: LLMConfig, report: BuildReport, check,
+                       fallback, **overrides) -> dict[str, str]:
+    """Question templates that share no content word with their needle (the needle grid's
+    lexical tier; ``mmlongembed.needles.paraphrase``): record id -> the reworded question, for
+    each (record id, request fields) item. ``check(record id, question)``: why a question breaks
+    the step's contract, or None (a problem is fed back as a repair turn, then counted as
+    ``query_paraphrase:invalid_output:<reason>``). ``fallback(record id)``: the deterministic
+    question (or None), what ``--llm none`` uses. The prompt has one wording (the step is not in
+    the paper), whatever ``--llm-prompt-version``."""
+    prompt = load_prompt(QUERY_PARAPHRASE, version=DEFAULT_PROMPT_VERSION)
+    if config.llm == "none":
+        out = {rid: q for rid, _ in items if (q := fallback(rid)) is not None}
+        record = _fallback_record(QUERY_PARAPHRASE, prompt, "fallback_wordings", len(items), len(out))
+        report.llm_steps.append(record)
+    else:
+        def contract(rid: str, value) -> OutputProblem | None:
+            why = check(rid, value["question"].strip())
+            return None if why is None else OutputProblem("paraphrase_contract", why)
+
+        result = run_llm_step(QUERY_PARAPHRASE, prompt, list(items), config, report, check=contract, **overrides)
+        out = {rid: str(value["question"]).strip() for rid, value in result.values.items()}
+        record = result.record
+    record["prompt_version_name"] = prompt.variant
+    record["questions"] = dict(sorted(out.items()))
+    return out

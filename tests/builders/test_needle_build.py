@@ -30,7 +30,9 @@ def sources_dir(tmp_path_factory) -> Path:
 
 
 def tiny_config(sources_dir: Path, **overrides) -> NeedleConfig:
-    values = dict(sources=str(sources_dir), lengths=(256, 512), depths=(0.0, 50.0, 100.0), needles_per_pool=4)
+    # the paper's grid alone; the lexical tier has its own tests (test_needle_lexical.py)
+    values = dict(sources=str(sources_dir), lengths=(256, 512), depths=(0.0, 50.0, 100.0), needles_per_pool=4,
+                  lexical_tier=False)
     values.update(overrides)
     return NeedleConfig(**values)
 
@@ -266,7 +268,8 @@ def test_local_readers_clean_sources_and_count_bad_lines(sources_dir):
 @pytest.mark.realdata
 def test_real_data_tiny_grid_builds_and_validates(tmp_path):
     root = shared_data_dir()
-    config = NeedleConfig(sources=str(root), lengths=(256, 2048), depths=(60.0,), needles_per_pool=5)
+    config = NeedleConfig(sources=str(root), lengths=(256, 2048), depths=(60.0,), needles_per_pool=5,
+                          lexical_tier=False)
     final = run_build(NeedleBuilder(), config, tmp_path, progress=False)
     pools = pools_table(final)
     assert len(pools["pool"]) == 2 * 3 * 2
@@ -279,7 +282,7 @@ def test_real_data_tiny_grid_builds_and_validates(tmp_path):
 def test_real_data_goes_past_32k(tmp_path):
     root = shared_data_dir()
     config = NeedleConfig(sources=str(root), lengths=(65536, 131072), depths=(50.0,), backgrounds=("text", "image"),
-                          needle_modalities=("text",), needles_per_pool=2)
+                          needle_modalities=("text",), needles_per_pool=2, lexical_tier=False)
     _, pools, _ = build(config)
     assert [p.band.target for p in pools] == [65536, 131072, 65536, 131072]
     for pool in pools:

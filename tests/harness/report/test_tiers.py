@@ -43,3 +43,24 @@ def test_a_figure_at_chance_among_the_group_is_marked_so():
     (entry,) = tier_data(rows)
     assert entry["tiers"]["lexical"]["group"]["ci95"] is not None
     assert "(at chance: 25.0)" in tier_table(rows)
+
+
+def test_the_needle_grids_lexical_cells_keep_their_backgrounds_apart_and_stay_out_of_table_4():
+    """The needle grid asks the same queries in one cell per background: each cell's figures
+    count (the tier does not keep one background's per query), and Table 4 reads the paper's
+    cells alone."""
+    from harness.report.tables import grid_cell
+
+    def cell(background, difficulty, p_at_1):
+        row = _row(f"needle-text-{'lexical-' if difficulty == 'lexical' else ''}{background}-8k-d50", difficulty,
+                   ["q:n00", "q:n01"], p_at_1, p_at_1, 25, group_size=1)
+        row.update(task="visual_grounding", dataset="needle", depth=50.0,
+                   extra={"needle_modality": "text", "background": background})
+        return row
+
+    rows = [cell("text", "lexical", [1.0, 0.0]), cell("mixed", "lexical", [0.0, 0.0]), cell("text", "grid", [1.0, 1.0])]
+    (entry,) = tier_data(rows)
+    assert entry["tiers"]["lexical"]["pool"]["queries"] == 4
+    assert entry["tiers"]["lexical"]["pool"]["p_at_1"] == pytest.approx(0.25)
+    assert entry["tiers"]["lexical"]["pool"]["chance"] == pytest.approx(1 / 25)
+    assert [grid_cell(r) for r in rows] == [None, None, ("text", "text")]
