@@ -33,7 +33,7 @@ from mmlongembed.core.documents import Document, counted_segments, text_pieces
 from mmlongembed.core.errors import FitError
 from mmlongembed.output.manifest import files_identity
 from mmlongembed.ops.donor import (
-    SHINGLE_WORDS, content_sha256, exchangeable_offsets, jaccard, offset_room, replace_span_with_donor,
+    SHINGLE_WORDS, content_sha256, donor_can_fill_span, exchangeable_offsets, jaccard, offset_room, replace_span_with_donor,
     word_shingles)
 from mmlongembed.ops.length import Fitted, span_at_fraction, truncate_to_band
 from mmlongembed.ops.lexical import exchangeable_sides
@@ -386,11 +386,10 @@ class GovReportBuilder(Builder):
                        if query_weight else [None] * len(HARD_VARIANTS))
         before = text_features(positive.document.render()[0])
 
-        def made_from(tried, variant, fraction, offset, word_side, score_side, rng, first=False):
+        def made_from(tried, variant, fraction, offset, word_side, score_side, rng):
             """The variant from the first donor of ``tried`` that fills its span (on ``score_side``,
             where given) and moves the word statistics to ``word_side``, else from the first that
-            fills it; with ``first``, from the first that fills it, whatever its words. None if no
-            donor fills it."""
+            fills it. None if no donor fills it."""
             chosen = None
             for rank, donor_id, score in tried:
                 block_cost = None if score_side is None else query_weight.block_cost(donor_id, score_side)
@@ -407,8 +406,6 @@ class GovReportBuilder(Builder):
                         continue
                     made.provenance["query_bm25"] = {"positive": round(query_weight.score, 4),
                                                      "side": int(score_side), "variant": round(reached, 4)}
-                if first:
-                    return made
                 made.provenance.update(variant=variant, donor_bm25_rank=rank, donor_bm25_score=round(score, 4),
                                        source_id=rid, word_side=dict(zip(statistics, map(int, word_side))))
                 chosen = chosen or made
@@ -426,8 +423,12 @@ class GovReportBuilder(Builder):
                 tried = donors + [d for d in self._donors(rid, corpus, context.config, lost)[0] if d[1] not in seen]
                 # a query enters the tier only if each variant could lie on either side of its
                 # positive: kept whenever its drawn sides can be met, the queries kept would have
-                # drawn the side that is easy to meet (below the positive) more often than chance
-                if made_from(tried, variant, fraction, offset, word_side, -score_side, rng, first=True) is None:
+                # drawn the side that is easy to meet (below the positive) more often than chance.
+                # Both sides are foreseen from the segments' words (the drawn one is then made)
+                if not all(any(donor_can_fill_span(positive.document, positive.n_tokens, fraction,
+                                                   corpus.document(donor_id), band, rng, offset,
+                                                   query_weight.block_cost(donor_id, side), MAX_BLOCK_COST)
+                               for _, donor_id, _ in tried) for side in (score_side, -score_side)):
                     return None
             chosen = made_from(tried, variant, fraction, offset, word_side, score_side, rng)
             if chosen is None:

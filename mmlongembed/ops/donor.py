@@ -50,6 +50,60 @@ def offset_room(band: LengthBand) -> int:
     return 2 * max(0, (hard_negative_tolerance(band.hi) - RECOUNT_MARGIN) // 2)
 
 
+@dataclass(frozen=True)
+class _Span:
+    """The span of a positive that a donor block replaces, and what the block must be: its
+    token range [need_lo, need_hi] and the positive's own character and word densities."""
+
+    positive: Document
+    start: int
+    end: int
+    sums: list[int]
+    need_lo: int
+    need_hi: int
+    char_start: int
+    char_end: int
+    chars_per_token: float
+    words_per_token: float
+    removed_words: int
+
+    @classmethod
+    def of(cls, positive: Document, positive_tokens: int, fraction: tuple[float, float], band: LengthBand) -> "_Span":
+        segments = positive.segments
+        start, end = span_at_fraction(segments, *fraction)
+        sums = prefix_sums(segments)
+        removed = sums[end] - sums[start]
+        tolerance = hard_negative_tolerance(positive_tokens) - RECOUNT_MARGIN
+        kept = positive_tokens - removed
+        need_lo = max(removed - tolerance, band.lo - kept, 1)
+        need_hi = min(removed + tolerance, band.hi - kept)
+        if need_lo > need_hi:
+            raise FitError("no_room_in_band", f"{positive.id}: span of {removed} tokens cannot be refilled in band")
+        positive_text = positive.render()[0]
+        char_start = len(Document(positive.id, segments[:start]).render()[0])
+        replaced_text = Document(positive.id, segments[start:end]).render()[0]
+        return cls(positive, start, end, sums, need_lo, need_hi, char_start, char_start + len(replaced_text),
+                   len(positive_text) / max(1, positive_tokens), len(positive_text.split()) / max(1, positive_tokens),
+                   len(replaced_text.split()))
+
+    @property
+    def removed(self) -> int:
+        return self.sums[self.end] - self.sums[self.start]
+
+    def find(self, donor: Document, rng: np.random.Generator, length_offset: int, block_cost, max_block_cost: float):
+        """The donor's block (segment range) for this span (``find_block``)."""
+        removed = self.removed
+        aim = min(max(removed + length_offset, self.need_lo), self.need_hi)
+        # the block's characters follow its tokens at the positive's own density, so the
+        # variants' character lengths are as exchangeable with the positive's as their tokens
+        char_aim = self.char_end - self.char_start + round((aim - removed) * self.chars_per_token)
+        word_aim = self.removed_words + round((aim - removed) * self.words_per_token)  # and so its words
+        cost = None if block_cost is None else (lambda a, b: block_cost(self.start, self.end, a, b))
+        return find_block(donor.segments, self.need_lo, self.need_hi, rng, aim=aim, char_aim=char_aim,
+                          chars_per_token=self.chars_per_token, word_aim=word_aim,
+                          words_per_token=self.words_per_token, block_cost=cost, max_block_cost=max_block_cost)
+
+
 def replace_span_with_donor(
     positive: Document,
     positive_tokens: int,
@@ -68,47 +122,24 @@ def replace_span_with_donor(
     start, span end, block starts, block ends)`` (segment indices of the positive, and arrays of
     the donor's) weighs candidate blocks beside their length, and a block costing more than
     ``max_block_cost`` is not taken (``find_block``'s)."""
-    segments = positive.segments
-    start, end = span_at_fraction(segments, *fraction)
-    sums = prefix_sums(segments)
-    removed = sums[end] - sums[start]
-    tolerance = hard_negative_tolerance(positive_tokens) - RECOUNT_MARGIN
-    kept = positive_tokens - removed
-    need_lo = max(removed - tolerance, band.lo - kept, 1)
-    need_hi = min(removed + tolerance, band.hi - kept)
-    if need_lo > need_hi:
-        raise FitError("no_room_in_band", f"{positive.id}: span of {removed} tokens cannot be refilled in band")
+    span = _Span.of(positive, positive_tokens, fraction, band)
+    segments, start, end, sums = positive.segments, span.start, span.end, span.sums
     lead, _ = edge_whitespace(segments[start].text)
     _, tail = edge_whitespace(segments[end - 1].text)
-    positive_text = positive.render()[0]
-    char_start = len(Document(positive.id, segments[:start]).render()[0])
-    replaced_text = Document(positive.id, segments[start:end]).render()[0]
-    char_end = char_start + len(replaced_text)
     donor_sums = prefix_sums(donor.segments)
-    chars_per_token = len(positive_text) / max(1, positive_tokens)
-    words_per_token = len(positive_text.split()) / max(1, positive_tokens)
-    removed_words = len(replaced_text.split())
-    cost = None if block_cost is None else (lambda a, b: block_cost(start, end, a, b))
     for _ in range(max_attempts):
-        aim = min(max(removed + length_offset, need_lo), need_hi)
-        # the block's characters follow its tokens at the positive's own density, so the
-        # variants' character lengths are as exchangeable with the positive's as their tokens
-        char_aim = char_end - char_start + round((aim - removed) * chars_per_token)
-        word_aim = removed_words + round((aim - removed) * words_per_token)  # and so its words
-        block_start, block_end = find_block(donor.segments, need_lo, need_hi, rng, aim=aim, char_aim=char_aim,
-                                            chars_per_token=chars_per_token, word_aim=word_aim,
-                                            words_per_token=words_per_token, block_cost=cost,
-                                            max_block_cost=max_block_cost)
+        block_start, block_end = span.find(donor, rng, length_offset, block_cost, max_block_cost)
         block = fit_block_edges(donor.segments[block_start:block_end], lead, tail, counter,
                                 origin=f"donor:{donor.id}")
         negative = replace_segments(positive, start, end, block)
         n_tokens = exact_tokens(negative, counter)
         if abs(n_tokens - positive_tokens) <= hard_negative_tolerance(positive_tokens) and band.contains(n_tokens):
             block_text = Document(donor.id, tuple(block)).render()[0]
+            char_start = span.char_start
             provenance = {
                 "replaced_token_range": [sums[start], sums[end]],
-                "replaced_char_range": [char_start, char_end],
-                "replaced_sha256": content_sha256(positive_text[char_start:char_end]),
+                "replaced_char_range": [char_start, span.char_end],
+                "replaced_sha256": content_sha256(positive.render()[0][char_start:span.char_end]),
                 "donor_id": donor.id,
                 "donor_token_range": [donor_sums[block_start], donor_sums[block_end]],
                 "block_char_range": [char_start, char_start + len(block_text)],
@@ -117,6 +148,27 @@ def replace_span_with_donor(
             }
             return SpanReplacement(negative, n_tokens, provenance)
     raise FitError("recount_out_of_tolerance", f"{positive.id}: refilled span drifted past the tolerance")
+
+
+def donor_can_fill_span(
+    positive: Document,
+    positive_tokens: int,
+    fraction: tuple[float, float],
+    donor: Document,
+    band: LengthBand,
+    rng: np.random.Generator,
+    length_offset: int = 0,
+    block_cost: Callable[[int, int, np.ndarray, np.ndarray], np.ndarray] | None = None,
+    max_block_cost: float = np.inf,
+) -> bool:
+    """Whether ``donor`` has a block that ``replace_span_with_donor`` could take (the same
+    search, as its segment counts foresee it; nothing is assembled or recounted)."""
+    try:
+        _Span.of(positive, positive_tokens, fraction, band).find(donor, rng, length_offset, block_cost,
+                                                                  max_block_cost)
+    except FitError:
+        return False
+    return True
 
 
 # -- near-duplicates, which are never donors -----------------------------------------------------
