@@ -19,7 +19,7 @@ from mmlongembed.ops.multisource.evidence import Refill, Unit, find_evidence, un
 from mmlongembed.ops.length import trim_edges
 from mmlongembed.ops.measured import RECOUNT_MARGIN, Built
 from mmlongembed.ops.bm25 import QueryScorer
-from mmlongembed.ops.multisource.lexical_refill import Gap, GapSearch, PlaceWeights, drawn_gap
+from mmlongembed.ops.multisource.lexical_refill import Gap, GapSearch, PlaceWeights, UnitWords, drawn_gap
 from mmlongembed.ops.multisource.refill import (
     POSITIVE_ALTERNATIVES, RefillSource, VariantSearch, locate, positive_places, refillable_sentences, sentence_shape)
 from mmlongembed.build.pool_plan import PoolContext
@@ -102,7 +102,8 @@ def _variants(context: PoolContext, instance: Instance, positive: Built,
 
 
 def lexical_plan(context: PoolContext, instance: Instance, positive: Built, hard: Plan, variant_scores: list[float],
-                 lexical_label: str, refills: RefillSource, scorer: QueryScorer) -> tuple[Plan, Gap] | str:
+                 lexical_label: str, refills: RefillSource, scorer: QueryScorer,
+                 words: UnitWords) -> tuple[Plan, Gap] | str:
     """The plan of a lexical group (``ops.multisource.lexical_refill``): the hard group's
     variants as they are (``hard``'s entries but its first), and the positive with one sentence
     that is no evidence refilled, chosen so that its BM25 score (``scorer``) falls below a number
@@ -115,7 +116,7 @@ def lexical_plan(context: PoolContext, instance: Instance, positive: Built, hard
     seed = context.config.seed
     evidence = instance.evidence_texts()
     sentences = refillable_sentences(positive.units, evidence)
-    weights = PlaceWeights(scorer, positive.units, [(unit.id, s) for unit, s in sentences])
+    weights = PlaceWeights(scorer, positive.units, [(unit.id, s) for unit, s in sentences], words)
     if not weights.reachable(variant_scores):
         return "rank_unreachable"
     above = int(context.rng(lexical_label, instance.id, "rank").integers(len(variant_scores) + 1))
@@ -132,7 +133,7 @@ def lexical_plan(context: PoolContext, instance: Instance, positive: Built, hard
                        {u.id for u in positive.units}, share=0,
                        slack=max(1, hard_negative_tolerance(positive.n_tokens) - RECOUNT_MARGIN),
                        sides_rng=lambda k: derive_rng(seed, lexical_label, instance.id, str(k), "sides"),
-                       scorer=scorer, gap=gap)
+                       scorer=scorer, gap=gap, words=words)
     for alternatives in places:
         picks = search.refill_all(positive.units, [alternatives], positive.word_stats)
         if picks is not None:

@@ -39,6 +39,7 @@ from mmlongembed.ops.multisource.evidence_guard import PoolEvidenceGuard
 from mmlongembed.ops.length import summed_tokens, trim_edges
 from mmlongembed.ops.measured import RECOUNT_MARGIN, Built, positive_window
 from mmlongembed.ops.bm25 import BM25Index, QueryScorer, bm25_tokenize
+from mmlongembed.ops.multisource.lexical_refill import UnitWords
 from mmlongembed.ops.multisource.padding import PaddingSupply, context_pieces, context_units
 from mmlongembed.ops.multisource.refill import REFILL_CHOICES, RefillSource, with_origin
 from mmlongembed.build.pool_plan import PoolContext, Skip, fill_pool
@@ -385,16 +386,17 @@ class HotpotQABuilder(Builder):
         pool = self._pool(LEXICAL, band)
         # the pool's documents are its positives and copies of most of them: BM25 over the hard
         # pool's positives stands in for the harness's over the pool (``ops.query_weight``)
-        index = BM25Index.from_texts(hard_positives[i.id][0].document.text for i in order) if order else None
+        words = UnitWords()
+        index = BM25Index(words.document(hard_positives[i.id][0].units) for i in order) if order else None
         guard = PoolEvidenceGuard()
         bar = context.report.progress_bar(min(context.cap, len(order)), pool.name, "query")
 
         def make(instance: Instance):
             plan, hard_variants = hard_groups[instance.id]
             scorer = QueryScorer(index, bm25_tokenize(instance.question), index.average_length)
-            scores = [scorer.score_text(made.document.text) for _, made, _ in hard_variants]
+            scores = [words.score(scorer, made.units) for _, made, _ in hard_variants]
             original = self._positives(stock, instance)[level]
-            planned = lexical_plan(context, instance, original, plan, scores, pool.name, stock.refills, scorer)
+            planned = lexical_plan(context, instance, original, plan, scores, pool.name, stock.refills, scorer, words)
             if isinstance(planned, str):
                 raise Skip(f"lexical_{band.name}_{planned}")
             lexical, gap = planned
@@ -402,8 +404,8 @@ class HotpotQABuilder(Builder):
             if isinstance(assembled, str):
                 raise Skip(f"lexical_{band.name}_{assembled}")
             positive, refilled, variants = assembled
-            score = scorer.score_text(positive.document.text)
-            if not gap.holds(score):  # the finished text, as the harness will read it
+            score = words.score(scorer, positive.units)
+            if not gap.holds(score):  # the finished document
                 raise Skip(f"lexical_{band.name}_positive_off_rank")
             if not guard.admit(instance, [positive.units, *(made.units for _, made, _ in variants)]):
                 raise Skip(f"lexical_{band.name}_evidence_shared_with_another_query")

@@ -48,6 +48,32 @@ from mmlongembed.ops.multisource.refill import VariantSearch, locate
 RANK_MARGIN = 0.001
 
 
+class UnitWords:
+    """Each unit's ``bm25_tokenize`` words, tokenised once per build (the documents of a build share
+    most of their units: padding articles, context paragraphs), and a document's as its units'
+    in order: a unit ends at a paragraph break, so no word spans two units."""
+
+    def __init__(self):
+        self._words: dict[str, list[str]] = {}
+
+    def of(self, unit: Unit) -> list[str]:
+        text = unit.text
+        if text not in self._words:
+            self._words[text] = bm25_tokenize(text)
+        return self._words[text]
+
+    def document(self, units: Sequence[Unit]) -> list[str]:
+        return [word for unit in units for word in self.of(unit)]
+
+    def score(self, scorer: QueryScorer, units: Sequence[Unit]) -> float:
+        counts, length = np.zeros(len(scorer.terms), dtype=np.int64), 0
+        for unit in units:
+            words = self.of(unit)
+            counts += scorer.counts(words)
+            length += len(words)
+        return scorer.score(counts, length)
+
+
 class Gap:
     """Where the positive's score must lie for ``above`` of the variants' ``scores`` to lie above
     it, each neighbour at least ``RANK_MARGIN`` of it away; with ``at_least``, for ``above`` or
@@ -90,12 +116,15 @@ class PlaceWeights:
     for every sentence that may be refilled, and which ranks among the variants' scores those
     estimates can reach."""
 
-    def __init__(self, scorer: QueryScorer, units: Sequence[Unit], places: Sequence[tuple[str, int]]):
+    def __init__(self, scorer: QueryScorer, units: Sequence[Unit], places: Sequence[tuple[str, int]],
+                 words: UnitWords):
         self.scorer = scorer
         self.places = list(places)
-        text = "".join(unit.text for unit in units)
-        tokens = bm25_tokenize(text)
-        counts, length = scorer.counts(tokens), len(tokens)
+        counts = np.zeros(len(scorer.terms), dtype=np.int64)
+        length = 0
+        for unit in units:
+            counts += scorer.counts(words.of(unit))
+            length += len(words.of(unit))
         by_id = {unit.id: unit for unit in units}
         self.estimate = np.array([
             scorer.score(counts - scorer.counts(bm25_tokenize(by_id[unit_id].segments[s].text)), length)
@@ -124,12 +153,16 @@ class GapSearch(VariantSearch):
 
     scorer: QueryScorer | None = None
     gap: Gap | None = None
+    words: UnitWords | None = None
 
     def search(self, units, k, stats):
-        tokens = bm25_tokenize("".join(unit.text for unit in units))
         u, s = locate(units, k)
         removed = bm25_tokenize(units[u].segments[s].text)
-        self._place = (self.scorer.counts(tokens) - self.scorer.counts(removed), len(tokens) - len(removed))
+        counts, length = np.zeros(len(self.scorer.terms), dtype=np.int64), 0
+        for unit in units:
+            counts += self.scorer.counts(self.words.of(unit))
+            length += len(self.words.of(unit))
+        self._place = (counts - self.scorer.counts(removed), length - len(removed))
         self._words: dict = {}
         return super().search(units, k, stats)
 
