@@ -400,10 +400,15 @@ class HotpotQABuilder(Builder):
             if isinstance(planned, str):
                 raise Skip(f"lexical_{band.name}_{planned}")
             lexical, gap = planned
-            assembled = hard_assemble(instance, original, band, lexical, context.counter)
+            # the positive alone: the variants are the hard pool's, as long as their positive's
+            assembled = hard_assemble(instance, original, band, lexical[:1], context.counter)
             if isinstance(assembled, str):
                 raise Skip(f"lexical_{band.name}_{assembled}")
-            positive, refilled, variants = assembled
+            positive, refilled, _ = assembled
+            variants = hard_variants
+            if any(abs(made.n_tokens - positive.n_tokens) > hard_negative_tolerance(positive.n_tokens)
+                   for _, made, _ in variants):
+                raise Skip(f"lexical_{band.name}_length_mismatch")
             score = words.score(scorer, positive.units)
             if not gap.holds(score):  # the finished document
                 raise Skip(f"lexical_{band.name}_positive_off_rank")

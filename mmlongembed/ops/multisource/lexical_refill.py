@@ -32,6 +32,7 @@ positives (``BM25Index`` of their words) stands in for it (``ops.query_weight``)
 from __future__ import annotations
 
 import math
+from collections import Counter
 from dataclasses import dataclass
 from typing import Callable, Sequence
 
@@ -49,12 +50,13 @@ RANK_MARGIN = 0.001
 
 
 class UnitWords:
-    """Each unit's ``bm25_tokenize`` words, tokenised once per build (the documents of a build share
-    most of their units: padding articles, context paragraphs), and a document's as its units'
-    in order: a unit ends at a paragraph break, so no word spans two units."""
+    """Each unit's ``bm25_tokenize`` words, tokenised and counted once per build (the documents of
+    a build share most of their units: padding articles, context paragraphs), and a document's as
+    its units' in order: a unit ends at a paragraph break, so no word spans two units."""
 
     def __init__(self):
         self._words: dict[str, list[str]] = {}
+        self._counts: dict[str, Counter] = {}
 
     def of(self, unit: Unit) -> list[str]:
         text = unit.text
@@ -65,13 +67,20 @@ class UnitWords:
     def document(self, units: Sequence[Unit]) -> list[str]:
         return [word for unit in units for word in self.of(unit)]
 
-    def score(self, scorer: QueryScorer, units: Sequence[Unit]) -> float:
+    def weights(self, scorer: QueryScorer, units: Sequence[Unit]) -> tuple[np.ndarray, int]:
+        """(how often each of ``scorer``'s words occurs in the units, their number of words)."""
         counts, length = np.zeros(len(scorer.terms), dtype=np.int64), 0
         for unit in units:
-            words = self.of(unit)
-            counts += scorer.counts(words)
-            length += len(words)
-        return scorer.score(counts, length)
+            text = unit.text
+            if text not in self._counts:
+                self._counts[text] = Counter(self.of(unit))
+            held = self._counts[text]
+            counts += [held.get(term, 0) for term in scorer.terms]
+            length += len(self.of(unit))
+        return counts, length
+
+    def score(self, scorer: QueryScorer, units: Sequence[Unit]) -> float:
+        return scorer.score(*self.weights(scorer, units))
 
 
 class Gap:
@@ -120,11 +129,7 @@ class PlaceWeights:
                  words: UnitWords):
         self.scorer = scorer
         self.places = list(places)
-        counts = np.zeros(len(scorer.terms), dtype=np.int64)
-        length = 0
-        for unit in units:
-            counts += scorer.counts(words.of(unit))
-            length += len(words.of(unit))
+        counts, length = words.weights(scorer, units)
         by_id = {unit.id: unit for unit in units}
         self.estimate = np.array([
             scorer.score(counts - scorer.counts(bm25_tokenize(by_id[unit_id].segments[s].text)), length)
@@ -158,10 +163,7 @@ class GapSearch(VariantSearch):
     def search(self, units, k, stats):
         u, s = locate(units, k)
         removed = bm25_tokenize(units[u].segments[s].text)
-        counts, length = np.zeros(len(self.scorer.terms), dtype=np.int64), 0
-        for unit in units:
-            counts += self.scorer.counts(self.words.of(unit))
-            length += len(self.words.of(unit))
+        counts, length = self.words.weights(self.scorer, units)
         self._place = (counts - self.scorer.counts(removed), length - len(removed))
         self._words: dict = {}
         return super().search(units, k, stats)
