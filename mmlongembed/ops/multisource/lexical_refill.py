@@ -33,7 +33,7 @@ from __future__ import annotations
 
 import math
 from collections import Counter
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Callable, Sequence
 
 import numpy as np
@@ -159,13 +159,17 @@ class GapSearch(VariantSearch):
     scorer: QueryScorer | None = None
     gap: Gap | None = None
     words: UnitWords | None = None
+    # per search: the document's question-word counts and length without the place's sentence,
+    # and each run's (unit id, start, end) counts and length as fitted there
+    _place: tuple = field(default=(), init=False)
+    _runs: dict = field(default_factory=dict, init=False)
 
     def search(self, units, k, stats):
         u, s = locate(units, k)
         removed = bm25_tokenize(units[u].segments[s].text)
         counts, length = self.words.weights(self.scorer, units)
         self._place = (counts - self.scorer.counts(removed), length - len(removed))
-        self._words: dict = {}
+        self._runs = {}
         return super().search(units, k, stats)
 
     def _fit(self, segment: Segment, before: str, after: str) -> Callable:
@@ -177,10 +181,10 @@ class GapSearch(VariantSearch):
             if fitted is None:
                 return None
             key = (source.id, a, b)
-            if key not in self._words:
+            if key not in self._runs:
                 words = bm25_tokenize("".join(x.text for x in fitted[0]))
-                self._words[key] = (self.scorer.counts(words), len(words))
-            run_counts, run_length = self._words[key]
+                self._runs[key] = (self.scorer.counts(words), len(words))
+            run_counts, run_length = self._runs[key]
             return fitted if self.gap.holds(self.scorer.score(counts + run_counts, length + run_length)) else None
 
         return fit
