@@ -103,7 +103,9 @@ def write_sources(name: str, root: Path, n: int, clip_sizes: tuple = (CLIP_SIZE,
     if name == "hotpotqa":
         from builders._hotpotqa_fixtures import write_hotpotqa_sources
 
-        write_hotpotqa_sources(root, n_instances=n, n_articles=max(50, n // 4))
+        # paragraphs that name their subject in most sentences, as Wikipedia's do: without them no
+        # sentence but the evidence carries a question's words, and the lexical tier has no positive
+        write_hotpotqa_sources(root, n_instances=n, n_articles=max(50, n // 4), subject_share=0.8)
         return f"sources={str(root)!r}"
     if name == "govreport":
         from builders._govreport_fixtures import write_govreport_jsonl

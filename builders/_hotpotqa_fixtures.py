@@ -12,9 +12,13 @@ from mmlongembed.testing import SYLLABLES, mark_synthetic
 
 
 def write_hotpotqa_sources(root: Path, padding_dir: Path = Path("haystack_text") / "wikitext-2-raw",
-                           n_instances: int = 16, n_articles: int = 12, seed: int = 11) -> None:
+                           n_instances: int = 16, n_articles: int = 12, seed: int = 11,
+                           subject_share: float = 0.0) -> None:
     """Generated sources in the original formats (HotpotQA JSONL, WikiText raw) for a tiny build
-    on a fresh clone: made-up words, real structure (titles, sentences, supporting facts)."""
+    on a fresh clone: made-up words, real structure (titles, sentences, supporting facts). With
+    ``subject_share``, that share of a paragraph's later sentences name its subject as its first
+    does (a Wikipedia paragraph repeats its entity's name: the question's words then occur in
+    sentences that are no evidence too, as they do in the real data)."""
     rng = random.Random(seed)
 
     def word() -> str:
@@ -27,7 +31,8 @@ def write_hotpotqa_sources(root: Path, padding_dir: Path = Path("haystack_text")
     with open(root / "hotpotqa" / "sample.jsonl", "w", encoding="utf-8") as handle:
         for i in range(n_instances):
             titles = [f"{word().title()} {word().title()} {i}-{k}" for k in range(4)]
-            context = [[t, [sentence(t.split()[0]) if j == 0 else " " + sentence(word().title())
+            context = [[t, [sentence(t.split()[0]) if j == 0 else " " + sentence(
+                t.split()[0] if subject_share and rng.random() < subject_share else word().title())
                             for j in range(rng.randint(3, 5))]] for t in titles]
             facts = [[titles[0], 0], [titles[2], 1]] + ([[titles[3], 0]] if i % 3 == 0 else [])
             record = {"_id": f"sample{i:03d}", "question": f"Which {word()} links {titles[0]} and {titles[2]}?",

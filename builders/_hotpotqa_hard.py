@@ -15,10 +15,13 @@ from typing import Callable
 from mmlongembed.core import parallel
 from mmlongembed.core.digests import short_sha256
 from mmlongembed.ops.donor import exchangeable_offsets
-from mmlongembed.ops.multisource.evidence import Refill, Unit, units_document
+from mmlongembed.ops.multisource.evidence import Refill, Unit, find_evidence, units_document
 from mmlongembed.ops.length import trim_edges
 from mmlongembed.ops.measured import RECOUNT_MARGIN, Built
-from mmlongembed.ops.multisource.refill import RefillSource, VariantSearch, locate, positive_places
+from mmlongembed.ops.bm25 import QueryScorer
+from mmlongembed.ops.multisource.lexical_refill import Gap, GapSearch, PlaceWeights, UnitWords, drawn_gap
+from mmlongembed.ops.multisource.refill import (
+    POSITIVE_ALTERNATIVES, RefillSource, VariantSearch, locate, positive_places, refillable_sentences, sentence_shape)
 from mmlongembed.build.pool_plan import PoolContext
 from mmlongembed.core.pools import LengthBand, hard_negative_tolerance, pool_name
 from mmlongembed.readers.hotpotqa import Instance
@@ -51,17 +54,8 @@ def hard_plan(context: PoolContext, instance: Instance, positive: Built, pool_la
     for which a sentence has none (later entries are not planned). A pure function of its
     arguments: plans can be worked out anywhere."""
     seed = context.config.seed
-    n = len(instance.supporting)
-    rng = context.rng(pool_label, instance.id, "hard")
-    variants = [("drop_first", [0]), ("drop_last", [n - 1])]
-    variants.append(("drop_middle", [int(rng.integers(1, n - 1))]) if n >= 3 else ("drop_both", [0, 1]))
-    variants = variants[: context.config.negatives_per_query]
+    variants, offsets = _variants(context, instance, positive, pool_label)
     evidence = instance.evidence_texts()
-    # Where no run is exact, the variants aim at exchangeable lengths (see exchangeable_offsets).
-    # The generators here are keyed by the pool's label (which holds the builder's name), as they
-    # always were, not by context.rng: its builder key would draw others and change the data.
-    offsets = exchangeable_offsets(positive.n_tokens, len(variants), derive_rng(seed, pool_label, instance.id,
-                                                                                "offsets"))
     tolerance = hard_negative_tolerance(positive.n_tokens)
     context_text = "".join(u.text for u in positive.units if u.kind == "context")
     original = positive.word_stats.features()
@@ -88,6 +82,63 @@ def hard_plan(context: PoolContext, instance: Instance, positive: Built, pool_la
             return plans
         plans.append((variant, [k for k, _ in picks], picks))
     return plans
+
+
+def _variants(context: PoolContext, instance: Instance, positive: Built,
+              pool_label: str) -> tuple[list[tuple[str, list[int]]], list[int]]:
+    """The variants of a hard group, (name, the evidence indices it removes), and the length
+    offset each aims at where no run is exact."""
+    n = len(instance.supporting)
+    rng = context.rng(pool_label, instance.id, "hard")
+    variants = [("drop_first", [0]), ("drop_last", [n - 1])]
+    variants.append(("drop_middle", [int(rng.integers(1, n - 1))]) if n >= 3 else ("drop_both", [0, 1]))
+    variants = variants[: context.config.negatives_per_query]
+    # Where no run is exact, the variants aim at exchangeable lengths (see exchangeable_offsets).
+    # The generators here are keyed by the pool's label (which holds the builder's name), as they
+    # always were, not by context.rng: its builder key would draw others and change the data.
+    offsets = exchangeable_offsets(positive.n_tokens, len(variants), derive_rng(
+        context.config.seed, pool_label, instance.id, "offsets"))
+    return variants, offsets
+
+
+def lexical_plan(context: PoolContext, instance: Instance, positive: Built, hard: Plan, variant_scores: list[float],
+                 lexical_label: str, refills: RefillSource, scorer: QueryScorer,
+                 words: UnitWords) -> tuple[Plan, Gap] | str:
+    """The plan of a lexical group (``ops.multisource.lexical_refill``): the hard group's
+    variants as they are (``hard``'s entries but its first), and the positive with one sentence
+    that is no evidence refilled, chosen so that its BM25 score (``scorer``) falls below a number
+    of the variants' ``variant_scores`` drawn uniformly from none to all, with a margin. The
+    places are tried in turn (``PlaceWeights.ordered``), each refilled as the positive is in the
+    hard tier, with the run that keeps the score in its gap (``GapSearch``). Returns the plan for
+    ``hard_assemble`` and the gap, or why the query leaves the tier: ``rank_unreachable`` (some
+    rank could not have been drawn: the queries kept must not depend on the rank drawn) or
+    ``no_matching_refill``."""
+    seed = context.config.seed
+    evidence = instance.evidence_texts()
+    sentences = refillable_sentences(positive.units, evidence)
+    weights = PlaceWeights(scorer, positive.units, [(unit.id, s) for unit, s in sentences], words)
+    if not weights.reachable(variant_scores):
+        return "rank_unreachable"
+    above = int(context.rng(lexical_label, instance.id, "rank").integers(len(variant_scores) + 1))
+    gap = drawn_gap(variant_scores, above, weights.reaches)
+    shapes = [sentence_shape(unit.segments[s]) for unit, s in sentences]
+    evidence_shapes = [sentence_shape(positive.units[u].segments[s])
+                       for u, s in (find_evidence(positive.units, k) for k in range(len(evidence)))]
+
+    def shape(i: int) -> float:
+        return min(sum(abs(a - b) for a, b in zip(shapes[i], e)) for e in evidence_shapes)
+
+    places = [[weights.places[i]] for i in weights.ordered(gap, shape)][:POSITIVE_ALTERNATIVES]
+    search = GapSearch(refills, instance, set(), context.counter, positive.word_stats.features(),
+                       {u.id for u in positive.units}, share=0,
+                       slack=max(1, hard_negative_tolerance(positive.n_tokens) - RECOUNT_MARGIN),
+                       sides_rng=lambda k: derive_rng(seed, lexical_label, instance.id, str(k), "sides"),
+                       scorer=scorer, gap=gap, words=words)
+    for alternatives in places:
+        picks = search.refill_all(positive.units, [alternatives], positive.word_stats)
+        if picks is not None:
+            return [(POSITIVE_REFILL, [k for k, _ in picks], picks), *hard[1:]], gap
+    return "no_matching_refill"
 
 
 def hard_assemble(instance: Instance, original: Built, band: LengthBand, plan: Plan, counter: TokenCounter):

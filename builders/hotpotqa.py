@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import Iterable
 
 from builders._hotpotqa_checks import check_hotpotqa_pool, refill_statistics
-from builders._hotpotqa_hard import hard_assemble, hard_plan, prefetch_hard_plans
+from builders._hotpotqa_hard import hard_assemble, hard_plan, lexical_plan, prefetch_hard_plans
 from mmlongembed.core.builder import Builder, BuildReport, CommonConfig, Problem, register
 from mmlongembed.build.capacity import LengthLimit
 from mmlongembed.core.documents import text_segments
@@ -38,11 +38,14 @@ from mmlongembed.ops.multisource.evidence import Unit, grow, units_document
 from mmlongembed.ops.multisource.evidence_guard import PoolEvidenceGuard
 from mmlongembed.ops.length import summed_tokens, trim_edges
 from mmlongembed.ops.measured import RECOUNT_MARGIN, Built, positive_window
+from mmlongembed.ops.bm25 import BM25Index, QueryScorer, bm25_tokenize
+from mmlongembed.ops.multisource.lexical_refill import UnitWords
 from mmlongembed.ops.multisource.padding import PaddingSupply, context_pieces, context_units
 from mmlongembed.ops.multisource.refill import REFILL_CHOICES, RefillSource, with_origin
 from mmlongembed.build.pool_plan import PoolContext, Skip, fill_pool
 from mmlongembed.core.pools import (
-    EASY_NEGATIVE, HARD_NEGATIVE, POSITIVE, Candidate, LengthBand, Pool, Query, hard_negative_tolerance, pool_name)
+    EASY_NEGATIVE, HARD_NEGATIVE, LEXICAL, LEXICAL_TIER_HELP, POSITIVE, Candidate, LengthBand, Pool, Query,
+    hard_negative_tolerance, pool_name)
 from mmlongembed.readers.hotpotqa import Instance, local_files, origin_file, read_instances, read_local_instances
 from mmlongembed.readers.wikitext import read_wikitext_files, wikitext_files, wikitext_rows_articles
 from mmlongembed.core.rng import derive_rng, seeded_order
@@ -76,6 +79,7 @@ class HotpotQAConfig(CommonConfig, LLMConfig):
                 "--sources), else the Hub's WikiText-103 at a pinned revision; where none of them can be read, the "
                 "build stops and says so"})
     padding_articles: int = field(default=2000, metadata={"help": "most Hub padding articles to read"})
+    lexical_tier: bool = field(default=True, metadata={"help": LEXICAL_TIER_HELP})
     split: str = field(default="all", metadata={
         "choices": ("all", "train", "dev"),
         "help": "which HotpotQA split to read: a local file's split is told by its name (train: 'train' in it; dev: "
@@ -131,7 +135,8 @@ class HotpotQABuilder(Builder):
     # word statistics unmoved (issue 19: the variants' new words told them from the positive)
     # 1.7: padding is found where --help says: with --sources and no local WikiText, the Hub's WikiText-103
     # (1.6 padded with other questions' paragraphs only, and said nothing); --padding none does that on purpose
-    version = "1.7.0"
+    # 1.8: the lexical pools (``--lexical-tier``) beside easy and hard; those two are unchanged
+    version = "1.8.0"
     task = "multi_source_reasoning"
     title = "MMLongEmbed Multi-Source Reasoning: HotpotQA"
     # its rows in the README's builder tables (`make readme` writes them): what it makes, from what
@@ -249,9 +254,14 @@ class HotpotQABuilder(Builder):
             # of the two); an easy query needs three other instances as its negatives, so the easy
             # pool is the smaller.
             hard_positives: dict[str, tuple[Built, list[dict]]] = {}
-            hard = self._hard_pool(stock, level, order, hard_positives)
-            easy = self._easy_pool(stock, level, [i for i in order if i.id in hard_positives], hard_positives)
+            hard_plans: dict[str, tuple] = {}
+            hard = self._hard_pool(stock, level, order, hard_positives, hard_plans)
+            queries = [i for i in order if i.id in hard_positives]
+            easy = self._easy_pool(stock, level, queries, hard_positives)
             pools += [easy, hard]
+            if config.lexical_tier:
+                lexical = self._lexical_pool(stock, level, queries, hard_positives, hard_plans)
+                pools += [lexical] if lexical.queries else []  # each query left out is a counted skip
         report.stats["refills"] = refill_statistics(pools)
         _count_source_use(report, sources.instances, pools)
         return pools
@@ -330,9 +340,10 @@ class HotpotQABuilder(Builder):
                     difficulty=difficulty, band=band)
 
     def _hard_pool(self, stock: PoolStock, level: int, order: list[Instance],
-                   hard_positives: dict[str, tuple[Built, list[dict]]]) -> Pool:
+                   hard_positives: dict[str, tuple[Built, list[dict]]], plans: dict[str, tuple] | None = None) -> Pool:
         """The hard pool of a length; ``hard_positives`` gets each query's refilled positive and
-        its refilled sentences (instance id -> (Built, provenance)), for the easy pool."""
+        its refilled sentences (instance id -> (Built, provenance)), for the easy pool, and
+        ``plans`` (when given) each query's refill plan and variants, for the lexical pool."""
         band, context = stock.bands[level], stock.context
         pool = self._pool("hard", band)
         guard = PoolEvidenceGuard()
@@ -352,12 +363,66 @@ class HotpotQABuilder(Builder):
             if not guard.admit(instance, [positive.units, *(made.units for _, made, _ in variants)]):
                 raise Skip(f"hard_{band.name}_evidence_shared_with_another_query")
             hard_positives[instance.id] = (positive, refilled)
+            if plans is not None:
+                plans[instance.id] = (plan, variants)
             bar.update(1)
             return self._query(instance), self._positive_candidate(instance, positive, refilled), [Candidate(
                 id=f"d:{instance.id}:{variant}", document=made.document, role=HARD_NEGATIVE,
                 group=f"q:{instance.id}", source_id=instance.id, n_tokens=made.n_tokens,
                 provenance={"variant": variant, "removed": removed, "evidence": made.evidence, "padding": made.padding})
                 for variant, made, removed in variants]
+
+        fill_pool(pool, order, make, context, describe=lambda instance: instance.id)
+        bar.close()
+        return pool
+
+    def _lexical_pool(self, stock: PoolStock, level: int, order: list[Instance],
+                      hard_positives: dict[str, tuple[Built, list[dict]]], hard_groups: dict[str, tuple]) -> Pool:
+        """The hard pool's queries (``order``), in its order, each with the hard pool's variants
+        and a positive whose one refilled sentence is chosen so that BM25 ranks it below as many
+        of them as drawn (``_hotpotqa_hard.lexical_plan``); a query for which some rank could not
+        be reached, or the drawn one was not, leaves this pool only (a counted skip)."""
+        band, context = stock.bands[level], stock.context
+        pool = self._pool(LEXICAL, band)
+        # the pool's documents are its positives and copies of most of them: BM25 over the hard
+        # pool's positives stands in for the harness's over the pool (``ops.query_weight``)
+        words = UnitWords()
+        index = BM25Index(words.document(hard_positives[i.id][0].units) for i in order) if order else None
+        guard = PoolEvidenceGuard()
+        bar = context.report.progress_bar(min(context.cap, len(order)), pool.name, "query")
+
+        def make(instance: Instance):
+            plan, hard_variants = hard_groups[instance.id]
+            scorer = QueryScorer(index, bm25_tokenize(instance.question), index.average_length)
+            scores = [words.score(scorer, made.units) for _, made, _ in hard_variants]
+            original = self._positives(stock, instance)[level]
+            planned = lexical_plan(context, instance, original, plan, scores, pool.name, stock.refills, scorer, words)
+            if isinstance(planned, str):
+                raise Skip(f"lexical_{band.name}_{planned}")
+            lexical, gap = planned
+            # the positive alone: the variants are the hard pool's, as long as their positive's
+            assembled = hard_assemble(instance, original, band, lexical[:1], context.counter)
+            if isinstance(assembled, str):
+                raise Skip(f"lexical_{band.name}_{assembled}")
+            positive, refilled, _ = assembled
+            variants = hard_variants
+            if any(abs(made.n_tokens - positive.n_tokens) > hard_negative_tolerance(positive.n_tokens)
+                   for _, made, _ in variants):
+                raise Skip(f"lexical_{band.name}_length_mismatch")
+            score = words.score(scorer, positive.units)
+            if not gap.holds(score):  # the finished document
+                raise Skip(f"lexical_{band.name}_positive_off_rank")
+            if not guard.admit(instance, [positive.units, *(made.units for _, made, _ in variants)]):
+                raise Skip(f"lexical_{band.name}_evidence_shared_with_another_query")
+            bar.update(1)
+            candidate = self._positive_candidate(instance, positive, refilled)
+            candidate.provenance["query_bm25"] = {"score": round(score, 4), "variants_above": gap.above}
+            return self._query(instance), candidate, [Candidate(
+                id=f"d:{instance.id}:{variant}", document=made.document, role=HARD_NEGATIVE,
+                group=f"q:{instance.id}", source_id=instance.id, n_tokens=made.n_tokens,
+                provenance={"variant": variant, "removed": removed, "evidence": made.evidence, "padding": made.padding,
+                            "query_bm25": {"score": round(variant_score, 4)}})
+                for (variant, made, removed), variant_score in zip(variants, scores)]
 
         fill_pool(pool, order, make, context, describe=lambda instance: instance.id)
         bar.close()

@@ -341,6 +341,21 @@ def _sentence_shape(segment: Segment) -> tuple[int, int]:
     return WordStats.of(segment.text).words, segment.tokens
 
 
+def refillable_sentences(units: list[Unit], evidence: list[str]) -> list[tuple[Unit, int]]:
+    """The positive's sentences that may be refilled, (unit, segment index): the context
+    paragraphs' own sentences that are no evidence, never a title line, nor the document's last
+    sentence, whose trailing newlines trim_edges strips (the refill's last characters could then
+    count differently than in place)."""
+    return [(unit, s) for unit in units if unit.kind == "context" for s in range(1, len(unit.segments))
+            if unit.segments[s].origin == "source" and unit.segments[s].text.strip() not in evidence
+            and not (unit is units[-1] and s == len(unit.segments) - 1)]
+
+
+def sentence_shape(segment: Segment) -> tuple[int, int]:
+    """(words, tokens) of a sentence (``positive_places``)."""
+    return _sentence_shape(segment)
+
+
 def positive_places(units: list[Unit], removals: list[list[int]], evidence: list[str],
                     rng: np.random.Generator) -> list[list[tuple[str, int]]]:
     """The positive's own sentences to refill, so that it carries refilled text as its variants do
@@ -354,11 +369,7 @@ def positive_places(units: list[Unit], removals: list[list[int]], evidence: list
     drawn = removals[int(rng.integers(len(removals)))]
     context = [unit for unit in units if unit.kind == "context"]
     gold = {unit.id for unit in context for x in unit.segments if x.origin.startswith(EVIDENCE_ORIGIN)}
-    # not the document's last sentence, whose trailing newlines trim_edges strips (the refill's
-    # last characters could then count differently than in place); a title line comes first
-    sentences = [(unit, s) for unit in context for s in range(1, len(unit.segments))
-                 if unit.segments[s].origin == "source" and unit.segments[s].text.strip() not in evidence
-                 and not (unit is units[-1] and s == len(unit.segments) - 1)]
+    sentences = refillable_sentences(units, evidence)
     classes = [_sentence_class(unit, s) for unit, s in sentences]  # each candidate's, once
     shapes = [_sentence_shape(unit.segments[s]) for unit, s in sentences]
     taken: set[str] = set()  # the paragraphs an earlier mirrored sentence may use
