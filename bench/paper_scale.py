@@ -213,6 +213,7 @@ def run_one(name: str, n: int, work: Path, timeout: float, clip_sizes: tuple = (
     manifest = json.loads((Path(out) / "manifest.json").read_text())
     result["queries"] = sum(p["queries"] for p in manifest["pools"])
     result["storage"] = manifest.get("storage") or {}
+    result["audit"] = {pool: audit.get("failing", []) for pool, audit in manifest.get("label_free_audit", {}).items()}
     loaded = measure(LOAD.format(out=out, cache=str(root / "hf-cache")), timeout, f"{name}-{n}-load")
     checked = measure(VALIDATE.format(out=out), timeout, f"{name}-{n}-validate")
     result["load"] = loaded.get("error") or f"{loaded['wall_s']:.1f} s, {loaded['peak_mb']:.0f} MB"
@@ -228,7 +229,15 @@ def line(name: str, r: dict) -> str:
         return f"{head} FAILED {r['error']}"
     return (f"{head} gen {r['generate_s']:7.1f} s | build {r['wall_s']:7.1f} s wall {r['cpu_s']:7.1f} s CPU "
             f"{r['peak_mb']:6.0f} MB peak | {r['queries']:5d} queries {r['bytes'] / 2**20:8.1f} MiB | "
-            f"load_dataset {r['load']} | validate {r['validate']} | storage: {storage_ratios(r['storage'])}")
+            f"load_dataset {r['load']} | validate {r['validate']} | storage: {storage_ratios(r['storage'])} | "
+            f"{audit_summary(r['audit'])}")
+
+
+def audit_summary(audit: dict) -> str:
+    """The label-free audit's verdict on a build's pools: each rule that finds positives above chance."""
+    failing = [f"{pool}: {f['rule']} P@1 {f['p_at_1']:.2f} vs {f['chance']:.2f} (p {f['p_value']:.2g})"
+               for pool, rules in sorted(audit.items()) for f in rules]
+    return f"audit: {len(audit)} pools, " + ("none fails" if not failing else "FAILING " + "; ".join(failing))
 
 
 def growth(name: str, reference: dict, full: dict) -> str:
