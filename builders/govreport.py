@@ -81,7 +81,7 @@ class Corpus:
     when a pool uses it, and only the most recent are kept: a full-size corpus is 19K reports,
     a build uses a few thousand of them."""
 
-    DOCUMENTS_KEPT, SHINGLES_KEPT, WORDS_KEPT = 256, 1024, 64
+    DOCUMENTS_KEPT, SHINGLES_KEPT, WORDS_KEPT = 512, 1024, 512
 
     def __init__(self, records: list[Report], context: PoolContext):
         self.ids = [r.id for r in records]
