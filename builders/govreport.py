@@ -247,7 +247,7 @@ class GovReportBuilder(Builder):
             hard.add_query(query, positive, self._variant_candidates(rid, variants))
         pools = [easy, hard]
         if context.config.lexical_tier:
-            lexical = self._lexical_pool(band, [(rid, fitted) for rid, fitted, _ in chosen], corpus, context)
+            lexical = self._lexical_pool(band, chosen, corpus, context)
             pools += [lexical] if lexical.queries else []  # each query left out is a counted skip
         return pools
 
@@ -257,7 +257,7 @@ class GovReportBuilder(Builder):
                           source_id=rid, n_tokens=made.n_tokens, provenance=made.provenance)
                 for variant, made in variants]
 
-    def _lexical_pool(self, band: LengthBand, queries: list[tuple[str, Fitted]], corpus: Corpus,
+    def _lexical_pool(self, band: LengthBand, queries: list[tuple[str, Fitted, list]], corpus: Corpus,
                       context: PoolContext) -> Pool:
         """The hard pool's queries, in its order, against variants whose donor blocks keep the
         summary's BM25 weight (``_hard_variants`` with a ``QueryWeight``); a query whose three
@@ -267,11 +267,16 @@ class GovReportBuilder(Builder):
         if not queries:
             return pool
         made: set[str] = set()
-        words = [segment_words(positive.document.segments) for _, positive in queries]
-        # the pool's documents are its positives and copies of most of them: BM25 over the
-        # positives stands in for the harness's over the pool (``ops.query_weight``)
-        pool_index = BM25Index([word for segment in document for word in segment] for document in words)
-        for (rid, positive), positive_words in context.report.bar(
+        words = [segment_words(positive.document.segments) for _, positive, _ in queries]
+        # the pool's documents are its positives and copies of most of them refilled from donors:
+        # BM25 over the hard pool's (its positives and their variants, refilled from the same
+        # donors) stands in for the harness's over this pool (``ops.query_weight``). Over the
+        # positives alone, a query word the donors bring in would weigh more than in the pool,
+        # and the variants refilled with it would score lower there than their sides say
+        pool_index = BM25Index(itertools.chain(
+            ([word for segment in document for word in segment] for document in words),
+            (bm25_tokenize(variant.document.render()[0]) for _, _, variants in queries for _, variant in variants)))
+        for (rid, positive, _), positive_words in context.report.bar(
                 list(zip(queries, words)), f"{pool.name}: lexically matched negatives", "query"):
             donors, _ = self._donors(rid, corpus, context.config)
             weight = QueryWeight(pool_index, corpus.reports[rid].summary, positive_words, corpus.segment_words)

@@ -82,14 +82,14 @@ def test_the_tier_validates_and_holds_queries_of_the_hard_pool(with_tier):
 
 def test_each_variant_lies_on_its_drawn_side_of_the_positive_rescored(sources, with_tier):
     """Rescored here, not read from the provenance, with the IDF the builder stands in for the
-    pool's (over the hard pool's positives, which the lexical pool's queries are drawn from): a
+    pool's (over the hard pool's documents, whose queries the lexical pool's are drawn from): a
     variant made by the paper's recipe (the best donor, whatever it weighs) lands below its
     positive nearly always."""
     summary_of = {r["id"]: r["summary"] for r in sources[1]}
     above, groups, checked = Counter(), 0, 0
     for pool in _lexical_pools(with_tier):
         hard = _rows(with_tier, pool.replace("lexical", "hard"))
-        index = BM25Index.from_texts(r["text"] for r in hard if r["role"] == "positive")
+        index = BM25Index.from_texts(r["text"] for r in hard if r["role"] in ("positive", "hard_negative"))
         rows = _rows(with_tier, pool)
         positives = {r["source_id"]: r for r in rows if r["role"] == "positive"}
         for source_id, positive in positives.items():
