@@ -95,12 +95,16 @@ def lexical_positive(units: Sequence[Unit], gold_text_tokens: Sequence[int], var
     counts, length = words.weights(scorer, units)
     # variants that lost an image quote hold the positive's very text: BM25 ties them with it, and
     # the harness's tie-aware P@1 gives the positive 1 / (ties + 1) while nothing is refilled
-    tied = sum(1 for s in variant_scores if math.isclose(s, scorer.score(counts, length), rel_tol=1e-12))
+    score = scorer.score(counts, length)
+    tied = sum(1 for s in variant_scores if math.isclose(s, score, rel_tol=1e-12))
     places = context_text_places(units)
     weights = PlaceWeights(scorer, units, places, words) if places else None
     below = Gap(variant_scores, 1, at_least=True)
     top = Gap(variant_scores, 0)
-    if weights is None or not weights.reaches(below) or not (tied or weights.reaches(top)):
+    # with ties, the top is the positive as it is: every variant but the tied ones below it
+    top_as_it_is = tied and Gap([s for s in variant_scores if not math.isclose(s, score, rel_tol=1e-12)],
+                                0).holds(score)
+    if weights is None or not weights.reaches(below) or not (top_as_it_is if tied else weights.reaches(top)):
         return "no_context_text" if weights is None else "rank_unreachable"
     # the number of variants above the positive, drawn from none to all; with ties, the positive
     # stays as it is (tied at the top) for the draws up to their number, so that its expected P@1

@@ -21,6 +21,7 @@ The gold-quote checks are in ``builders/_mmdocrag_checks.py``.
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import math
 import re
@@ -165,8 +166,9 @@ class PoolState:
     level: int
     guard: GoldGuard = field(default_factory=GoldGuard)
     claimed: set[str] = field(default_factory=set)
-    # a hard pool's groups as made (instance id -> (positive, variants)), for the lexical pool
-    groups: dict[str, tuple[Built, list]] = field(default_factory=dict)
+    # a hard pool's groups (instance id -> (positive, variants, the query and candidates made of
+    # them)), for the lexical pool
+    groups: dict[str, tuple[Built, list, Made]] = field(default_factory=dict)
 
 
 def no_usable_instance(where: str, report: BuildReport) -> UserError:
@@ -383,15 +385,16 @@ class MMDocRAGBuilder(Builder):
             raise Skip(f"hard_{state.band.name}_{skipped.reason}") from None
         if not state.guard.admit(instance.gold_quotes(), [positive.document, *(m.document for _, m, _ in variants)]):
             raise Skip(f"hard_{state.band.name}_evidence_shared_with_another_query")
-        state.groups[instance.id] = (positive, variants)
         counter = plan.context.counter
-        return self._query(instance), self._positive_candidate(instance, positive), [Candidate(
+        made = self._query(instance), self._positive_candidate(instance, positive), [Candidate(
             id=f"d:{instance.id}:{variant}", document=made.document, role=HARD_NEGATIVE,
             group=f"q:{instance.id}", source_id=instance.id, n_tokens=made.n_tokens, extra={"doc_name": instance.doc},
             provenance={"variant": variant, "removed": removed,
                         "evidence": evidence_positions(made.document, made.n_tokens, counter),
                         "padding": padding_pages(made.units)})
             for variant, made, removed in variants]
+        state.groups[instance.id] = (positive, variants, made)
+        return made
 
     def _hard_variants(self, plan: Plan, state: PoolState, instance: Instance, positive: Built) -> list:
         """Three copies of the positive, each without a gold quote (first / last / a random middle
@@ -486,9 +489,9 @@ class MMDocRAGBuilder(Builder):
 
         return self._pool(plan, LEXICAL, band, level, query_of, order).pool
 
-    def _lexical_query(self, plan: Plan, state: PoolState, instance: Instance, group: tuple[Built, list],
+    def _lexical_query(self, plan: Plan, state: PoolState, instance: Instance, group: tuple[Built, list, Made],
                        index: BM25Index, words: UnitWords) -> Made:
-        hard_positive, variants = group
+        hard_positive, variants, (query, hard_candidate, hard_negatives) = group
         context, counter = plan.context, plan.context.counter
         scorer = QueryScorer(index, bm25_tokenize(instance.question), index.average_length)
         scores = [words.score(scorer, made.units) for _, made, _ in variants]
@@ -503,8 +506,11 @@ class MMDocRAGBuilder(Builder):
         if isinstance(made, str):
             raise Skip(made)
         units, refilled, gap = made
-        document = trim_edges(units_document(f"{instance.id}@{state.band.name}", units), counter)
-        n_tokens = exact_tokens(document, counter)
+        if refilled is None:  # the hard pool's positive, tied with the variants that lost an image
+            document, n_tokens = hard_positive.document, hard_positive.n_tokens
+        else:
+            document = trim_edges(units_document(f"{instance.id}@{state.band.name}", units), counter)
+            n_tokens = exact_tokens(document, counter)
         if not state.band.contains(n_tokens) or any(
                 abs(m.n_tokens - n_tokens) > hard_negative_tolerance(n_tokens) for _, m, _ in variants):
             raise Skip("length_mismatch")
@@ -516,17 +522,15 @@ class MMDocRAGBuilder(Builder):
             raise Skip("positive_off_rank")
         if not state.guard.admit(instance.gold_quotes(), [document, *(m.document for _, m, _ in variants)]):
             raise Skip("evidence_shared_with_another_query")
-        candidate = self._positive_candidate(instance, Built(units, document, n_tokens))
-        candidate.provenance.update(refilled=[refilled] if refilled else [], query_bm25={
-            "score": round(score, 4), "variants_above": gap.above,
-            "variants_tied": sum(1 for s in scores if math.isclose(s, score, rel_tol=1e-12))})
-        return self._query(instance), candidate, [Candidate(
-            id=f"d:{instance.id}:{variant}", document=m.document, role=HARD_NEGATIVE,
-            group=f"q:{instance.id}", source_id=instance.id, n_tokens=m.n_tokens, extra={"doc_name": instance.doc},
-            provenance={"variant": variant, "removed": removed,
-                        "evidence": evidence_positions(m.document, m.n_tokens, counter),
-                        "padding": padding_pages(m.units), "query_bm25": {"score": round(s, 4)}})
-            for (variant, m, removed), s in zip(variants, scores)]
+        candidate = hard_candidate if refilled is None else self._positive_candidate(
+            instance, Built(units, document, n_tokens))
+        candidate = dataclasses.replace(candidate, provenance={
+            **candidate.provenance, "refilled": [refilled] if refilled else [], "query_bm25": {
+                "score": round(score, 4), "variants_above": gap.above,
+                "variants_tied": sum(1 for s in scores if math.isclose(s, score, rel_tol=1e-12))}})
+        # the hard pool's variants as written there, each with its BM25 score beside
+        return query, candidate, [dataclasses.replace(negative, provenance={
+            **negative.provenance, "query_bm25": {"score": round(s, 4)}}) for negative, s in zip(hard_negatives, scores)]
 
     # -- checks ----------------------------------------------------------------------------
     def validate_pool(self, pool_row: dict, corpus: dict, queries: dict, qrels: dict) -> Iterable[Problem]:
