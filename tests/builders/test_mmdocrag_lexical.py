@@ -124,6 +124,56 @@ def test_bm25_finds_the_positive_near_chance_on_the_tier_but_not_on_hard(with_ti
     assert n >= 40 and n_hard >= 40
     assert hard >= 0.4, hard  # chance 0.25; the variants that lost a text quote score below the positive
     assert abs(lexical - 0.25) <= 0.1, (lexical, n)
+    # no query-blind rule (word statistics included) finds the lexical pool's positives
+    audit = json.loads((with_tier / "manifest.json").read_text())["label_free_audit"][LEXICAL]
+    assert audit["passed"] and audit["groups"] >= 40, audit
+
+
+def test_with_ties_the_positive_stays_as_it_is_for_their_share_of_the_draws():
+    """Variants that lost an image quote tie with the positive: for t of them among n, the draws 0
+    to t keep the positive as it is (P@1 1 / (t + 1) each), the others refill a quote so that it
+    falls below a variant, so the positive's expected P@1 is 1 / (n + 1) whatever t is."""
+    from mmlongembed.core.documents import Segment, TEXT
+    from mmlongembed.core.rng import derive_rng
+    from mmlongembed.ops.bm25 import BM25Index, QueryScorer
+    from mmlongembed.ops.multisource.evidence import Unit
+    from mmlongembed.ops.multisource.lexical_refill import UnitWords
+    from mmlongembed.core.tokens import default_counter
+
+    counter = default_counter()
+
+    def quote(uid: str, text: str, origin: str = "source") -> Unit:
+        text += "\n\n"
+        return Unit(f"context:doc:{uid}", "context", (Segment(kind=TEXT, tokens=counter.count(text), text=text,
+                                                                 paragraph_end=True, origin=origin),))
+
+    units = [quote("a", "Zorblat owns the Quintex mill.", "evidence:0"),
+             quote("b", "The Quintex mill of Zorblat grew."), quote("c", "Rain fell on the hills all day.")]
+    refill = [Unit("refill:r", "refill", tuple(Segment(kind=TEXT, tokens=counter.count(t), text=t,
+                                                                   paragraph_end=i == 1, origin="refill:other")
+                                               for i, t in enumerate(["Boats sailed far. ", "Birds sang on."])))]
+    words = UnitWords()
+    index = BM25Index([words.document(units), ["rain", "boats"], ["mill", "birds"]])
+    scorer = QueryScorer(index, ["zorblat", "quintex", "mill"], index.average_length)
+    full = words.score(scorer, units)
+    outcomes = {}
+    for tied, lower in ((3, []), (1, [0.3 * full, 0.2 * full])):
+        scores = [full] * tied + lower
+        kept = 0
+        for draw in range(200):
+            made = mmdocrag_lexical.lexical_positive(
+                units, [units[0].segments[0].tokens], scores, scorer, words, [lambda: refill], 20,
+                derive_rng(draw, "rank"), lambda unit_id: derive_rng(draw, unit_id), counter)
+            assert not isinstance(made, str), made
+            refilled_units, record, gap = made
+            if record is None:
+                kept += 1
+                assert refilled_units == units
+            else:
+                assert record["quote"] == "b" and words.score(scorer, refilled_units) < full
+        outcomes[tied] = kept / 200
+    assert outcomes[3] == 1.0  # all tie: the positive is always kept, P@1 1/4
+    assert 0.35 < outcomes[1] < 0.65  # one of three ties: kept half the time (P@1 1/2 then), 1/4 in all
 
 
 def test_a_positive_refilled_whatever_its_score_is_found_off_its_drawn_rank(sources, tmp_path, monkeypatch):
