@@ -76,9 +76,9 @@ def refill_place(units: Sequence[Unit], unit_id: str, run: Sequence, source_id: 
     u = next(k for k, unit in enumerate(out) if unit.id == unit_id)
     removed = out[u].segments[0]
     out[u] = Unit(out[u].id, out[u].kind, tuple(run))
+    replacement = {"source": source_id, "sentences": list(sentences), "tokens": sum(x.tokens for x in run)}
     return out, {"quote": unit_id.split(":", 2)[2], "kind": "text", "sha256": short_sha256(removed.text.strip()),
-                 "tokens": removed.tokens,
-                 "replacement": {"source": source_id, "sentences": list(sentences), "tokens": sum(x.tokens for x in run)}}
+                 "tokens": removed.tokens, "replacement": replacement}
 
 
 def lexical_positive(units: Sequence[Unit], gold_text_tokens: Sequence[int], variant_scores: Sequence[float],
@@ -88,10 +88,10 @@ def lexical_positive(units: Sequence[Unit], gold_text_tokens: Sequence[int], var
     """The positive's units with one context quote that is no evidence refilled so that its BM25
     score (``scorer``) lies in the gap of a rank among ``variant_scores`` drawn uniformly
     (``rank_rng``), and the refill's provenance and the gap; where variants tie with the positive
-    (they lost an image quote) and the top is drawn, the units as they are, no refill and the top's
-    gap (which the tie does not hold: the finished positive is checked against ties instead); or why the query leaves the tier:
-    ``no_context_text`` (no such quote), ``rank_unreachable`` (the top or the ranks below it
-    cannot be reached), ``no_matching_refill``."""
+    (they lost an image quote) and the top is drawn, the units as they are, None and the top's gap
+    (the tie lies on its bound: every other variant was checked to lie below the positive before
+    the draw); or why the query leaves the tier: ``no_context_text`` (no such quote),
+    ``rank_unreachable`` (the top or the ranks below it cannot be reached), ``no_matching_refill``."""
     counts, length = words.weights(scorer, units)
     # variants that lost an image quote hold the positive's very text: BM25 ties them with it, and
     # the harness's tie-aware P@1 gives the positive 1 / (ties + 1) while nothing is refilled

@@ -15,7 +15,9 @@ as units and what a candidate holds (``ops.quotes``), the padding supply and the
 (``ops.quote_supply``), growth and sentence refills (``ops.evidence``). The declared step
 (``run_steps``) is the query audit, the build's one LLM call. Pool plan (``build_pools``, pure: every
 image is rendered in ``load_sources``, a refill image is resized in memory): per length an easy and
-a hard pool over the audited questions in one seeded order (``pool_plan.fill_pool``).
+a hard pool over the audited questions in one seeded order (``pool_plan.fill_pool``), and with
+``--lexical-tier`` a lexical pool of the hard pool's groups with the positive's BM25 rank drawn
+(``builders/_mmdocrag_lexical.py``).
 The gold-quote checks are in ``builders/_mmdocrag_checks.py``.
 """
 
@@ -386,15 +388,15 @@ class MMDocRAGBuilder(Builder):
         if not state.guard.admit(instance.gold_quotes(), [positive.document, *(m.document for _, m, _ in variants)]):
             raise Skip(f"hard_{state.band.name}_evidence_shared_with_another_query")
         counter = plan.context.counter
-        made = self._query(instance), self._positive_candidate(instance, positive), [Candidate(
+        group = self._query(instance), self._positive_candidate(instance, positive), [Candidate(
             id=f"d:{instance.id}:{variant}", document=made.document, role=HARD_NEGATIVE,
             group=f"q:{instance.id}", source_id=instance.id, n_tokens=made.n_tokens, extra={"doc_name": instance.doc},
             provenance={"variant": variant, "removed": removed,
                         "evidence": evidence_positions(made.document, made.n_tokens, counter),
                         "padding": padding_pages(made.units)})
             for variant, made, removed in variants]
-        state.groups[instance.id] = (positive, variants, made)
-        return made
+        state.groups[instance.id] = (positive, variants, group)
+        return group
 
     def _hard_variants(self, plan: Plan, state: PoolState, instance: Instance, positive: Built) -> list:
         """Three copies of the positive, each without a gold quote (first / last / a random middle
@@ -529,8 +531,9 @@ class MMDocRAGBuilder(Builder):
                 "score": round(score, 4), "variants_above": gap.above,
                 "variants_tied": sum(1 for s in scores if math.isclose(s, score, rel_tol=1e-12))}})
         # the hard pool's variants as written there, each with its BM25 score beside
-        return query, candidate, [dataclasses.replace(negative, provenance={
-            **negative.provenance, "query_bm25": {"score": round(s, 4)}}) for negative, s in zip(hard_negatives, scores)]
+        return query, candidate, [
+            dataclasses.replace(negative, provenance={**negative.provenance, "query_bm25": {"score": round(s, 4)}})
+            for negative, s in zip(hard_negatives, scores)]
 
     # -- checks ----------------------------------------------------------------------------
     def validate_pool(self, pool_row: dict, corpus: dict, queries: dict, qrels: dict) -> Iterable[Problem]:
