@@ -71,7 +71,7 @@ def write_mmdocir_sources(root: Path, n_documents: int = 8, n_pages: int = 12, q
 
 
 def write_mmdocrag_jsonl(root: Path, n_documents: int = 6, records_per_document: int = 2, seed: int = 13,
-                         leak: str = "", release: bool = False) -> Path:
+                         leak: str = "", release: bool = False, subject_share: float = 0.0) -> Path:
     """Generated sources in MMDocRAG's own format: ``mmdocrag/evaluation_20.jsonl`` (``q_id``,
     ``doc_name``, ``question``, ``text_quotes``, ``img_quotes``, ``gold_quotes``, answers) and
     ``mmdocrag/images/*.jpg``. Every ``img_description`` contains ``leak`` (a test can check that
@@ -79,12 +79,15 @@ def write_mmdocrag_jsonl(root: Path, n_documents: int = 6, records_per_document:
     ``MMDocIR/MMDocRAG`` ships it: ``evaluation_15``/``evaluation_20`` (the same questions with
     fewer or more quotes), ``dev_15``/``dev_20`` (other questions), ``train.jsonl`` (chat-format
     fine-tuning lines), and the images only in ``images.zip`` (members ``images/<name>.jpg`` as
-    ``img_path`` says, plus macOS ``__MACOSX/`` entries)."""
+    ``img_path`` says, plus macOS ``__MACOSX/`` entries). ``subject_share`` > 0: the question's two
+    words (its subject) are drawn first and each sentence of the record's text quotes, gold or not,
+    names one of them with that chance, as a real document's quotes name what it is about (0: the
+    records as they always were drawn)."""
     base = Path(root) / "mmdocrag"
     (base / "images").mkdir(parents=True, exist_ok=True)
     mark_synthetic(root)
     records = _RecordWriter(base, derive_rng(seed, "mmdocrag-fixture"), random.Random(seed), records_per_document,
-                            leak, release)
+                            leak, release, subject_share)
     evaluation = records.make(0, n_documents, 0)
     _write_jsonl(base / "evaluation_20.jsonl", evaluation)
     if release:
@@ -97,9 +100,9 @@ class _RecordWriter:
     """MMDocRAG records with their images (written to ``base/images``), drawn in one sequence."""
 
     def __init__(self, base: Path, rng: np.random.Generator, pyrng: random.Random, records_per_document: int,
-                 leak: str, release: bool):
+                 leak: str, release: bool, subject_share: float = 0.0):
         self.base, self.rng, self.pyrng, self.records_per_document = base, rng, pyrng, records_per_document
-        self.leak, self.release = leak, release
+        self.leak, self.release, self.subject_share = leak, release, subject_share
         self.prefix = "images/" if release else ""
 
     def make(self, first_document: int, count: int, first_id: int) -> list[dict]:
@@ -107,23 +110,27 @@ class _RecordWriter:
         for d in range(first_document, first_document + count):
             doc = f"{made_up_word(self.pyrng).title()}_Report_{d}.pdf"
             for r in range(self.records_per_document):
-                text_quotes, img_quotes = self._text_quotes(r), self._image_quotes(doc, r)
-                gold = ["text1", "image2"] + (["text5"] if (d + r) % 2 else [])
                 pyrng = self.pyrng
+                subject = (made_up_word(pyrng), made_up_word(pyrng).title()) if self.subject_share else ()
+                text_quotes, img_quotes = self._text_quotes(r, subject), self._image_quotes(doc, r)
+                gold = ["text1", "image2"] + (["text5"] if (d + r) % 2 else [])
+                first, second = subject or (made_up_word(pyrng), made_up_word(pyrng).title())
                 out.append({"q_id": first_id + len(out) if self.release else f"{d}-{r}", "doc_name": doc,
                             "domain": "Research report",
-                            "question": f"Which {made_up_word(pyrng)} does the {made_up_word(pyrng).title()} table "
-                                        f"in Report {d} show?",
+                            "question": f"Which {first} does the {second} table in Report {d} show?",
                             "evidence_modality_type": ["text", "image"], "question_type": "multi",
                             "text_quotes": text_quotes, "img_quotes": img_quotes, "gold_quotes": gold,
                             "answer_short": f"Zz{made_up_word(pyrng)}", "answer_interleaved": "see ![](image2)"})
         return out
 
-    def _text_quotes(self, r: int) -> list[dict]:
+    def _text_quotes(self, r: int, subject: tuple[str, ...] = ()) -> list[dict]:
         pyrng, quotes = self.pyrng, []
         for t in range(6):
             sentences = [" ".join(made_up_word(pyrng) for _ in range(pyrng.randint(6, 10))).capitalize() + "."
                          for _ in range(pyrng.randint(3, 5))]
+            if subject:
+                sentences = [f"{s[:-1]} of the {pyrng.choice(subject)}." if pyrng.random() < self.subject_share
+                             else s for s in sentences]
             quotes.append({"quote_id": f"text{t + 1}", "type": "text", "text": " ".join(sentences),
                            "page_id": 2 * r + t // 3, "layout_id": 10 * t})
         return quotes

@@ -15,13 +15,17 @@ as units and what a candidate holds (``ops.quotes``), the padding supply and the
 (``ops.quote_supply``), growth and sentence refills (``ops.evidence``). The declared step
 (``run_steps``) is the query audit, the build's one LLM call. Pool plan (``build_pools``, pure: every
 image is rendered in ``load_sources``, a refill image is resized in memory): per length an easy and
-a hard pool over the audited questions in one seeded order (``pool_plan.fill_pool``).
+a hard pool over the audited questions in one seeded order (``pool_plan.fill_pool``), and with
+``--lexical-tier`` a lexical pool of the hard pool's groups with the positive's BM25 rank drawn
+(``builders/_mmdocrag_lexical.py``).
 The gold-quote checks are in ``builders/_mmdocrag_checks.py``.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import functools
+import math
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -30,6 +34,7 @@ from typing import Callable, Iterable
 import numpy as np
 
 from builders._mmdocrag_checks import check_quote_pool, evidence_statistics
+from builders._mmdocrag_lexical import lexical_positive
 from mmlongembed.core.builder import Builder, BuildReport, CommonConfig, Problem, register
 from mmlongembed.build.capacity import LengthLimit
 from mmlongembed.core.documents import image_segment
@@ -38,7 +43,9 @@ from mmlongembed.llm import Audited, AuditItem, LLMConfig, audit_queries
 from mmlongembed.output.manifest import files_identity
 from mmlongembed.media.pdf import PageRenderer, RenderOptions, StoredImage
 from mmlongembed.ops.multisource.answers import answer_pattern as whole_word_answer
+from mmlongembed.ops.bm25 import BM25Index, QueryScorer, bm25_tokenize
 from mmlongembed.ops.multisource.evidence import Unit, find_evidence, find_sentence_run, grow, units_document
+from mmlongembed.ops.multisource.lexical_refill import UnitWords
 from mmlongembed.ops.length import edge_whitespace, exact_tokens, fit_block_edges, trim_edges
 from mmlongembed.ops.measured import RECOUNT_MARGIN, Built, positive_window
 from mmlongembed.ops.multisource.quote_supply import GoldGuard, Supply, padding_pages
@@ -46,7 +53,8 @@ from mmlongembed.ops.multisource.quotes import (
     Instance, content_keys, context_units, evidence_positions, holds, replace_image_evidence, replace_text_evidence)
 from mmlongembed.build.pool_plan import Made, PoolContext, Skip, fill_pool
 from mmlongembed.core.pools import (
-    EASY_NEGATIVE, HARD_NEGATIVE, POSITIVE, Candidate, LengthBand, Pool, Query, hard_negative_tolerance, pool_name)
+    EASY_NEGATIVE, HARD_NEGATIVE, LEXICAL, LEXICAL_TIER_HELP, POSITIVE, Candidate, LengthBand, Pool, Query,
+    hard_negative_tolerance, pool_name)
 from mmlongembed.readers.mmdocir import SubstituteOptions, SubstituteReader
 from mmlongembed.readers.mmdocrag import (
     HUB_SOURCE, IMAGE_ARCHIVE, Sources, hub_files, hub_source, image_files, read_original, source_layout)
@@ -84,6 +92,7 @@ class MMDocRAGConfig(CommonConfig, LLMConfig, RenderOptions):
                 "or the stem of your own JSONL in that format"})
     hub_revision: str = field(default=HUB_SOURCE.revision, metadata={
         "help": f"without --sources: the commit of {HUB_SOURCE.repo} to read (a full sha pins it exactly)"})
+    lexical_tier: bool = field(default=True, metadata={"help": LEXICAL_TIER_HELP})
 
 
 def answer_pattern(answer: str) -> re.Pattern | None:
@@ -159,6 +168,9 @@ class PoolState:
     level: int
     guard: GoldGuard = field(default_factory=GoldGuard)
     claimed: set[str] = field(default_factory=set)
+    # a hard pool's groups (instance id -> (positive, variants, the query and candidates made of
+    # them)), for the lexical pool
+    groups: dict[str, tuple[Built, list, Made]] = field(default_factory=dict)
 
 
 def no_usable_instance(where: str, report: BuildReport) -> UserError:
@@ -179,7 +191,8 @@ class MMDocRAGBuilder(Builder):
     name = "mmdocrag"
     # 1.2.0: padding drawn from a random sample of the usable pages (linear in the sources); MMDocRAG's
     # own files refill a text quote from its document's other questions' quotes (none before)
-    version = "1.2.0"  # 1.1.0: one question set (--question-set), q_id deduplicated, images.zip, the Hub
+    # 1.3.0: the lexical pools (``--lexical-tier``) beside easy and hard; those two are unchanged
+    version = "1.3.0"  # 1.1.0: one question set (--question-set), q_id deduplicated, images.zip, the Hub
     task = "multi_source_reasoning"
     title = "MMLongEmbed Multi-Source Reasoning: MMDocRAG (interleaved text and images)"
     # its rows in the README's builder tables (`make readme` writes them): what it makes, from what
@@ -286,8 +299,12 @@ class MMDocRAGBuilder(Builder):
                     {i.id: context_units(i, context.counter) for i in instances}, sources.renderer)
         pools = []
         for level, band in enumerate(plan.bands):
-            pools.append(self._pool(plan, "easy", band, level, self._easy_query))
-            pools.append(self._pool(plan, "hard", band, level, self._hard_query))
+            pools.append(self._pool(plan, "easy", band, level, self._easy_query).pool)
+            hard = self._pool(plan, "hard", band, level, self._hard_query)
+            pools.append(hard.pool)
+            if config.lexical_tier:
+                lexical = self._lexical_pool(plan, band, level, hard)
+                pools += [lexical] if lexical.queries else []  # each query left out is a counted skip
         stats = sources.renderer.stats()
         report.notes.append(f"{'substitute: ' + SUBSTITUTE if sources.substitute else ORIGINAL}; "
                             f"{len(instances)} instances with 2-5 evidence quotes, {len(kept)} kept by the audit; "
@@ -309,14 +326,15 @@ class MMDocRAGBuilder(Builder):
                         "evidence": evidence_positions(built.document, built.n_tokens, default_counter()),
                         "padding": padding_pages(built.units)})
 
-    def _pool(self, plan: Plan, difficulty: str, band: LengthBand, level: int, query_of) -> Pool:
-        """One pool of this length: each question in the plan's order made into its query by
-        ``query_of(plan, state, instance)`` (``_easy_query`` or ``_hard_query``)."""
+    def _pool(self, plan: Plan, difficulty: str, band: LengthBand, level: int, query_of,
+              order: list[Instance] | None = None) -> PoolState:
+        """One pool of this length: each question in ``order`` (the plan's) made into its query by
+        ``query_of(plan, state, instance)`` (``_easy_query``, ``_hard_query`` or ``_lexical_query``)."""
         state = PoolState(Pool(name=pool_name(self.name, difficulty, band), task=self.task, dataset=self.name,
                                difficulty=difficulty, band=band, modality="mixed"), band, level)
-        fill_pool(state.pool, plan.order, lambda instance: query_of(plan, state, instance), plan.context,
-                  describe=lambda instance: instance.id)
-        return state.pool
+        fill_pool(state.pool, plan.order if order is None else order,
+                  lambda instance: query_of(plan, state, instance), plan.context, describe=lambda instance: instance.id)
+        return state
 
     # -- easy: other questions' positives of the same length -------------------------------
     def _easy_query(self, plan: Plan, state: PoolState, instance: Instance) -> Made | None:
@@ -370,13 +388,15 @@ class MMDocRAGBuilder(Builder):
         if not state.guard.admit(instance.gold_quotes(), [positive.document, *(m.document for _, m, _ in variants)]):
             raise Skip(f"hard_{state.band.name}_evidence_shared_with_another_query")
         counter = plan.context.counter
-        return self._query(instance), self._positive_candidate(instance, positive), [Candidate(
+        group = self._query(instance), self._positive_candidate(instance, positive), [Candidate(
             id=f"d:{instance.id}:{variant}", document=made.document, role=HARD_NEGATIVE,
             group=f"q:{instance.id}", source_id=instance.id, n_tokens=made.n_tokens, extra={"doc_name": instance.doc},
             provenance={"variant": variant, "removed": removed,
                         "evidence": evidence_positions(made.document, made.n_tokens, counter),
                         "padding": padding_pages(made.units)})
             for variant, made, removed in variants]
+        state.groups[instance.id] = (positive, variants, group)
+        return group
 
     def _hard_variants(self, plan: Plan, state: PoolState, instance: Instance, positive: Built) -> list:
         """Three copies of the positive, each without a gold quote (first / last / a random middle
@@ -388,15 +408,7 @@ class MMDocRAGBuilder(Builder):
         plans = [("drop_first", [0]), ("drop_last", [n - 1])]
         plans.append(("drop_middle", [int(rng.integers(1, n - 1))]) if n >= 3 else ("drop_both", [0, 1]))
         plans = plans[: config.negatives_per_query]
-        held = positive.document.render()[0]
-
-        def fresh(units: list[Unit]) -> list[Unit]:  # a refill never repeats text the document holds
-            return [u for u in units if "".join(s.text for s in u.segments).strip() not in held]
-
-        # the sources of refill text, in order of preference, each listed when first needed: other
-        # documents' text is all of a corpus
-        own, elsewhere = plan.supply.refill.get(instance.doc, []), plan.supply.refill_elsewhere
-        text_sources = [functools.cache(lambda: fresh(own)), functools.cache(lambda: fresh(elsewhere(instance)))]
+        text_sources = self._text_sources(plan, instance, positive)
         used_docs = {plan.supply.doc_of_block.get(u.id) for u in positive.units}
         tolerance = hard_negative_tolerance(positive.n_tokens)
         gold, band, out = instance.gold_quotes(), state.band, []
@@ -417,6 +429,18 @@ class MMDocRAGBuilder(Builder):
                 raise Skip("removed_evidence_still_present")
             out.append((variant, Built(units, document, n_tokens), removed))
         return out
+
+    @staticmethod
+    def _text_sources(plan: Plan, instance: Instance, positive: Built) -> list[Callable[[], list[Unit]]]:
+        """The sources of refill text, in order of preference, each listed when first needed (other
+        documents' text is all of a corpus): the document's unused text, then other documents'."""
+        held = positive.document.render()[0]
+
+        def fresh(units: list[Unit]) -> list[Unit]:  # a refill never repeats text the document holds
+            return [u for u in units if "".join(s.text for s in u.segments).strip() not in held]
+
+        own, elsewhere = plan.supply.refill.get(instance.doc, []), plan.supply.refill_elsewhere
+        return [functools.cache(lambda: fresh(own)), functools.cache(lambda: fresh(elsewhere(instance)))]
 
     def _drop(self, units: list[Unit], k: int, instance: Instance, used_docs: set,
               text_sources: list[Callable[[], list[Unit]]], slack: int, rng: np.random.Generator,
@@ -446,6 +470,70 @@ class MMDocRAGBuilder(Builder):
         lead, tail = edge_whitespace(segment.text)
         run = fit_block_edges(source.segments[a:b], lead, tail, plan.context.counter, f"replacement:{source.id}")
         return replace_text_evidence(units, k, run, source.id, (a, b))
+
+    # -- lexical: the hard groups, the positive's rank under BM25 drawn -------------------
+    def _lexical_pool(self, plan: Plan, band: LengthBand, level: int, hard: PoolState) -> Pool:
+        """The hard pool's queries, in its order, each with the hard pool's variants and a
+        positive with one context quote that is no evidence refilled so that BM25 ranks it below
+        as many of them as drawn (``builders._mmdocrag_lexical``); a query for which some rank
+        could not be reached, or the drawn one was not, leaves this pool only (a counted skip)."""
+        order = [i for i in plan.order if i.id in hard.groups]
+        # the pool's documents are its positives and copies of them: BM25 over the hard pool's
+        # positives stands in for the harness's over the pool (``ops.query_weight``)
+        words = UnitWords()
+        index = BM25Index(words.document(hard.groups[i.id][0].units) for i in order) if order else None
+
+        def query_of(plan: Plan, state: PoolState, instance: Instance) -> Made:
+            try:
+                return self._lexical_query(plan, state, instance, hard.groups[instance.id], index, words)
+            except Skip as skipped:
+                raise Skip(f"lexical_{band.name}_{skipped.reason}") from None
+
+        return self._pool(plan, LEXICAL, band, level, query_of, order).pool
+
+    def _lexical_query(self, plan: Plan, state: PoolState, instance: Instance, group: tuple[Built, list, Made],
+                       index: BM25Index, words: UnitWords) -> Made:
+        hard_positive, variants, (query, hard_candidate, hard_negatives) = group
+        context, counter = plan.context, plan.context.counter
+        scorer = QueryScorer(index, bm25_tokenize(instance.question), index.average_length)
+        scores = [words.score(scorer, made.units) for _, made, _ in variants]
+        tolerance = hard_negative_tolerance(hard_positive.n_tokens)
+        gold_tokens = [q for q in (hard_positive.units[u].segments[s] for u, s in (
+            find_evidence(hard_positive.units, k) for k in range(len(instance.gold)))) if not q.is_visual]
+        made = lexical_positive(
+            hard_positive.units, [s.tokens for s in gold_tokens], scores, scorer, words,
+            self._text_sources(plan, instance, hard_positive), max(1, (tolerance - RECOUNT_MARGIN) // 2),
+            context.rng(state.pool.name, instance.id, "rank"),
+            lambda unit_id: context.rng(state.pool.name, instance.id, unit_id, "refill"), counter)
+        if isinstance(made, str):
+            raise Skip(made)
+        units, refilled, gap = made
+        if refilled is None:  # the hard pool's positive, tied with the variants that lost an image
+            document, n_tokens = hard_positive.document, hard_positive.n_tokens
+        else:
+            document = trim_edges(units_document(f"{instance.id}@{state.band.name}", units), counter)
+            n_tokens = exact_tokens(document, counter)
+        if not state.band.contains(n_tokens) or any(
+                abs(m.n_tokens - n_tokens) > hard_negative_tolerance(n_tokens) for _, m, _ in variants):
+            raise Skip("length_mismatch")
+        text, images = content_keys(document)
+        if not all(holds(text, images, q) for q in instance.gold_quotes()):
+            raise Skip("positive_refill_took_evidence")
+        score = words.score(scorer, units)
+        if refilled is not None and not gap.holds(score):  # the finished document (a tie is kept as it is)
+            raise Skip("positive_off_rank")
+        if not state.guard.admit(instance.gold_quotes(), [document, *(m.document for _, m, _ in variants)]):
+            raise Skip("evidence_shared_with_another_query")
+        candidate = hard_candidate if refilled is None else self._positive_candidate(
+            instance, Built(units, document, n_tokens))
+        candidate = dataclasses.replace(candidate, provenance={
+            **candidate.provenance, "refilled": [refilled] if refilled else [], "query_bm25": {
+                "score": round(score, 4), "variants_above": gap.above,
+                "variants_tied": sum(1 for s in scores if math.isclose(s, score, rel_tol=1e-12))}})
+        # the hard pool's variants as written there, each with its BM25 score beside
+        return query, candidate, [
+            dataclasses.replace(negative, provenance={**negative.provenance, "query_bm25": {"score": round(s, 4)}})
+            for negative, s in zip(hard_negatives, scores)]
 
     # -- checks ----------------------------------------------------------------------------
     def validate_pool(self, pool_row: dict, corpus: dict, queries: dict, qrels: dict) -> Iterable[Problem]:

@@ -1,0 +1,187 @@
+"""MMDocRAG's lexically matched Hard tier (issue 37 §1): the paper's pools untouched; the tier's
+groups keep the evidence chain (the positive holds every gold quote, each variant lacks the one it
+dropped) and the hard pool's variants; BM25, as the harness scores it (tie-aware), finds the
+positive among its group near chance, where on the paper's Hard it finds it well above."""
+
+import json
+from pathlib import Path
+
+import pytest
+
+import builders._mmdocrag_lexical as mmdocrag_lexical
+from builders._mmdocrag_fixtures import write_mmdocrag_jsonl
+from builders.mmdocrag import MMDocRAGConfig
+from mmlongembed.build.run import run_build
+from mmlongembed.build.validate import format_report, validate_dir
+from mmlongembed.core.builder import get_builder
+from mmlongembed.ops.bm25 import BM25Index, bm25_tokenize
+from mmlongembed.output.layout import read_built_pool
+
+pytest.importorskip("PIL")
+EASY, HARD, LEXICAL = "mmdocrag-easy-1k", "mmdocrag-hard-1k", "mmdocrag-lexical-1k"
+
+
+@pytest.fixture(scope="module")
+def sources(tmp_path_factory):
+    root = tmp_path_factory.mktemp("mmdocrag_subjects")
+    # text quotes that name the question's subject in half their sentences, gold or not, as a
+    # real document's quotes name what it is about
+    write_mmdocrag_jsonl(root, n_documents=30, records_per_document=2, subject_share=0.5)
+    return root
+
+
+def _build(sources: Path, out: Path, lexical: bool = True) -> Path:
+    config = MMDocRAGConfig(sources=str(sources), lengths=(1024,), max_queries_per_pool=100, dpi=36.0,
+                            max_image_pixels=96 * 96, lexical_tier=lexical)
+    return run_build(get_builder("mmdocrag"), config, out, progress=False)
+
+
+@pytest.fixture(scope="module")
+def with_tier(sources, tmp_path_factory):
+    return _build(sources, tmp_path_factory.mktemp("with"))
+
+
+def _rows(built: Path, pool: str) -> list[dict]:
+    corpus = read_built_pool(built, pool).corpus
+    return [dict(zip(corpus, values)) for values in zip(*corpus.values())]
+
+
+def group_standings(built: Path, pool: str) -> list[tuple[int, int, dict]]:
+    """BM25 as the harness runs it (an index over the pool's own candidates), per query: how many
+    of its group's variants score above its positive, how many tie with it, and the positive's
+    provenance."""
+    rows = _rows(built, pool)
+    queries = read_built_pool(built, pool).queries
+    index = BM25Index.from_texts(r["text"] for r in rows)
+    out = []
+    for query_text, group in zip(queries["text"], queries["_id"]):
+        scores = index.scores(bm25_tokenize(query_text))
+        members = [(scores[k], r) for k, r in enumerate(rows) if r["group"] == group]
+        score, positive = next((s, r) for s, r in members if r["role"] == "positive")
+        others = [s for s, r in members if r["role"] != "positive"]
+        out.append((sum(s > score for s in others), sum(s == score for s in others),
+                    json.loads(positive["provenance"])))
+    return out
+
+
+def among_group_p_at_1(built: Path, pool: str) -> tuple[float, int]:
+    """The harness's tie-aware P@1 among each query's group (the expected P@1 over the orders of
+    the candidates tied with the positive), averaged over the queries."""
+    standings = group_standings(built, pool)
+    return sum(1 / (tied + 1) for above, tied, _ in standings if above == 0) / len(standings), len(standings)
+
+
+def test_the_paper_pools_read_back_the_same_rows_with_or_without_the_tier(sources, with_tier, tmp_path):
+    without = _build(sources, tmp_path / "without", lexical=False)
+    with pytest.raises(Exception):  # noqa: B017  (no lexical pool is written without the tier)
+        read_built_pool(without, LEXICAL)
+    for pool in (EASY, HARD):
+        key = lambda r: r["internal_id"]  # noqa: E731
+        assert sorted(_rows(with_tier, pool), key=key) == sorted(_rows(without, pool), key=key), pool
+
+
+def test_the_tier_keeps_the_hard_queries_variants_and_evidence_chain(with_tier):
+    problems, checked = validate_dir(with_tier)  # check_quote_pool: every gold quote where it must be
+    assert not problems, format_report(problems, checked)
+    lexical, hard = _rows(with_tier, LEXICAL), _rows(with_tier, HARD)
+    assert len(lexical) >= 4 * 40
+    hard_text = {r["internal_id"]: r["text"] for r in hard}
+    refilled = 0
+    for row in lexical:
+        provenance = json.loads(row["provenance"])
+        if row["role"] == "positive":
+            refills = provenance["refilled"]
+            assert len(refills) <= 1
+            assert (row["text"] != hard_text[row["internal_id"]]) == bool(refills)
+            refilled += bool(refills)
+            for refill in refills:  # a quote of its own context that is no evidence
+                assert refill["kind"] == "text" and refill["sha256"] not in {e.get("sha256")
+                                                                             for e in provenance["evidence"]}
+        else:
+            assert row["text"] == hard_text[row["internal_id"]]  # the hard pool's variant
+            assert provenance["removed"]
+    # every group here has a variant that lost an image quote (a tie): half keep the positive as it is
+    assert len(lexical) / 4 / 4 < refilled < len(lexical) / 4
+
+
+def test_bm25_ranks_each_positive_where_its_rank_was_drawn(with_tier):
+    """The positive is top (no variant above it) exactly where the build drew none above it, and
+    below at least as many as drawn otherwise; the top is drawn about one group in four."""
+    standings = group_standings(with_tier, LEXICAL)
+    for above, tied, provenance in standings:
+        drawn = provenance["query_bm25"]["variants_above"]
+        assert (above == 0) == (drawn == 0), (above, tied, provenance["query_bm25"])
+        assert above >= drawn
+        if drawn == 0 and tied:  # kept as the hard tier's: tied with the variants that lost an image
+            assert not provenance["refilled"] and tied == provenance["query_bm25"]["variants_tied"]
+    tops = sum(1 for above, _, _ in standings if above == 0)
+    assert 0.25 * len(standings) < tops < 0.75 * len(standings)
+
+
+def test_bm25_finds_the_positive_near_chance_on_the_tier_but_not_on_hard(with_tier):
+    lexical, n = among_group_p_at_1(with_tier, LEXICAL)
+    hard, n_hard = among_group_p_at_1(with_tier, HARD)
+    assert n >= 40 and n_hard >= 40
+    assert hard >= 0.4, hard  # chance 0.25; the variants that lost a text quote score below the positive
+    assert abs(lexical - 0.25) <= 0.1, (lexical, n)
+    # no query-blind rule (word statistics included) finds the lexical pool's positives
+    audit = json.loads((with_tier / "manifest.json").read_text())["label_free_audit"][LEXICAL]
+    assert audit["passed"] and audit["groups"] >= 40, audit
+
+
+def test_with_ties_the_positive_stays_as_it_is_for_their_share_of_the_draws():
+    """Variants that lost an image quote tie with the positive: for t of them among n, the draws 0
+    to t keep the positive as it is (P@1 1 / (t + 1) each), the others refill a quote so that it
+    falls below a variant, so the positive's expected P@1 is 1 / (n + 1) whatever t is."""
+    from mmlongembed.core.documents import Segment, TEXT
+    from mmlongembed.core.rng import derive_rng
+    from mmlongembed.ops.bm25 import BM25Index, QueryScorer
+    from mmlongembed.ops.multisource.evidence import Unit
+    from mmlongembed.ops.multisource.lexical_refill import UnitWords
+    from mmlongembed.core.tokens import default_counter
+
+    counter = default_counter()
+
+    def quote(uid: str, text: str, origin: str = "source") -> Unit:
+        text += "\n\n"
+        return Unit(f"context:doc:{uid}", "context", (Segment(kind=TEXT, tokens=counter.count(text), text=text,
+                                                                 paragraph_end=True, origin=origin),))
+
+    units = [quote("a", "Zorblat owns the Quintex mill.", "evidence:0"),
+             quote("b", "The Quintex mill of Zorblat grew."), quote("c", "Rain fell on the hills all day.")]
+    refill = [Unit("refill:r", "refill", tuple(Segment(kind=TEXT, tokens=counter.count(t), text=t,
+                                                                   paragraph_end=i == 1, origin="refill:other")
+                                               for i, t in enumerate(["Boats sailed far. ", "Birds sang on."])))]
+    words = UnitWords()
+    index = BM25Index([words.document(units), ["rain", "boats"], ["mill", "birds"]])
+    scorer = QueryScorer(index, ["zorblat", "quintex", "mill"], index.average_length)
+    full = words.score(scorer, units)
+    outcomes = {}
+    for tied, lower in ((3, []), (1, [0.3 * full, 0.2 * full])):
+        scores = [full] * tied + lower
+        kept = 0
+        for draw in range(200):
+            made = mmdocrag_lexical.lexical_positive(
+                units, [units[0].segments[0].tokens], scores, scorer, words, [lambda: refill], 20,
+                derive_rng(draw, "rank"), lambda unit_id: derive_rng(draw, unit_id), counter)
+            assert not isinstance(made, str), made
+            refilled_units, record, gap = made
+            if record is None:
+                kept += 1
+                assert refilled_units == units
+            else:
+                assert record["quote"] == "b" and words.score(scorer, refilled_units) < full
+        outcomes[tied] = kept / 200
+    assert outcomes[3] == 1.0  # all tie: the positive is always kept, P@1 1/4
+    assert 0.35 < outcomes[1] < 0.65  # one of three ties: kept half the time (P@1 1/2 then), 1/4 in all
+
+
+def test_a_positive_refilled_whatever_its_score_is_found_off_its_drawn_rank(sources, tmp_path, monkeypatch):
+    """The plausible wrong tier: the positive's quote refilled as the hard tier refills a variant's
+    (whatever the refill's words weigh) and no gap kept. BM25's figure among groups may still look
+    like chance on this fixture, but the ranks drawn are not where BM25 puts the positives: the
+    check above fails."""
+    monkeypatch.setattr(mmdocrag_lexical.Gap, "holds", lambda self, score: True)
+    built = _build(sources, tmp_path / "wrong")
+    with pytest.raises(AssertionError):
+        test_bm25_ranks_each_positive_where_its_rank_was_drawn(built)
