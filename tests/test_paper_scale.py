@@ -62,6 +62,15 @@ def test_a_builds_line_gives_its_storage_ratios():
     measured = {"n": 135, "generate_s": 1.0, "wall_s": 2.0, "cpu_s": 2.0, "peak_mb": 100, "queries": 3, "bytes": 2**20,
                 "load": "1.0 s, 90 MB", "validate": "1.0 s, 90 MB",
                 "storage": {"ratio_to_distinct_payload": 1.0562, "distinct_image_bytes": 10,
-                            "image_ratio_to_distinct": 1.0568}}
+                            "image_ratio_to_distinct": 1.0568}, "audit": {"mmlongbench-hard-8k": []}}
     assert paper_scale.line("mmlongbench", measured).endswith(
-        "| storage: bytes on disk 1.06x distinct images + text, images 1.06x their distinct bytes")
+        "| storage: bytes on disk 1.06x distinct images + text, images 1.06x their distinct bytes | "
+        "audit: 1 pools, none fails")
+
+
+def test_a_builds_line_names_each_rule_the_audit_fails_on():
+    failing = {"rule": "max distance from its group's median chars", "p_at_1": 0.4, "chance": 0.25, "z": 3.1,
+               "p_value": 0.012}
+    summary = paper_scale.audit_summary({"activitynet-easy-48": [failing], "activitynet-hard-48": []})
+    assert summary == ("audit: 2 pools, FAILING activitynet-easy-48: max distance from its group's median chars "
+                       "P@1 0.40 vs 0.25 (p 0.012)")

@@ -180,7 +180,7 @@ def test_hotpotqa_pools_through_mteb_give_the_harness_figures(tmp_path, minilm):
                  "--lengths", "8192", "--max-queries-per-pool", "16", "--no-progress"]) == 0
     build = tmp_path / "out" / "hotpotqa"
     through_mteb = evaluate(PaperProtocolEncoder(minilm), release_task(str(build)))
-    assert set(through_mteb) == {"hotpotqa-easy-8k", "hotpotqa-hard-8k"}
+    assert set(through_mteb) == {"hotpotqa-easy-8k", "hotpotqa-hard-8k", "hotpotqa-lexical-8k"}
     for pool, scores in through_mteb.items():
         harness = harness_scores(minilm, build, pool)
         assert_same_figures(harness, scores)
