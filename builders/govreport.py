@@ -33,8 +33,8 @@ from mmlongembed.core.documents import Document, counted_segments, text_pieces
 from mmlongembed.core.errors import FitError
 from mmlongembed.output.manifest import files_identity
 from mmlongembed.ops.donor import (
-    SHINGLE_WORDS, content_sha256, donor_can_fill_span, exchangeable_offsets, jaccard, offset_room, replace_span_with_donor,
-    word_shingles)
+    SHINGLE_WORDS, content_sha256, donor_can_fill_span, exchangeable_offsets, jaccard, offset_room,
+    replace_span_with_donor, word_shingles)
 from mmlongembed.ops.length import Fitted, span_at_fraction, truncate_to_band
 from mmlongembed.ops.lexical import exchangeable_sides
 from mmlongembed.build.pool_plan import PoolContext
@@ -130,8 +130,9 @@ class GovReportBuilder(Builder):
     # 1.3: reports are fitted as a pool reaches them; easy negatives are the band's next reports,
     # never a query's near-duplicate
     # 1.4: the lexical pools (``--lexical-tier``) beside easy and hard; those two are unchanged
-    # 1.5: the lexical tier tries no donor block whose words (counted by sentence) leave its variant past
-    # the tolerance, so more of its queries are kept; easy and hard unchanged
+    # 1.5: the lexical tier weighs its blocks with the IDF of the hard pool's documents (not its
+    # positives'), tries no block that its sentences' words put past the tolerance, and foresees a
+    # query's other side from those words; easy and hard unchanged
     version = "1.5.0"
     # a variant mixing in a quarter to a half of another report has more distinct words and more
     # words used once (the paper's design): reported in the card, not a build failure
