@@ -18,6 +18,7 @@ from mmlongembed.cli import main
 from mmlongembed.output.manifest import file_sha256
 from mmlongembed.core.errors import FitError, UserError
 from mmlongembed.output.layout import read_built_pool
+from tests.support.built_pools import candidate_rows
 from mmlongembed.checks.shortcuts import rule_p_at_1
 from mmlongembed.build.validate import format_report, validate_dir
 from mmlongembed.core.tokens import default_counter
@@ -67,11 +68,6 @@ def test_build_validates_and_loads_through_datasets(built):
         assert set(queries["instruction"]) == {"Given this summary, retrieve the original corresponding long document."}
 
 
-def _rows(built: Path, pool: str) -> list[dict]:
-    """The pool's candidates as rows, the audit joined in."""
-    corpus = read_built_pool(built, pool).corpus
-    return [dict(zip(corpus, values)) for values in zip(*corpus.values())]
-
 
 def test_loading_as_documented_returns_what_is_on_disk(sources, tmp_path):
     """`datasets` caches a local directory by its name, config and data file paths: two builds
@@ -95,7 +91,7 @@ def test_loading_as_documented_returns_what_is_on_disk(sources, tmp_path):
 
 
 def test_hard_negatives_record_provenance_and_match_length(built):
-    corpus = _rows(built, "govreport-hard-4k")
+    corpus = candidate_rows(built, "govreport-hard-4k")
     by_id = {r["internal_id"]: r for r in corpus}
     variants = set()
     for row in corpus:
@@ -327,9 +323,9 @@ def test_easy_and_hard_pools_of_one_length_hold_the_same_queries(built):
         hard = read_built_pool(built, f"govreport-hard-{length}").queries
         assert easy["internal_id"] and sorted(easy["internal_id"]) == sorted(hard["internal_id"])
         assert sorted(easy["text"]) == sorted(hard["text"])
-        easy_positives = {r["internal_id"]: r["text"] for r in _rows(built, f"govreport-easy-{length}")
+        easy_positives = {r["internal_id"]: r["text"] for r in candidate_rows(built, f"govreport-easy-{length}")
                           if r["role"] == "positive"}
-        hard_positives = {r["internal_id"]: r["text"] for r in _rows(built, f"govreport-hard-{length}")
+        hard_positives = {r["internal_id"]: r["text"] for r in candidate_rows(built, f"govreport-hard-{length}")
                           if r["role"] == "positive"}
         assert easy_positives == hard_positives
 
@@ -337,7 +333,7 @@ def test_easy_and_hard_pools_of_one_length_hold_the_same_queries(built):
 def test_easy_negatives_are_other_reports_and_cut_ones_are_counted_in_the_card(built):
     card = (built / "README.md").read_text()
     for length in ("2k", "4k"):
-        rows = _rows(built, f"govreport-easy-{length}")
+        rows = candidate_rows(built, f"govreport-easy-{length}")
         negatives = [r for r in rows if r["role"] == "easy_negative"]
         queries = {r["source_id"] for r in rows if r["role"] == "positive"}
         assert negatives and not {r["source_id"] for r in negatives} & queries  # a report serves a pool once
@@ -358,7 +354,7 @@ def test_replaced_spans_are_the_first_quarter_the_last_quarter_and_the_middle_ha
     fails here."""
     seen = set()
     for pool in ("govreport-hard-2k", "govreport-hard-4k"):
-        rows = _rows(built, pool)
+        rows = candidate_rows(built, pool)
         by_id = {r["internal_id"]: r for r in rows}
         for row in rows:
             if row["role"] != "hard_negative":
@@ -444,7 +440,7 @@ def test_donor_is_the_top_bm25_report_for_the_summary_that_is_neither_the_source
         if ranking[0] != eligible[0]:
             twin_best.add(r.id)  # the best match for the summary is a near-duplicate
     donors = [(row["source_id"], json.loads(row["provenance"])["donor_id"])
-              for row in _rows(out, "govreport-hard-4k") if row["role"] == "hard_negative"]
+              for row in candidate_rows(out, "govreport-hard-4k") if row["role"] == "hard_negative"]
     assert len(donors) >= 30
     for source, donor in donors:
         assert donor != source
@@ -471,7 +467,7 @@ def test_positives_end_below_the_band_top_so_variants_are_longer_as_often_as_sho
     longer = shorter = 0
     for length in LENGTHS:
         band = LengthBand.halving(length)
-        rows = _rows(built, f"govreport-hard-{length // 1024}k")
+        rows = candidate_rows(built, f"govreport-hard-{length // 1024}k")
         positives = {r["group"]: r["n_tokens"] for r in rows if r["role"] == "positive"}
         assert max(positives.values()) <= band.hi - offset_room(band)
         lengths = [(r["n_tokens"], positives[r["group"]]) for r in rows if r["role"] == "hard_negative"]
@@ -490,7 +486,7 @@ def test_variants_move_the_mean_word_length_to_drawn_sides_so_the_positive_sits_
     agree, below_counts = [], set()
     for length in LENGTHS:
         groups: dict[str, list[dict]] = {}
-        for row in _rows(built, f"govreport-hard-{length // 1024}k"):
+        for row in candidate_rows(built, f"govreport-hard-{length // 1024}k"):
             groups.setdefault(row["group"], []).append(row)
         for members in groups.values():
             positive = text_features(next(r for r in members if r["role"] == "positive")["text"])["mean_word_length"]

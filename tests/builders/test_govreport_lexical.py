@@ -16,6 +16,7 @@ from mmlongembed.core.builder import get_builder
 from mmlongembed.ops.bm25 import BM25Index, QueryScorer, bm25_tokenize
 from mmlongembed.ops.query_weight import SCORE_TOLERANCE
 from mmlongembed.output.layout import read_built_pool
+from tests.support.built_pools import candidate_rows
 
 LENGTHS = (2048, 4096)
 
@@ -38,10 +39,6 @@ def with_tier(sources, tmp_path_factory):
     return _build(sources, tmp_path_factory.mktemp("with"), True)
 
 
-def _rows(built: Path, pool: str) -> list[dict]:
-    corpus = read_built_pool(built, pool).corpus
-    return [dict(zip(corpus, values)) for values in zip(*corpus.values())]
-
 
 def _lexical_pools(built: Path) -> list[str]:
     return [f"govreport-lexical-{n // 1024}k" for n in LENGTHS
@@ -63,7 +60,7 @@ def test_the_paper_pools_read_back_the_same_rows_with_or_without_the_tier(source
         for n in LENGTHS:
             pool = f"govreport-{difficulty}-{n // 1024}k"
             key = lambda r: r["internal_id"]  # noqa: E731
-            assert sorted(_rows(with_tier, pool), key=key) == sorted(_rows(without, pool), key=key), pool
+            assert sorted(candidate_rows(with_tier, pool), key=key) == sorted(candidate_rows(without, pool), key=key), pool
 
 
 def test_the_tier_validates_and_holds_queries_of_the_hard_pool(with_tier):
@@ -88,9 +85,9 @@ def test_each_variant_lies_on_its_drawn_side_of_the_positive_rescored(sources, w
     summary_of = {r["id"]: r["summary"] for r in sources[1]}
     above, groups, checked = Counter(), 0, 0
     for pool in _lexical_pools(with_tier):
-        hard = _rows(with_tier, pool.replace("lexical", "hard"))
+        hard = candidate_rows(with_tier, pool.replace("lexical", "hard"))
         index = BM25Index.from_texts(r["text"] for r in hard if r["role"] in ("positive", "hard_negative"))
-        rows = _rows(with_tier, pool)
+        rows = candidate_rows(with_tier, pool)
         positives = {r["source_id"]: r for r in rows if r["role"] == "positive"}
         for source_id, positive in positives.items():
             scorer = QueryScorer(index, bm25_tokenize(summary_of[source_id]), average_length=index.average_length)
@@ -116,7 +113,7 @@ def test_bm25_over_each_lexical_pool_ranks_the_positive_first_in_its_group_near_
     """BM25 as the harness runs it (IDF over the pool's own candidates, not the build's corpus):
     the sides drawn at build time must survive that change of IDF."""
     def positive_first_share(pool: str) -> tuple[float, int]:
-        rows = _rows(with_tier, pool)
+        rows = candidate_rows(with_tier, pool)
         queries = read_built_pool(with_tier, pool).queries
         index = BM25Index.from_texts(r["text"] for r in rows)
         firsts, n = 0, 0

@@ -16,6 +16,7 @@ from mmlongembed.build.validate import format_report, validate_dir
 from mmlongembed.core.builder import get_builder
 from mmlongembed.ops.bm25 import BM25Index, bm25_tokenize
 from mmlongembed.output.layout import read_built_pool
+from tests.support.built_pools import candidate_rows
 
 LENGTH = 1024
 HARD, LEXICAL = "hotpotqa-hard-1k", "hotpotqa-lexical-1k"
@@ -40,15 +41,11 @@ def with_tier(sources, tmp_path_factory):
     return _build(sources, tmp_path_factory.mktemp("with"))
 
 
-def _rows(built: Path, pool: str) -> list[dict]:
-    corpus = read_built_pool(built, pool).corpus
-    return [dict(zip(corpus, values)) for values in zip(*corpus.values())]
-
 
 def positive_first_share(built: Path, pool: str) -> tuple[float, int]:
     """BM25 as the harness runs it (an index over the pool's own candidates): the share of
     queries whose positive scores highest among its group (ties count for the positive)."""
-    rows = _rows(built, pool)
+    rows = candidate_rows(built, pool)
     queries = read_built_pool(built, pool).queries
     index = BM25Index.from_texts(r["text"] for r in rows)
     firsts = n = 0
@@ -66,7 +63,7 @@ def test_the_paper_pools_read_back_the_same_rows_with_or_without_the_tier(source
         read_built_pool(without, LEXICAL)
     for pool in ("hotpotqa-easy-1k", HARD):
         key = lambda r: r["internal_id"]  # noqa: E731
-        assert sorted(_rows(with_tier, pool), key=key) == sorted(_rows(without, pool), key=key), pool
+        assert sorted(candidate_rows(with_tier, pool), key=key) == sorted(candidate_rows(without, pool), key=key), pool
 
 
 def test_the_tier_keeps_the_hard_queries_variants_and_evidence_chain(sources, with_tier):
@@ -77,7 +74,7 @@ def test_the_tier_keeps_the_hard_queries_variants_and_evidence_chain(sources, wi
         record = json.loads(line)
         paragraphs = dict((title, sentences) for title, sentences in record["context"])
         evidence[record["_id"]] = [paragraphs[t][k].strip() for t, k in record["supporting_facts"]]
-    lexical, hard = _rows(with_tier, LEXICAL), _rows(with_tier, HARD)
+    lexical, hard = candidate_rows(with_tier, LEXICAL), candidate_rows(with_tier, HARD)
     assert len(lexical) >= 4 * 20
     hard_text = {r["internal_id"]: r["text"] for r in hard}
     above, changed = [], 0

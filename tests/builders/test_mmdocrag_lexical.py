@@ -16,6 +16,7 @@ from mmlongembed.build.validate import format_report, validate_dir
 from mmlongembed.core.builder import get_builder
 from mmlongembed.ops.bm25 import BM25Index, bm25_tokenize
 from mmlongembed.output.layout import read_built_pool
+from tests.support.built_pools import candidate_rows
 
 pytest.importorskip("PIL")
 EASY, HARD, LEXICAL = "mmdocrag-easy-1k", "mmdocrag-hard-1k", "mmdocrag-lexical-1k"
@@ -41,16 +42,12 @@ def with_tier(sources, tmp_path_factory):
     return _build(sources, tmp_path_factory.mktemp("with"))
 
 
-def _rows(built: Path, pool: str) -> list[dict]:
-    corpus = read_built_pool(built, pool).corpus
-    return [dict(zip(corpus, values)) for values in zip(*corpus.values())]
-
 
 def group_standings(built: Path, pool: str) -> list[tuple[int, int, dict]]:
     """BM25 as the harness runs it (an index over the pool's own candidates), per query: how many
     of its group's variants score above its positive, how many tie with it, and the positive's
     provenance."""
-    rows = _rows(built, pool)
+    rows = candidate_rows(built, pool)
     queries = read_built_pool(built, pool).queries
     index = BM25Index.from_texts(r["text"] for r in rows)
     out = []
@@ -77,13 +74,13 @@ def test_the_paper_pools_read_back_the_same_rows_with_or_without_the_tier(source
         read_built_pool(without, LEXICAL)
     for pool in (EASY, HARD):
         key = lambda r: r["internal_id"]  # noqa: E731
-        assert sorted(_rows(with_tier, pool), key=key) == sorted(_rows(without, pool), key=key), pool
+        assert sorted(candidate_rows(with_tier, pool), key=key) == sorted(candidate_rows(without, pool), key=key), pool
 
 
 def test_the_tier_keeps_the_hard_queries_variants_and_evidence_chain(with_tier):
     problems, checked = validate_dir(with_tier)  # check_quote_pool: every gold quote where it must be
     assert not problems, format_report(problems, checked)
-    lexical, hard = _rows(with_tier, LEXICAL), _rows(with_tier, HARD)
+    lexical, hard = candidate_rows(with_tier, LEXICAL), candidate_rows(with_tier, HARD)
     assert len(lexical) >= 4 * 40
     hard_text = {r["internal_id"]: r["text"] for r in hard}
     refilled = 0

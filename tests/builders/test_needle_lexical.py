@@ -21,6 +21,7 @@ from mmlongembed.needles import paraphrase
 from mmlongembed.needles.text import parse_templates
 from mmlongembed.ops.bm25 import BM25Index, bm25_tokenize
 from mmlongembed.output.layout import pools_table, read_built_pool
+from tests.support.built_pools import table_rows
 from mmlongembed.readers.needle import read_local_sources
 
 N = 6  # needles per cell
@@ -51,9 +52,6 @@ def _tables(built: Path, pool: str):
     return read_built_pool(built, pool)
 
 
-def _rows(table: dict) -> list[dict]:
-    return [dict(zip(table, values)) for values in zip(*table.values())]
-
 
 def test_the_paper_cells_read_back_the_same_rows_with_or_without_the_tier(sources_dir, with_tier, tmp_path):
     without = run_build(NeedleBuilder(), _config(sources_dir, lexical_tier=False), tmp_path / "without",
@@ -69,7 +67,7 @@ def test_the_paper_cells_read_back_the_same_rows_with_or_without_the_tier(source
     for pool in paper:
         a, b = _tables(with_tier, pool), _tables(without, pool)
         for part in ("corpus", "queries", "qrels"):
-            assert sorted(_rows(getattr(a, part)), key=key) == sorted(_rows(getattr(b, part)), key=key), (pool, part)
+            assert sorted(table_rows(getattr(a, part)), key=key) == sorted(table_rows(getattr(b, part)), key=key), (pool, part)
 
 
 def test_the_tier_validates_and_is_its_own_difficulty(with_tier):
@@ -110,7 +108,7 @@ def _bm25_p_at_1(built: Path, pool: str) -> float:
     """BM25 as the harness scores a pool (IDF over the pool's own documents), the positive's
     expected P@1 with ties at the top shared (chance: 1/N)."""
     tables = _tables(built, pool)
-    rows = _rows(tables.corpus)
+    rows = table_rows(tables.corpus)
     positive_of = dict(zip(tables.qrels["query-id"], tables.qrels["corpus-id"]))
     index = BM25Index(bm25_tokenize(r["text"]) for r in rows)
     ids = [r["_id"] for r in rows]
