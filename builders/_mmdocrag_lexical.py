@@ -33,7 +33,8 @@ import numpy as np
 from mmlongembed.core.digests import short_sha256
 from mmlongembed.ops.bm25 import QueryScorer, bm25_tokenize
 from mmlongembed.ops.length import edge_whitespace, fit_block_edges
-from mmlongembed.ops.multisource.evidence import Unit, sentence_runs
+from mmlongembed.core.errors import FitError
+from mmlongembed.ops.multisource.evidence import Unit, find_sentence_run
 from mmlongembed.ops.multisource.lexical_refill import Gap, PlaceWeights, UnitWords
 
 # the places (context quotes) whose estimate lies in the drawn gap that are tried, nearest a gold
@@ -47,25 +48,6 @@ def context_text_places(units: Sequence[Unit]) -> list[tuple[str, int]]:
     return [(unit.id, 0) for unit in units
             if unit.kind == "context" and len(unit.segments) == 1 and not unit.segments[0].is_visual
             and unit.segments[0].origin == "source" and unit.segments[0].text.strip()]
-
-
-def gap_run(sources: Sequence[Unit], window: tuple[int, int], aim: int, rng: np.random.Generator,
-            in_gap: Callable[[Unit, int, int], bool]) -> tuple[Unit, int, int] | None:
-    """``find_sentence_run`` with a condition: the run of whole sentences of a token sum in
-    ``window``, closest to ``aim``, among those ``in_gap`` accepts (sources in a random order; the
-    first exact one wins); None without one."""
-    best = None
-    for rank, i in enumerate(rng.permutation(len(sources))):
-        unit = sources[int(i)]
-        for a, b, total in sentence_runs(unit):
-            if not window[0] <= total <= window[1]:
-                continue
-            miss = abs(total - aim)
-            if (best is None or (miss, rank) < best[:2]) and in_gap(unit, a, b):
-                best = (miss, rank, unit, a, b)
-                if miss == 0:
-                    return unit, a, b
-    return None if best is None else best[2:]
 
 
 def refill_place(units: Sequence[Unit], unit_id: str, run: Sequence, source_id: str,
@@ -138,9 +120,10 @@ def lexical_positive(units: Sequence[Unit], gold_text_tokens: Sequence[int], var
 
         window = (max(1, segment.tokens - slack), segment.tokens + slack)
         for candidates in text_sources:
-            found = gap_run(candidates(), window, segment.tokens, run_rng(unit_id), in_gap)
-            if found is not None:
-                source, a, b = found
-                refilled, record = refill_place(units, unit_id, fitted(source, a, b), source.id, (a, b))
-                return refilled, record, gap
+            try:
+                source, a, b = find_sentence_run(candidates(), *window, segment.tokens, run_rng(unit_id), in_gap)
+            except FitError:
+                continue
+            refilled, record = refill_place(units, unit_id, fitted(source, a, b), source.id, (a, b))
+            return refilled, record, gap
     return "no_matching_refill"

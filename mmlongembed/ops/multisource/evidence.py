@@ -253,11 +253,14 @@ def sentence_runs(unit: Unit) -> Iterator[tuple[int, int, int]]:
 
 
 def find_sentence_run(sources: Sequence[Unit], need_lo: int, need_hi: int, aim: int,
-                      rng: np.random.Generator) -> tuple[Unit, int, int]:
+                      rng: np.random.Generator,
+                      accept: Callable[[Unit, int, int], bool] | None = None) -> tuple[Unit, int, int]:
     """(unit, start, end): ``unit.segments[start:end]`` is a run of whole sentences inside one
-    paragraph (no heading lines) with a token sum in [need_lo, need_hi], closest to ``aim``.
-    Sources are tried in random order; the first exact hit wins. (Kept for builders that draw
-    refills at random; ``find_refill`` takes them in order of preference and measures in place.)"""
+    paragraph (no heading lines) with a token sum in [need_lo, need_hi], closest to ``aim``, among
+    the runs ``accept(unit, start, end)`` takes, where given (asked only of a run that would be the
+    best so far: it may be costly). Sources are tried in random order; the first exact hit wins.
+    (Kept for builders that draw refills at random; ``find_refill`` takes them in order of
+    preference and measures in place.)"""
     best: tuple[int, int, Unit, int, int] | None = None
     for rank, i in enumerate(rng.permutation(len(sources))):
         unit = sources[int(i)]
@@ -265,10 +268,10 @@ def find_sentence_run(sources: Sequence[Unit], need_lo: int, need_hi: int, aim: 
             if not need_lo <= total <= need_hi:
                 continue
             miss = abs(total - aim)
-            if best is None or (miss, rank) < best[:2]:
+            if (best is None or (miss, rank) < best[:2]) and (accept is None or accept(unit, a, b)):
                 best = (miss, rank, unit, a, b)
-            if miss == 0:
-                return unit, a, b
+                if miss == 0:
+                    return unit, a, b
     if best is None:
         raise FitError("no_sentence_run", f"no run of [{need_lo}, {need_hi}] tokens in {len(sources)} sources")
     return best[2], best[3], best[4]

@@ -344,6 +344,19 @@ def test_find_sentence_run_stays_inside_one_paragraph_and_skips_headings():
         find_sentence_run([source], 500, 600, 550, derive_rng(0))
 
 
+def test_find_sentence_run_takes_only_the_runs_accept_takes():
+    """MMDocRAG's lexical tier asks each run whether it keeps the positive's BM25 rank: the
+    nearest run it refuses is passed over, and none taken is a FitError."""
+    counter = default_counter()
+    text = "The first sentence is here. The second one follows it. A third closes it.\n\n"
+    source = Unit("article:x", "article", tuple(text_segments(text, counter)))
+    nearest = find_sentence_run([source], 1, 40, 8, derive_rng(0))
+    taken = find_sentence_run([source], 1, 40, 8, derive_rng(0), accept=lambda unit, a, b: (a, b) != nearest[1:])
+    assert taken[1:] != nearest[1:]
+    with pytest.raises(FitError):
+        find_sentence_run([source], 1, 40, 8, derive_rng(0), accept=lambda unit, a, b: False)
+
+
 
 
 def test_every_easy_query_is_one_of_the_hard_pool_queries_of_its_length(tmp_path):
