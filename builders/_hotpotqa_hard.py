@@ -101,25 +101,38 @@ def _variants(context: PoolContext, instance: Instance, positive: Built,
     return variants, offsets
 
 
+def lexical_place_weights(instance: Instance, positive: Built, scorer: QueryScorer, words: UnitWords) -> PlaceWeights:
+    """The positive's score with each of its sentences that is no evidence taken out
+    (``PlaceWeights``): which ranks among its variants a refill there can give it."""
+    sentences = refillable_sentences(positive.units, instance.evidence_texts())
+    return PlaceWeights(scorer, positive.units, [(unit.id, s) for unit, s in sentences], words)
+
+
+def lexical_rank_range(weights: PlaceWeights, variant_scores: list[float]) -> tuple[int, int] | None:
+    """The ranks (how many of the variants lie above the positive) a lexical group can be dealt
+    (``ops.lexical.balanced_ranks``): the top, any rank below it (a rank below the top that its
+    refills cannot reach exactly is made as one of the others, ``drawn_gap``), or both; None
+    when neither."""
+    top, below = weights.reaches(Gap(variant_scores, 0)), weights.reaches(Gap(variant_scores, 1, at_least=True))
+    if not (top or below):
+        return None
+    return 0 if top else 1, len(variant_scores) if below else 0
+
+
 def lexical_plan(context: PoolContext, instance: Instance, positive: Built, hard: Plan, variant_scores: list[float],
-                 lexical_label: str, refills: RefillSource, scorer: QueryScorer,
-                 words: UnitWords) -> tuple[Plan, Gap] | str:
+                 above: int, lexical_label: str, refills: RefillSource, scorer: QueryScorer,
+                 words: UnitWords, weights: PlaceWeights) -> tuple[Plan, Gap] | str:
     """The plan of a lexical group (``ops.multisource.lexical_refill``): the hard group's
     variants as they are (``hard``'s entries but its first), and the positive with one sentence
-    that is no evidence refilled, chosen so that its BM25 score (``scorer``) falls below a number
-    of the variants' ``variant_scores`` drawn uniformly from none to all, with a margin. The
-    places are tried in turn (``PlaceWeights.ordered``), each refilled as the positive is in the
-    hard tier, with the run that keeps the score in its gap (``GapSearch``). Returns the plan for
-    ``hard_assemble`` and the gap, or why the query leaves the tier: ``rank_unreachable`` (some
-    rank could not have been drawn: the queries kept must not depend on the rank drawn) or
-    ``no_matching_refill``."""
+    that is no evidence refilled, chosen so that its BM25 score (``scorer``) falls below
+    ``above`` of the variants' ``variant_scores`` (dealt over the pool, ``lexical_rank_range``),
+    with a margin. The places are tried in turn (``PlaceWeights.ordered``, ``weights``), each
+    refilled as the positive is in the hard tier, with the run that keeps the score in its gap
+    (``GapSearch``). Returns the plan for ``hard_assemble`` and the gap, or why the query leaves
+    the tier: ``no_matching_refill``."""
     seed = context.config.seed
     evidence = instance.evidence_texts()
     sentences = refillable_sentences(positive.units, evidence)
-    weights = PlaceWeights(scorer, positive.units, [(unit.id, s) for unit, s in sentences], words)
-    if not weights.reachable(variant_scores):
-        return "rank_unreachable"
-    above = int(context.rng(lexical_label, instance.id, "rank").integers(len(variant_scores) + 1))
     gap = drawn_gap(variant_scores, above, weights.reaches)
     shapes = [sentence_shape(unit.segments[s]) for unit, s in sentences]
     evidence_shapes = [sentence_shape(positive.units[u].segments[s])

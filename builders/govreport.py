@@ -33,15 +33,17 @@ from mmlongembed.core.documents import Document, counted_segments, text_pieces
 from mmlongembed.core.errors import FitError
 from mmlongembed.output.manifest import files_identity
 from mmlongembed.ops.donor import (
-    SHINGLE_WORDS, content_sha256, donor_can_fill_span, exchangeable_offsets, jaccard, offset_room,
+    SHINGLE_WORDS, SpanToFill, content_sha256, exchangeable_offsets, jaccard, offset_room,
     replace_span_with_donor, word_shingles)
-from mmlongembed.ops.length import Fitted, span_at_fraction, truncate_to_band
-from mmlongembed.ops.lexical import exchangeable_sides
+from mmlongembed.ops.length import Fitted, truncate_to_band
+from mmlongembed.ops.lexical import (
+    WORD_SIDE_COST, balanced_ranks, exchangeable_sides, word_length_cost, word_length_sums)
 from mmlongembed.build.pool_plan import PoolContext
 from mmlongembed.core.rng import seeded_order
 from mmlongembed.core.pools import (
     EASY_NEGATIVE, HARD_NEGATIVE, LEXICAL, LEXICAL_TIER_HELP, POSITIVE, Candidate, LengthBand, Pool, Query, pool_name)
-from mmlongembed.ops.query_weight import MAX_BLOCK_COST, SCORE_TOLERANCE, QueryWeight, segment_words
+from mmlongembed.ops.query_weight import (
+    MAX_BLOCK_COST, SCORE_TOLERANCE, QueryWeight, level_the_pool_top, segment_words)
 from mmlongembed.readers.govreport import HUB_SOURCE, Report, local_files, local_root, read_reports
 from mmlongembed.core.tokens import default_counter
 from mmlongembed.ops.wordstats import text_features
@@ -107,6 +109,9 @@ class Corpus:
         # each sentence's BM25 words, for the lexical tier's donor blocks (a donor serves many queries)
         document = self.document
         self.segment_words = functools.lru_cache(self.WORDS_KEPT)(lambda rid: segment_words(document(rid).segments))
+        # and their words' count and length, for the mean word length of a variant a block would make
+        self.word_length_sums = functools.lru_cache(self.WORDS_KEPT)(
+            lambda rid: word_length_sums(document(rid).segments))
 
     def cut(self, rid: str, fitted: Fitted) -> bool:
         """Whether ``fitted`` is its report cut short."""
@@ -117,6 +122,50 @@ def report_document(report: Report, sentence_tokens: Sequence[int]) -> Document:
     """The report as a document, its sentences counted before (``text_segments``' split, its counts)."""
     return Document(id=report.id, segments=tuple(counted_segments(text_pieces(report.report), sentence_tokens)),
                     meta={})
+
+
+def _added(*costs):
+    """The ``block_cost`` that is the sum of ``costs``."""
+    return lambda *block: sum(cost(*block) for cost in costs)
+
+
+@dataclass
+class LexicalReach:
+    """What ``_lexical_reach`` found for one query: per variant, the donors to try and whether a
+    block of theirs can put it (below, above) its positive under BM25."""
+
+    tried: list[list[tuple[int, str, float]]]
+    below_above: list[tuple[bool, bool]]
+
+    def rank_range(self) -> tuple[int, int] | None:
+        """The positive's ranks among its variants (how many lie above it) that the variants'
+        sides can make, lowest and highest; None when a variant can reach neither side."""
+        if len(self.below_above) < len(HARD_VARIANTS) or not all(below or above for below, above in self.below_above):
+            return None
+        only_above = sum(above and not below for below, above in self.below_above)
+        either = sum(above and below for below, above in self.below_above)
+        return only_above, only_above + either
+
+    def sides(self, rank: int, rng) -> list[int]:
+        """Each variant's side (+1 above, -1 below) for the positive to have ``rank`` variants
+        above it: those that can only go above, and as many drawn from those that can go either
+        way as the rank still needs."""
+        either = [i for i, (below, above) in enumerate(self.below_above) if below and above]
+        above = {i for i, (below, up) in enumerate(self.below_above) if up and not below}
+        above |= {either[int(i)] for i in rng.permutation(len(either))[: rank - len(above)]}
+        return [1 if i in above else -1 for i in range(len(self.below_above))]
+
+
+@dataclass
+class LexicalVariants:
+    """How ``_hard_variants`` makes a query's lexically matched variants: the summary's BM25
+    weight over its positive, each variant's donors, each variant's side of the positive, and
+    the positive's words and their lengths."""
+
+    weight: QueryWeight
+    tried: list[list[tuple[int, str, float]]]
+    sides: list[int]
+    word_lengths: tuple  # the positive's ``word_length_sums``
 
 
 @register
@@ -133,7 +182,9 @@ class GovReportBuilder(Builder):
     # 1.5: the lexical tier weighs its blocks with the IDF of the hard pool's documents (not its
     # positives'), tries no block that its sentences' words put past the tolerance, and foresees a
     # query's other side from those words; easy and hard unchanged
-    version = "1.5.0"
+    # 1.6: the lexical tier deals the positive's rank among its variants so that each rank is held
+    # equally often, and keeps the queries whose variants cannot all reach both sides
+    version = "1.6.0"
     # a variant mixing in a quarter to a half of another report has more distinct words and more
     # words used once (the paper's design): reported in the card, not a build failure
     design_signals = ("type_token_ratio", "hapax_share")
@@ -261,8 +312,14 @@ class GovReportBuilder(Builder):
     def _lexical_pool(self, band: LengthBand, queries: list[tuple[str, Fitted, list]], corpus: Corpus,
                       context: PoolContext) -> Pool:
         """The hard pool's queries, in its order, against variants whose donor blocks keep the
-        summary's BM25 weight (``_hard_variants`` with a ``QueryWeight``); a query whose three
-        cannot all be brought within the tolerance leaves this pool only (a counted skip)."""
+        summary's BM25 weight (``_hard_variants`` with a ``LexicalVariants``). First each query's
+        variants are tried for the sides of the positive's score they can reach
+        (``_lexical_reach``); then the positive's rank among its variants (how many lie above it)
+        is dealt so that each rank is held by as many queries as each other
+        (``ops.lexical.balanced_ranks``), and the variants are made on their sides; last, the
+        top is levelled as BM25 over the pool itself finds it (``level_the_pool_top``). A
+        query whose variants cannot reach a side, or whose rank is not needed to level the
+        others, leaves this pool only (counted skips)."""
         pool = Pool(name=pool_name(self.name, LEXICAL, band), task=self.task, dataset=self.name,
                     difficulty=LEXICAL, band=band)
         if not queries:
@@ -277,21 +334,68 @@ class GovReportBuilder(Builder):
         pool_index = BM25Index(itertools.chain(
             ([word for segment in document for word in segment] for document in words),
             (bm25_tokenize(variant.document.render()[0]) for _, _, variants in queries for _, variant in variants)))
-        for (rid, positive, _), positive_words in context.report.bar(
-                list(zip(queries, words)), f"{pool.name}: lexically matched negatives", "query"):
-            donors, _ = self._donors(rid, corpus, context.config)
-            weight = QueryWeight(pool_index, corpus.reports[rid].summary, positive_words, corpus.segment_words)
-            variants = self._hard_variants(rid, positive, donors, band, pool.name, corpus, context, weight)
+
+        def weight_of(rid: str, positive_words) -> QueryWeight:
+            return QueryWeight(pool_index, corpus.reports[rid].summary, positive_words, corpus.segment_words)
+
+        reaches = [self._lexical_reach(rid, positive, band, pool.name, corpus, context, weight_of(rid, positive_words))
+                   for (rid, positive, _), positive_words in context.report.bar(
+                       list(zip(queries, words)), f"{pool.name}: sides each variant can reach", "query")]
+        ranks = balanced_ranks([reach.rank_range() for reach in reaches], len(HARD_VARIANTS) + 1,
+                               context.rng(pool.name, "ranks"))
+        for (rid, positive, _), positive_words, reach, rank in context.report.bar(
+                list(zip(queries, words, reaches, ranks)), f"{pool.name}: lexically matched negatives", "query"):
+            if reach.rank_range() is None:
+                context.report.skip("lexical_no_matching_block", rid)
+                continue
+            if rank is None:
+                context.report.skip("lexical_rank_not_needed", rid)
+                continue
+            lexical = LexicalVariants(weight_of(rid, positive_words), reach.tried,
+                                      reach.sides(rank, context.rng(pool.name, rid, "query_weight")),
+                                      word_length_sums(positive.document.segments))
+            variants = self._hard_variants(rid, positive, [], band, pool.name, corpus, context, lexical)
             texts = {content_sha256(variant.document.render()[0]) for _, variant in variants or ()}
             if variants is None:
-                context.report.skip("lexical_no_matching_block", rid)
+                context.report.skip("lexical_side_missed_on_recount", rid)
             elif texts & made:
                 context.report.skip("lexical_variant_made_twice", rid)
             else:
                 made |= texts
                 pool.add_query(self._query(rid, corpus), self._positive(rid, positive, corpus),
                                self._variant_candidates(rid, variants))
+        pool, left = level_the_pool_top(pool, context.rng(pool.name, "top_in_pool"))
+        for query in left:
+            context.report.skip("lexical_top_not_level_in_pool", query.source_id)
         return pool
+
+    def _lexical_reach(self, rid: str, positive: Fitted, band: LengthBand, pool_label: str, corpus: Corpus,
+                       context: PoolContext, weight: QueryWeight) -> "LexicalReach":
+        """Per variant, the donors its block is sought among (the summary's donors, then the
+        reports holding the query's words its span takes away) and the sides of the positive's
+        BM25 score (below, above) that a block of theirs can put it on, foreseen from the
+        segments' words (``SpanToFill.can_fill``; nothing is assembled). Stops at a variant that
+        can reach neither side."""
+        donors, _ = self._donors(rid, corpus, context.config)
+        seen = {donor_id for _, donor_id, _ in donors}
+        offsets = exchangeable_offsets(positive.n_tokens, len(HARD_VARIANTS), context.rng(pool_label, rid, "offsets"))
+        reach = LexicalReach([], [])
+        for (variant, fraction), offset in zip(HARD_VARIANTS, offsets):
+            rng = context.rng(pool_label, rid, variant, "reach")
+            try:
+                span = SpanToFill.of(positive.document, positive.n_tokens, fraction, band)
+            except FitError:
+                break
+            lost = weight.lost_words(span.start, span.end)
+            tried = donors + [d for d in self._donors(rid, corpus, context.config, lost)[0] if d[1] not in seen]
+            sides = tuple(any(span.can_fill(corpus.document(donor_id), rng, offset,
+                                            weight.block_cost(donor_id, side), MAX_BLOCK_COST)
+                              for _, donor_id, _ in tried) for side in (-1, 1))
+            reach.tried.append(tried)
+            reach.below_above.append(sides)
+            if not any(sides):
+                break
+        return reach
 
     def _hard_queries(self, band: LengthBand, fitted: Iterator[tuple[str, Fitted]], n_reports: int,
                       pool_label: str, corpus: Corpus, context: PoolContext):
@@ -371,25 +475,23 @@ class GovReportBuilder(Builder):
         return donors, near_duplicates
 
     def _hard_variants(self, rid: str, positive: Fitted, donors, band: LengthBand, pool_label: str, corpus: Corpus,
-                       context: PoolContext, query_weight: QueryWeight | None = None):
+                       context: PoolContext, lexical: "LexicalVariants | None" = None):
         """The three variants (head25, tail25, middle50); None when one of them cannot be made.
         Each comes from the best-ranked donor of the top BM25 list that can fill its span and
         moves the mean word length to the side drawn for it (``exchangeable_sides``; the best
         donor that can fill, when none does): the best donor alone would move all three variants'
         words the same way, and "the shortest words" would find the positive half the time.
 
-        With ``query_weight`` (the lexical tier) each variant also has a side of the positive's
-        BM25 score against the summary (``exchangeable_sides``): its block is sought to put it
-        there, nearest the positive, among the summary's donors and then the reports holding the
-        query's words its span takes away; a variant that lands on the wrong side, or farther
-        than the tolerance, is not taken, and a query whose variants could not each lie on the
-        other side too is left out (so the sides of the queries kept are as drawn)."""
+        With ``lexical`` (the lexical tier) each variant's donors are its own list, and it also
+        has a side of the positive's BM25 score against the summary: its block is sought to put
+        it there, nearest the positive; a variant that lands on the wrong side, or farther than
+        the tolerance, is not taken."""
         variants = []
         offsets = exchangeable_offsets(positive.n_tokens, len(HARD_VARIANTS), context.rng(pool_label, rid, "offsets"))
-        statistics = LEXICAL_BALANCED_STATISTICS if query_weight else (BALANCED_STATISTIC,)
+        statistics = LEXICAL_BALANCED_STATISTICS if lexical else (BALANCED_STATISTIC,)
         sides = exchangeable_sides(len(HARD_VARIANTS), len(statistics), context.rng(pool_label, rid, "sides"))
-        score_sides = (exchangeable_sides(len(HARD_VARIANTS), 1, context.rng(pool_label, rid, "query_weight"))[:, 0]
-                       if query_weight else [None] * len(HARD_VARIANTS))
+        score_sides = lexical.sides if lexical else [None] * len(HARD_VARIANTS)
+        donor_lists = lexical.tried if lexical else [donors] * len(HARD_VARIANTS)
         before = text_features(positive.document.render()[0])
 
         def made_from(tried, variant, fraction, offset, word_side, score_side, rng):
@@ -398,19 +500,24 @@ class GovReportBuilder(Builder):
             fills it. None if no donor fills it."""
             chosen = None
             for rank, donor_id, score in tried:
-                block_cost = None if score_side is None else query_weight.block_cost(donor_id, score_side)
+                block_cost, max_block_cost = None, MAX_BLOCK_COST
+                if score_side is not None:  # the query's weight first, then the mean word length's side
+                    block_cost = _added(lexical.weight.block_cost(donor_id, score_side),
+                                        word_length_cost(lexical.word_lengths, corpus.word_length_sums(donor_id),
+                                                         int(word_side[0])))
+                    max_block_cost = MAX_BLOCK_COST + WORD_SIDE_COST  # the blocks the reach foresaw
                 try:
                     made = replace_span_with_donor(
                         positive.document, positive.n_tokens, fraction, corpus.document(donor_id), band,
                         context.counter, rng, length_offset=offset, block_cost=block_cost,
-                        max_block_cost=MAX_BLOCK_COST)
+                        max_block_cost=max_block_cost)
                 except FitError:
                     continue
                 if score_side is not None:
-                    reached, miss = query_weight.miss(made.document.render()[0], score_side)
+                    reached, miss = lexical.weight.miss(made.document.render()[0], score_side)
                     if miss > SCORE_TOLERANCE:
                         continue
-                    made.provenance["query_bm25"] = {"positive": round(query_weight.score, 4),
+                    made.provenance["query_bm25"] = {"positive": round(lexical.weight.score, 4),
                                                      "side": int(score_side), "variant": round(reached, 4)}
                 made.provenance.update(variant=variant, donor_bm25_rank=rank, donor_bm25_score=round(score, 4),
                                        source_id=rid, word_side=dict(zip(statistics, map(int, word_side))))
@@ -420,23 +527,10 @@ class GovReportBuilder(Builder):
                     return made
             return chosen
 
-        for (variant, fraction), offset, word_side, score_side in zip(HARD_VARIANTS, offsets, sides, score_sides):
-            rng = context.rng(pool_label, rid, variant)
-            tried = donors
-            if score_side is not None:  # then the reports holding the query's words that this span takes away
-                lost = query_weight.lost_words(*span_at_fraction(positive.document.segments, *fraction))
-                seen = {donor_id for _, donor_id, _ in donors}
-                tried = donors + [d for d in self._donors(rid, corpus, context.config, lost)[0] if d[1] not in seen]
-                # a query enters the tier only if each variant could lie on either side of its
-                # positive: kept whenever its drawn sides can be met, the queries kept would have
-                # drawn the side that is easy to meet (below the positive) more often than chance.
-                # Both sides are foreseen from the segments' words (the drawn one is then made)
-                if not all(any(donor_can_fill_span(positive.document, positive.n_tokens, fraction,
-                                                   corpus.document(donor_id), band, rng, offset,
-                                                   query_weight.block_cost(donor_id, side), MAX_BLOCK_COST)
-                               for _, donor_id, _ in tried) for side in (score_side, -score_side)):
-                    return None
-            chosen = made_from(tried, variant, fraction, offset, word_side, score_side, rng)
+        for (variant, fraction), offset, word_side, score_side, tried in zip(
+                HARD_VARIANTS, offsets, sides, score_sides, donor_lists):
+            chosen = made_from(tried, variant, fraction, offset, word_side, score_side,
+                               context.rng(pool_label, rid, variant))
             if chosen is None:
                 return None
             variants.append((variant, chosen))

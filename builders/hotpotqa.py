@@ -26,7 +26,8 @@ from pathlib import Path
 from typing import Iterable
 
 from builders._hotpotqa_checks import check_hotpotqa_pool, refill_statistics
-from builders._hotpotqa_hard import hard_assemble, hard_plan, lexical_plan, prefetch_hard_plans
+from builders._hotpotqa_hard import (
+    hard_assemble, hard_plan, lexical_place_weights, lexical_plan, lexical_rank_range, prefetch_hard_plans)
 from mmlongembed.core.builder import Builder, BuildReport, CommonConfig, Problem, register
 from mmlongembed.build.capacity import LengthLimit
 from mmlongembed.core.documents import text_segments
@@ -40,6 +41,8 @@ from mmlongembed.ops.length import summed_tokens, trim_edges
 from mmlongembed.ops.measured import RECOUNT_MARGIN, Built, positive_window
 from mmlongembed.ops.bm25 import BM25Index, QueryScorer, bm25_tokenize
 from mmlongembed.ops.multisource.lexical_refill import UnitWords
+from mmlongembed.ops.lexical import balanced_ranks
+from mmlongembed.ops.query_weight import level_the_pool_top
 from mmlongembed.ops.multisource.padding import PaddingSupply, context_pieces, context_units
 from mmlongembed.ops.multisource.refill import REFILL_CHOICES, RefillSource, with_origin
 from mmlongembed.build.pool_plan import PoolContext, Skip, fill_pool
@@ -62,6 +65,7 @@ NO_PADDING = "none"  # --padding none: pad with other questions' paragraphs only
 PADDING_REMEDY = ("pass --padding with a WikiText raw file or directory (or put one at "
                   f"<sources>/{LOCAL_PADDING.as_posix()}), or --padding none to pad only with other questions' paragraphs")
 GROWTH_PIECES = 4  # a longer positive grows by at least this many whole units
+EASY_LAST_STEP_DRAWS = 4  # an easy negative's last growth step is drawn this many times (``_other_document``)
 
 
 @dataclass
@@ -136,7 +140,11 @@ class HotpotQABuilder(Builder):
     # 1.7: padding is found where --help says: with --sources and no local WikiText, the Hub's WikiText-103
     # (1.6 padded with other questions' paragraphs only, and said nothing); --padding none does that on purpose
     # 1.8: the lexical pools (``--lexical-tier``) beside easy and hard; those two are unchanged
-    version = "1.8.0"
+    # 1.9: an easy negative's last growth step is the nearest its aim of four draws (it landed
+    # above it on average, and "the shortest" found the positive); the lexical tier deals each
+    # query's rank among those its refills can reach, so that each rank is held equally often
+    # (it kept only the queries that could reach the top and below it)
+    version = "1.9.0"
     task = "multi_source_reasoning"
     title = "MMLongEmbed Multi-Source Reasoning: HotpotQA"
     # its rows in the README's builder tables (`make readme` writes them): what it makes, from what
@@ -380,8 +388,12 @@ class HotpotQABuilder(Builder):
                       hard_positives: dict[str, tuple[Built, list[dict]]], hard_groups: dict[str, tuple]) -> Pool:
         """The hard pool's queries (``order``), in its order, each with the hard pool's variants
         and a positive whose one refilled sentence is chosen so that BM25 ranks it below as many
-        of them as drawn (``_hotpotqa_hard.lexical_plan``); a query for which some rank could not
-        be reached, or the drawn one was not, leaves this pool only (a counted skip)."""
+        of them as dealt (``_hotpotqa_hard.lexical_plan``). The ranks are dealt over the pool
+        (``ops.lexical.balanced_ranks``: each held by as many queries as each other) among those
+        each query's refills can reach (``lexical_rank_range``), and last the top is levelled as
+        BM25 over the pool itself finds it (``level_the_pool_top``); a query that can reach no
+        rank, or whose rank is not needed to level the others, or whose dealt rank was not
+        reached, leaves this pool only (a counted skip)."""
         band, context = stock.bands[level], stock.context
         pool = self._pool(LEXICAL, band)
         # the pool's documents are its positives and copies of most of them: BM25 over the hard
@@ -389,14 +401,33 @@ class HotpotQABuilder(Builder):
         words = UnitWords()
         index = BM25Index(words.document(hard_positives[i.id][0].units) for i in order) if order else None
         guard = PoolEvidenceGuard()
+
+        def weighed(instance: Instance):
+            """(the query's scorer, its variants' scores, its positive's place weights)."""
+            scorer = QueryScorer(index, bm25_tokenize(instance.question), index.average_length)
+            scores = [words.score(scorer, made.units) for _, made, _ in hard_groups[instance.id][1]]
+            original = self._positives(stock, instance)[level]
+            return scorer, scores, lexical_place_weights(instance, original, scorer, words)
+
+        ranges = []
+        for instance in context.report.bar(order, f"{pool.name}: ranks each query can reach", "query"):
+            _, scores, weights = weighed(instance)
+            ranges.append(lexical_rank_range(weights, scores))
+        dealt = dict(zip((i.id for i in order), zip(ranges, balanced_ranks(
+            ranges, context.config.negatives_per_query + 1, context.rng(pool.name, "ranks")))))
         bar = context.report.progress_bar(min(context.cap, len(order)), pool.name, "query")
 
         def make(instance: Instance):
             plan, hard_variants = hard_groups[instance.id]
-            scorer = QueryScorer(index, bm25_tokenize(instance.question), index.average_length)
-            scores = [words.score(scorer, made.units) for _, made, _ in hard_variants]
+            reach, above = dealt[instance.id]
+            if reach is None:
+                raise Skip(f"lexical_{band.name}_rank_unreachable")
+            if above is None:
+                raise Skip(f"lexical_{band.name}_rank_not_needed")
+            scorer, scores, weights = weighed(instance)
             original = self._positives(stock, instance)[level]
-            planned = lexical_plan(context, instance, original, plan, scores, pool.name, stock.refills, scorer, words)
+            planned = lexical_plan(context, instance, original, plan, scores, above, pool.name, stock.refills, scorer,
+                                   words, weights)
             if isinstance(planned, str):
                 raise Skip(f"lexical_{band.name}_{planned}")
             lexical, gap = planned
@@ -416,7 +447,8 @@ class HotpotQABuilder(Builder):
                 raise Skip(f"lexical_{band.name}_evidence_shared_with_another_query")
             bar.update(1)
             candidate = self._positive_candidate(instance, positive, refilled)
-            candidate.provenance["query_bm25"] = {"score": round(score, 4), "variants_above": gap.above}
+            candidate.provenance["query_bm25"] = {"score": round(score, 4), "variants_above": gap.above,
+                                                 "rank_dealt": above}
             return self._query(instance), candidate, [Candidate(
                 id=f"d:{instance.id}:{variant}", document=made.document, role=HARD_NEGATIVE,
                 group=f"q:{instance.id}", source_id=instance.id, n_tokens=made.n_tokens,
@@ -426,6 +458,9 @@ class HotpotQABuilder(Builder):
 
         fill_pool(pool, order, make, context, describe=lambda instance: instance.id)
         bar.close()
+        pool, left = level_the_pool_top(pool, context.rng(pool.name, "top_in_pool"))
+        for query in left:
+            context.report.skip(f"lexical_{band.name}_top_not_level_in_pool", query.source_id)
         return pool
 
     def _easy_pool(self, stock: PoolStock, level: int, order: list[Instance],
@@ -502,19 +537,29 @@ class HotpotQABuilder(Builder):
         articles, paragraphs = stock.supply.usable(instance, exclude_titles={t for t, _ in other.context} | draw.gold)
         units = list(stock.units_of[other.id])
         try:
-            for step in range(level + 1):
-                lo, hi = positive_window(bands[step]) if step < level else (
-                    max(band.lo + RECOUNT_MARGIN, aim - tolerance // 2), min(band.hi - RECOUNT_MARGIN, aim + tolerance // 2))
+            for step in range(level):
                 rng = stock.context.rng(bands[step].target, instance.id, other.id, "easy")
-                units = grow(units, step, lo, hi, articles, paragraphs, rng, GROWTH_PIECES)
+                units = grow(units, step, *positive_window(bands[step]), articles, paragraphs, rng, GROWTH_PIECES)
         except FitError:
             return None
-        document = trim_edges(units_document(f"{other.id}@{band.name}:for:{instance.id}", units), counter)
-        n_tokens = summed_tokens(document, counter)
-        text = document.text
-        if not band.contains(n_tokens) or any(e in text for e in instance.evidence_texts()):
-            return None
-        return Built(units, document, n_tokens)
+        # the last step lands where its last unit takes it past the window's start: seldom at the
+        # aim, and on average above it (units are large beside the window), so that "the shortest"
+        # would find the positive. Of a few draws, the one nearest the aim is taken
+        lo, hi = max(band.lo + RECOUNT_MARGIN, aim - tolerance // 2), min(band.hi - RECOUNT_MARGIN, aim + tolerance // 2)
+        nearest = None
+        for attempt in range(EASY_LAST_STEP_DRAWS):
+            rng = stock.context.rng(bands[level].target, instance.id, other.id, "easy", *([attempt] if attempt else []))
+            try:
+                grown = grow(units, level, lo, hi, articles, paragraphs, rng, GROWTH_PIECES)
+            except FitError:
+                continue
+            document = trim_edges(units_document(f"{other.id}@{band.name}:for:{instance.id}", grown), counter)
+            n_tokens = summed_tokens(document, counter)
+            if not band.contains(n_tokens) or any(e in document.text for e in instance.evidence_texts()):
+                continue
+            if nearest is None or abs(n_tokens - aim) < abs(nearest.n_tokens - aim):
+                nearest = Built(grown, document, n_tokens)
+        return nearest
 
     # -- checks and card -------------------------------------------------------------------
     def validate_pool(self, pool_row: dict, corpus: dict, queries: dict, qrels: dict) -> Iterable[Problem]:

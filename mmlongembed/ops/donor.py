@@ -51,9 +51,10 @@ def offset_room(band: LengthBand) -> int:
 
 
 @dataclass(frozen=True)
-class _Span:
+class SpanToFill:
     """The span of a positive that a donor block replaces, and what the block must be: its
-    token range [need_lo, need_hi] and the positive's own character and word densities."""
+    token range [need_lo, need_hi] and the positive's own character and word densities. Made
+    once for the many donors a span is tried with (``can_fill``): it renders the positive."""
 
     positive: Document
     start: int
@@ -68,7 +69,7 @@ class _Span:
     removed_words: int
 
     @classmethod
-    def of(cls, positive: Document, positive_tokens: int, fraction: tuple[float, float], band: LengthBand) -> "_Span":
+    def of(cls, positive: Document, positive_tokens: int, fraction: tuple[float, float], band: LengthBand) -> "SpanToFill":
         segments = positive.segments
         start, end = span_at_fraction(segments, *fraction)
         sums = prefix_sums(segments)
@@ -103,6 +104,17 @@ class _Span:
                           chars_per_token=self.chars_per_token, word_aim=word_aim,
                           words_per_token=self.words_per_token, block_cost=cost, max_block_cost=max_block_cost)
 
+    def can_fill(self, donor: Document, rng: np.random.Generator, length_offset: int = 0,
+                 block_cost: Callable[[int, int, np.ndarray, np.ndarray], np.ndarray] | None = None,
+                 max_block_cost: float = np.inf) -> bool:
+        """Whether ``donor`` has a block that ``replace_span_with_donor`` could take (the same
+        search, as its segment counts foresee it; nothing is assembled or recounted)."""
+        try:
+            self.find(donor, rng, length_offset, block_cost, max_block_cost)
+        except FitError:
+            return False
+        return True
+
 
 def replace_span_with_donor(
     positive: Document,
@@ -122,7 +134,7 @@ def replace_span_with_donor(
     start, span end, block starts, block ends)`` (segment indices of the positive, and arrays of
     the donor's) weighs candidate blocks beside their length, and a block costing more than
     ``max_block_cost`` is not taken (``find_block``'s)."""
-    span = _Span.of(positive, positive_tokens, fraction, band)
+    span = SpanToFill.of(positive, positive_tokens, fraction, band)
     segments, start, end, sums = positive.segments, span.start, span.end, span.sums
     lead, _ = edge_whitespace(segments[start].text)
     _, tail = edge_whitespace(segments[end - 1].text)
@@ -148,27 +160,6 @@ def replace_span_with_donor(
             }
             return SpanReplacement(negative, n_tokens, provenance)
     raise FitError("recount_out_of_tolerance", f"{positive.id}: refilled span drifted past the tolerance")
-
-
-def donor_can_fill_span(
-    positive: Document,
-    positive_tokens: int,
-    fraction: tuple[float, float],
-    donor: Document,
-    band: LengthBand,
-    rng: np.random.Generator,
-    length_offset: int = 0,
-    block_cost: Callable[[int, int, np.ndarray, np.ndarray], np.ndarray] | None = None,
-    max_block_cost: float = np.inf,
-) -> bool:
-    """Whether ``donor`` has a block that ``replace_span_with_donor`` could take (the same
-    search, as its segment counts foresee it; nothing is assembled or recounted)."""
-    try:
-        _Span.of(positive, positive_tokens, fraction, band).find(donor, rng, length_offset, block_cost,
-                                                                  max_block_cost)
-    except FitError:
-        return False
-    return True
 
 
 # -- near-duplicates, which are never donors -----------------------------------------------------

@@ -83,8 +83,9 @@ def test_each_variant_lies_on_its_drawn_side_of_the_positive_rescored(sources, w
     variant made by the paper's recipe (the best donor, whatever it weighs) lands below its
     positive nearly always."""
     summary_of = {r["id"]: r["summary"] for r in sources[1]}
-    above, groups, checked = Counter(), 0, 0
+    groups, checked = 0, 0
     for pool in _lexical_pools(with_tier):
+        above = Counter()
         hard = candidate_rows(with_tier, pool.replace("lexical", "hard"))
         index = BM25Index.from_texts(r["text"] for r in hard if r["role"] in ("positive", "hard_negative"))
         rows = candidate_rows(with_tier, pool)
@@ -103,10 +104,8 @@ def test_each_variant_lies_on_its_drawn_side_of_the_positive_rescored(sources, w
                 checked += 1
             above[n_above] += 1
             groups += 1
+        assert len(above) >= 3, above  # the variants above it number 0..3, not always the same
     assert checked == 3 * groups >= 3 * 8
-    # the positive is the group's top only when no variant lies above it: about one group in four
-    assert above[0] <= 0.5 * groups, above
-    assert len(above) >= 3, above  # and the variants above it number 0..3, not always the same
 
 
 def test_bm25_over_each_lexical_pool_ranks_the_positive_first_in_its_group_near_chance(with_tier):
@@ -127,6 +126,6 @@ def test_bm25_over_each_lexical_pool_ranks_the_positive_first_in_its_group_near_
 
     for pool in _lexical_pools(with_tier):
         lexical, n = positive_first_share(pool)
-        if n < 8:
-            continue
-        assert lexical <= 0.6, (pool, lexical, n)  # chance 0.25; above 0.6 is p < 0.01 from 8 queries on
+        # exactly one group in four: the builder levels the top under BM25 over the pool itself
+        # (``level_the_pool_top``; a positive tied with a variant counts as the top here)
+        assert n >= 4 and abs(lexical * n - n / 4) <= 1, (pool, lexical, n)
