@@ -20,7 +20,7 @@ from typing import Callable, Sequence
 import numpy as np
 
 from mmlongembed.core.documents import TEXT, Segment
-from mmlongembed.ops.wordstats import WordStats
+from mmlongembed.ops.wordstats import word_count_and_chars
 
 
 def exchangeable_sides(n_edits: int, n_statistics: int, rng: np.random.Generator) -> np.ndarray:
@@ -97,11 +97,11 @@ WORD_SIDE_COST = 500.0
 def word_length_sums(segments: Sequence[Segment]) -> tuple[np.ndarray, np.ndarray]:
     """Prefix sums over segments of their words and their words' characters (``WordStats``'
     counts, which add up over pieces; an image has none)."""
-    stats = [WordStats.of(s.text) if s.kind == TEXT else WordStats() for s in segments]
-    words, chars = np.zeros(len(stats) + 1, dtype=np.int64), np.zeros(len(stats) + 1, dtype=np.int64)
-    words[1:] = np.cumsum([s.words for s in stats])
-    chars[1:] = np.cumsum([s.word_chars for s in stats])
-    return words, chars
+    counts = np.array([word_count_and_chars(s.text) if s.kind == TEXT else (0, 0) for s in segments],
+                      dtype=np.int64).reshape(-1, 2)
+    sums = np.zeros((len(counts) + 1, 2), dtype=np.int64)
+    sums[1:] = np.cumsum(counts, axis=0)
+    return sums[:, 0], sums[:, 1]
 
 
 def word_length_cost(positive_sums: tuple[np.ndarray, np.ndarray], donor_sums: tuple[np.ndarray, np.ndarray],

@@ -23,6 +23,7 @@ whole corpus those weights are not a pool's.
 
 from __future__ import annotations
 
+import itertools
 from dataclasses import replace
 from typing import Callable, Sequence
 
@@ -50,14 +51,17 @@ MAX_BLOCK_COST = MISS_TOKENS * (SCORE_TOLERANCE - SCORE_SLACK)
 def _prefix_weights(scorer: QueryScorer, words: Sequence[Sequence[str]]) -> tuple[np.ndarray, np.ndarray]:
     """Prefix sums over segments of the query words' counts (segments+1 x query words) and of
     the number of words (segments+1)."""
-    terms = np.fromiter((scorer.terms.get(word, -1) for segment in words for word in segment), dtype=np.int64)
-    segment_of = np.repeat(np.arange(1, len(words) + 1), [len(segment) for segment in words])
-    counts = np.zeros((len(words) + 1, len(scorer.terms)), dtype=np.int64)
-    held = terms >= 0
-    np.add.at(counts, (segment_of[held], terms[held]), 1)
+    # C-level passes (map, bincount): a donor has tens of thousands of words, and a query's
+    # variants try twenty donors
+    terms = np.fromiter(map(scorer.terms.get, itertools.chain.from_iterable(words), itertools.repeat(-1)),
+                        dtype=np.int64)
     lengths = np.zeros(len(words) + 1, dtype=np.int64)
     lengths[1:] = [len(segment) for segment in words]
-    return np.cumsum(counts, axis=0), np.cumsum(lengths)
+    segment_of = np.repeat(np.arange(1, len(words) + 1), lengths[1:])
+    held = terms >= 0
+    n_terms = len(scorer.terms)
+    counts = np.bincount(segment_of[held] * n_terms + terms[held], minlength=(len(words) + 1) * n_terms)
+    return np.cumsum(counts.reshape(len(words) + 1, n_terms), axis=0), np.cumsum(lengths)
 
 
 def segment_words(segments: Sequence[Segment]) -> list[list[str]]:

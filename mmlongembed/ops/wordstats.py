@@ -109,6 +109,13 @@ def features_replacing(stats: WordStats, removed: WordStats | None = None, added
             "sentence_words_mean": mean, "sentence_words_sd": math.sqrt(variance)}
 
 
+def word_count_and_chars(text: str) -> tuple[int, int]:
+    """(``WordStats.of(text).words``, ``.word_chars``) without the rest of its counts."""
+    tokens = _TOKEN.findall(text)
+    n_ends = sum(map(_ENDS.__contains__, tokens))
+    return len(tokens) - n_ends, sum(map(len, tokens)) - n_ends
+
+
 def text_features(text: str) -> dict[str, float]:
     """The word and sentence features of one text."""
     return WordStats.of(text).features()

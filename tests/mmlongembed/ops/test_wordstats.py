@@ -117,3 +117,11 @@ def test_level_the_top_keeps_one_group_in_group_size_topped_by_its_positive():
     few = level_the_top([True] * 5 + [False] * 60, 4, np.random.default_rng(0))
     assert sum(few) == 20 and sum(few[:5]) == 5  # too few tops: the others leave instead
     assert level_the_top([False] * 9, 4, np.random.default_rng(0)) == [False] * 9
+
+
+@pytest.mark.parametrize("text", ["The cat sat. On a mat! Yes?\nNo", "Dr. Smith's 3.5 items...", "", "中文 text. 42"])
+def test_word_count_and_chars_are_word_stats_own(text):
+    from mmlongembed.ops.wordstats import word_count_and_chars
+
+    stats = WordStats.of(text)
+    assert word_count_and_chars(text) == (stats.words, stats.word_chars)
