@@ -183,7 +183,8 @@ class GovReportBuilder(Builder):
     # positives'), tries no block that its sentences' words put past the tolerance, and foresees a
     # query's other side from those words; easy and hard unchanged
     # 1.6: the lexical tier deals the positive's rank among its variants so that each rank is held
-    # equally often, and keeps the queries whose variants cannot all reach both sides
+    # equally often (keeping the queries whose variants cannot all reach both sides), levels the
+    # top under BM25 over the pool itself, and chooses blocks for the mean word length's side too
     version = "1.6.0"
     # a variant mixing in a quarter to a half of another report has more distinct words and more
     # words used once (the paper's design): reported in the card, not a build failure
