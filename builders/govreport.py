@@ -26,6 +26,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Iterable, Iterator, Sequence
 
+import numpy as np
+
 from mmlongembed.ops.bm25 import BM25Index, bm25_tokenize
 from mmlongembed.build.capacity import LengthLimit, halving_limit, longest_text_tokens
 from mmlongembed.core.builder import Builder, BuildReport, CommonConfig, Problem, register
@@ -37,7 +39,7 @@ from mmlongembed.ops.donor import (
     replace_span_with_donor, word_shingles)
 from mmlongembed.ops.length import Fitted, truncate_to_band
 from mmlongembed.ops.lexical import (
-    WORD_SIDE_COST, balanced_ranks, exchangeable_sides, word_length_cost, word_length_sums)
+    balanced_ranks, exchangeable_sides, word_length_cost, word_length_sums)
 from mmlongembed.build.pool_plan import PoolContext
 from mmlongembed.core.rng import seeded_order
 from mmlongembed.core.pools import (
@@ -124,9 +126,14 @@ def report_document(report: Report, sentence_tokens: Sequence[int]) -> Document:
                     meta={})
 
 
-def _added(*costs):
-    """The ``block_cost`` that is the sum of ``costs``."""
-    return lambda *block: sum(cost(*block) for cost in costs)
+def _weight_then_word_length(weight_cost, word_length_cost):
+    """The ``block_cost`` that is ``weight_cost`` plus ``word_length_cost``, for the blocks whose
+    ``weight_cost`` is within ``MAX_BLOCK_COST`` (the others: infinite, not taken), so that the
+    word length's side chooses among the blocks the query's weight allows, never past them."""
+    def cost(*block):
+        weight = weight_cost(*block)
+        return np.where(weight <= MAX_BLOCK_COST, weight + word_length_cost(*block), np.inf)
+    return cost
 
 
 @dataclass
@@ -502,11 +509,17 @@ class GovReportBuilder(Builder):
             chosen = None
             for rank, donor_id, score in tried:
                 block_cost, max_block_cost = None, MAX_BLOCK_COST
-                if score_side is not None:  # the query's weight first, then the mean word length's side
-                    block_cost = _added(lexical.weight.block_cost(donor_id, score_side),
-                                        word_length_cost(lexical.word_lengths, corpus.word_length_sums(donor_id),
-                                                         int(word_side[0])))
-                    max_block_cost = MAX_BLOCK_COST + WORD_SIDE_COST  # the blocks the reach foresaw
+                if score_side is not None:
+                    # the query's weight on its side (within the tolerance, where nearness to the
+                    # positive's gives BM25 nothing), then the mean word length's side: a block on
+                    # the wrong one costs as much as the tolerance allows, so that any block on the
+                    # right one within the tolerance goes first (a block sought for the summary's
+                    # words brings the long words of a subject's terms)
+                    block_cost = _weight_then_word_length(
+                        lexical.weight.block_cost(donor_id, score_side),
+                        word_length_cost(lexical.word_lengths, corpus.word_length_sums(donor_id), int(word_side[0]),
+                                         MAX_BLOCK_COST))
+                    max_block_cost = 2 * MAX_BLOCK_COST  # the blocks the reach foresaw, on either word side
                 try:
                     made = replace_span_with_donor(
                         positive.document, positive.n_tokens, fraction, corpus.document(donor_id), band,

@@ -88,10 +88,6 @@ def balanced_ranks(ranges: Sequence[tuple[int, int] | None], n_ranks: int, rng: 
     return ranks
 
 
-# a block that leaves its variant's mean word length on the wrong side of the positive's costs
-# this many tokens of length miss (``find_block`` adds costs and misses): enough to choose, among
-# blocks that keep the query's weight, one on the drawn side, and far below a weight miss
-WORD_SIDE_COST = 500.0
 
 
 def word_length_sums(segments: Sequence[Segment]) -> tuple[np.ndarray, np.ndarray]:
@@ -105,8 +101,8 @@ def word_length_sums(segments: Sequence[Segment]) -> tuple[np.ndarray, np.ndarra
 
 
 def word_length_cost(positive_sums: tuple[np.ndarray, np.ndarray], donor_sums: tuple[np.ndarray, np.ndarray],
-                     side: int) -> Callable[[int, int, np.ndarray, np.ndarray], np.ndarray]:
-    """A ``block_cost`` (``ops.donor.replace_span_with_donor``'s) of ``WORD_SIDE_COST`` for each
+                     side: int, wrong_side_cost: float) -> Callable[[int, int, np.ndarray, np.ndarray], np.ndarray]:
+    """A ``block_cost`` (``ops.donor.replace_span_with_donor``'s) of ``wrong_side_cost`` for each
     donor block that would leave the variant's mean word length level with the positive's or on
     the side other than ``side``, from the two documents' ``word_length_sums``.
 
@@ -124,7 +120,7 @@ def word_length_cost(positive_sums: tuple[np.ndarray, np.ndarray], donor_sums: t
         kept_chars = positive_chars[-1] - (positive_chars[span_end] - positive_chars[span_start])
         words = kept_words + donor_words[block_ends] - donor_words[block_starts]
         chars = kept_chars + donor_chars[block_ends] - donor_chars[block_starts]
-        return WORD_SIDE_COST * ((chars / np.maximum(words, 1) - mean) * side <= 0)
+        return wrong_side_cost * ((chars / np.maximum(words, 1) - mean) * side <= 0)
 
     return cost
 

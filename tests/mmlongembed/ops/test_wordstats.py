@@ -88,7 +88,9 @@ def test_word_length_cost_charges_a_block_that_leaves_the_mean_word_length_on_th
     block's: a block of long words raises it (free when the side drawn is +1, charged when -1),
     and one of the positive's own word length leaves it level (charged either way)."""
     from mmlongembed.core.documents import TEXT, Segment
-    from mmlongembed.ops.lexical import WORD_SIDE_COST, word_length_cost, word_length_sums
+    from mmlongembed.ops.lexical import word_length_cost, word_length_sums
+
+    WORD_SIDE_COST = 500.0
     from mmlongembed.ops.wordstats import WordStats
 
     def segments(*texts):
@@ -101,8 +103,8 @@ def test_word_length_cost_charges_a_block_that_leaves_the_mean_word_length_on_th
     whole = WordStats.of("".join(s.text for s in positive))
     assert (words[-1], chars[-1]) == (whole.words, whole.word_chars)  # the sums add up to the text's
     blocks = np.array([0, 1, 2]), np.array([1, 2, 3])  # long words, short words, the span's length
-    up = word_length_cost((words, chars), word_length_sums(donor), +1)(1, 2, *blocks)
-    down = word_length_cost((words, chars), word_length_sums(donor), -1)(1, 2, *blocks)
+    up = word_length_cost((words, chars), word_length_sums(donor), +1, WORD_SIDE_COST)(1, 2, *blocks)
+    down = word_length_cost((words, chars), word_length_sums(donor), -1, WORD_SIDE_COST)(1, 2, *blocks)
     assert list(up) == [0.0, WORD_SIDE_COST, WORD_SIDE_COST]
     assert list(down) == [WORD_SIDE_COST, 0.0, WORD_SIDE_COST]
 
