@@ -88,8 +88,6 @@ def balanced_ranks(ranges: Sequence[tuple[int, int] | None], n_ranks: int, rng: 
     return ranks
 
 
-
-
 def word_length_sums(segments: Sequence[Segment]) -> tuple[np.ndarray, np.ndarray]:
     """Prefix sums over segments of their words and their words' characters (``WordStats``'
     counts, which add up over pieces; an image has none)."""

@@ -131,11 +131,7 @@ def ranks_in_pool(query_words: Sequence[Sequence[str]], groups: Sequence[Sequenc
     """For each query, how many of its group's variants BM25 scores above its positive, as the
     harness runs it (``harness.models.adapters.BM25Model``: IDF and average length over all the
     groups' documents, scores as float32). ``groups``: each query's documents' words, its
-    positive's first.
-
-    The sides a variant is made on are those of an IDF that stands in for the pool's (the pool
-    is not made yet): in the pool itself, where the variants' blocks carry the query's words,
-    those words weigh less, and the positive tops its group more often than it was dealt to."""
+    positive's first."""
     index = BM25Index(document for group in groups for document in group)
     ranks, start = [], 0
     for words, group in zip(query_words, groups):
