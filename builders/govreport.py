@@ -343,6 +343,9 @@ class GovReportBuilder(Builder):
             ([word for segment in document for word in segment] for document in words),
             (bm25_tokenize(variant.document.render()[0]) for _, _, variants in queries for _, variant in variants)))
 
+        # made again for each pass, not kept between them: a QueryWeight keeps its donors' counts,
+        # which for every query of a pool at once would not fit (a real summary's few hundred
+        # words, by every sentence of twenty donors)
         def weight_of(rid: str, positive_words) -> QueryWeight:
             return QueryWeight(pool_index, corpus.reports[rid].summary, positive_words, corpus.segment_words)
 

@@ -409,10 +409,10 @@ class HotpotQABuilder(Builder):
             original = self._positives(stock, instance)[level]
             return scorer, scores, lexical_place_weights(instance, original, scorer, words)
 
-        ranges = []
-        for instance in context.report.bar(order, f"{pool.name}: ranks each query can reach", "query"):
-            _, scores, weights = weighed(instance)
-            ranges.append(lexical_rank_range(weights, scores))
+        # each query weighed once: the ranks it can reach are dealt from it, and its refill is sought with it
+        weighing = {instance.id: weighed(instance)
+                    for instance in context.report.bar(order, f"{pool.name}: ranks each query can reach", "query")}
+        ranges = [lexical_rank_range(weighing[i.id][2], weighing[i.id][1]) for i in order]
         dealt = dict(zip((i.id for i in order), zip(ranges, balanced_ranks(
             ranges, context.config.negatives_per_query + 1, context.rng(pool.name, "ranks")))))
         bar = context.report.progress_bar(min(context.cap, len(order)), pool.name, "query")
@@ -424,7 +424,7 @@ class HotpotQABuilder(Builder):
                 raise Skip(f"lexical_{band.name}_rank_unreachable")
             if above is None:
                 raise Skip(f"lexical_{band.name}_rank_not_needed")
-            scorer, scores, weights = weighed(instance)
+            scorer, scores, weights = weighing[instance.id]
             original = self._positives(stock, instance)[level]
             planned = lexical_plan(context, instance, original, plan, scores, above, pool.name, stock.refills, scorer,
                                    words, weights)

@@ -138,11 +138,6 @@ class PlaceWeights:
     def reaches(self, gap: Gap) -> bool:
         return any(gap.holds(float(e)) for e in self.estimate)
 
-    def reachable(self, scores: Sequence[float]) -> bool:
-        """Whether the top rank among ``scores`` (none of them above the positive) and some rank
-        below it are both reached by some place's estimate."""
-        return self.reaches(Gap(scores, 0)) and self.reaches(Gap(scores, 1, at_least=True))
-
     def ordered(self, gap: Gap, shape: Callable[[int], float]) -> list[int]:
         """The places whose estimate lies in ``gap``, the most like an evidence sentence first
         (``shape``: a place's distance in words and tokens from the nearest; ties: the nearer the
