@@ -45,7 +45,8 @@ from mmlongembed.core.rng import seeded_order
 from mmlongembed.core.pools import (
     EASY_NEGATIVE, HARD_NEGATIVE, LEXICAL, LEXICAL_TIER_HELP, POSITIVE, Candidate, LengthBand, Pool, Query, pool_name)
 from mmlongembed.ops.query_weight import (
-    MAX_BLOCK_COST, SCORE_TOLERANCE, QueryWeight, level_the_pool_top, segment_words)
+    MAX_BLOCK_COST, SCORE_TOLERANCE, QueryWeight, segment_words)
+from mmlongembed.checks.levelling import level_the_pool
 from mmlongembed.readers.govreport import HUB_SOURCE, Report, local_files, local_root, read_reports
 from mmlongembed.core.tokens import default_counter
 from mmlongembed.ops.wordstats import text_features
@@ -192,7 +193,9 @@ class GovReportBuilder(Builder):
     # 1.6: the lexical tier deals the positive's rank among its variants so that each rank is held
     # equally often (keeping the queries whose variants cannot all reach both sides), levels the
     # top under BM25 over the pool itself, and chooses blocks for the mean word length's side too
-    version = "1.6.0"
+    # 1.7: the lexical tier is levelled over its pool for the query-blind rules too (queries leave
+    # until no rule of the label-free audit reads the positives above chance); easy and hard unchanged
+    version = "1.7.0"
     # a variant mixing in a quarter to a half of another report has more distinct words and more
     # words used once (the paper's design): reported in the card, not a build failure
     design_signals = ("type_token_ratio", "hapax_share")
@@ -325,9 +328,10 @@ class GovReportBuilder(Builder):
         (``_lexical_reach``); then the positive's rank among its variants (how many lie above it)
         is dealt so that each rank is held by as many queries as each other
         (``ops.lexical.balanced_ranks``), and the variants are made on their sides; last, the
-        top is levelled as BM25 over the pool itself finds it (``level_the_pool_top``). A
-        query whose variants cannot reach a side, or whose rank is not needed to level the
-        others, leaves this pool only (counted skips)."""
+        pool is levelled, for the query-blind rules and for BM25's top, as they read the pool
+        itself (``level_the_pool``). A query whose variants cannot reach a side, or whose rank
+        is not needed to level the others, or that leaves in the levelling, leaves this pool
+        only (counted skips)."""
         pool = Pool(name=pool_name(self.name, LEXICAL, band), task=self.task, dataset=self.name,
                     difficulty=LEXICAL, band=band)
         if not queries:
@@ -375,9 +379,10 @@ class GovReportBuilder(Builder):
                 made |= texts
                 pool.add_query(self._query(rid, corpus), self._positive(rid, positive, corpus),
                                self._variant_candidates(rid, variants))
-        pool, left = level_the_pool_top(pool, context.rng(pool.name, "top_in_pool"))
-        for query in left:
-            context.report.skip("lexical_top_not_level_in_pool", query.source_id)
+        pool, left_for_rules, left_for_top = level_the_pool(pool, context.rng(pool.name, "level_in_pool"))
+        for reason, left in (("rules", left_for_rules), ("top", left_for_top)):
+            for query in left:
+                context.report.skip(f"lexical_{reason}_not_level_in_pool", query.source_id)
         return pool
 
     def _lexical_reach(self, rid: str, positive: Fitted, band: LengthBand, pool_label: str, corpus: Corpus,

@@ -42,7 +42,7 @@ from mmlongembed.ops.measured import RECOUNT_MARGIN, Built, positive_window
 from mmlongembed.ops.bm25 import BM25Index, QueryScorer, bm25_tokenize
 from mmlongembed.ops.multisource.lexical_refill import UnitWords
 from mmlongembed.ops.lexical import balanced_ranks
-from mmlongembed.ops.query_weight import level_the_pool_top
+from mmlongembed.checks.levelling import level_the_pool
 from mmlongembed.ops.multisource.padding import PaddingSupply, context_pieces, context_units
 from mmlongembed.ops.multisource.refill import REFILL_CHOICES, RefillSource, with_origin
 from mmlongembed.build.pool_plan import PoolContext, Skip, fill_pool
@@ -144,7 +144,8 @@ class HotpotQABuilder(Builder):
     # above it on average, and "the shortest" found the positive); the lexical tier deals each
     # query's rank among those its refills can reach, so that each rank is held equally often
     # (it kept only the queries that could reach the top and below it)
-    version = "1.9.0"
+    # 1.10: the lexical tier is levelled over its pool for the query-blind rules too; easy and hard unchanged
+    version = "1.10.0"
     task = "multi_source_reasoning"
     title = "MMLongEmbed Multi-Source Reasoning: HotpotQA"
     # its rows in the README's builder tables (`make readme` writes them): what it makes, from what
@@ -390,10 +391,11 @@ class HotpotQABuilder(Builder):
         and a positive whose one refilled sentence is chosen so that BM25 ranks it below as many
         of them as dealt (``_hotpotqa_hard.lexical_plan``). The ranks are dealt over the pool
         (``ops.lexical.balanced_ranks``: each held by as many queries as each other) among those
-        each query's refills can reach (``lexical_rank_range``), and last the top is levelled as
-        BM25 over the pool itself finds it (``level_the_pool_top``); a query that can reach no
-        rank, or whose rank is not needed to level the others, or whose dealt rank was not
-        reached, leaves this pool only (a counted skip)."""
+        each query's refills can reach (``lexical_rank_range``), and last the pool is levelled,
+        for the query-blind rules and for BM25's top, as they read the pool itself
+        (``level_the_pool``); a query that can reach no rank, or whose rank is not needed to
+        level the others, or whose dealt rank was not reached, or that leaves in the levelling,
+        leaves this pool only (a counted skip)."""
         band, context = stock.bands[level], stock.context
         pool = self._pool(LEXICAL, band)
         # the pool's documents are its positives and copies of most of them: BM25 over the hard
@@ -458,9 +460,10 @@ class HotpotQABuilder(Builder):
 
         fill_pool(pool, order, make, context, describe=lambda instance: instance.id)
         bar.close()
-        pool, left = level_the_pool_top(pool, context.rng(pool.name, "top_in_pool"))
-        for query in left:
-            context.report.skip(f"lexical_{band.name}_top_not_level_in_pool", query.source_id)
+        pool, left_for_rules, left_for_top = level_the_pool(pool, context.rng(pool.name, "level_in_pool"))
+        for reason, left in (("rules", left_for_rules), ("top", left_for_top)):
+            for query in left:
+                context.report.skip(f"lexical_{band.name}_{reason}_not_level_in_pool", query.source_id)
         return pool
 
     def _easy_pool(self, stock: PoolStock, level: int, order: list[Instance],

@@ -46,6 +46,7 @@ from mmlongembed.ops.multisource.answers import answer_pattern as whole_word_ans
 from mmlongembed.ops.bm25 import BM25Index, QueryScorer, bm25_tokenize
 from mmlongembed.ops.multisource.evidence import Unit, find_evidence, find_sentence_run, grow, units_document
 from mmlongembed.ops.multisource.lexical_refill import UnitWords
+from mmlongembed.checks.levelling import level_the_pool
 from mmlongembed.ops.length import edge_whitespace, exact_tokens, fit_block_edges, trim_edges
 from mmlongembed.ops.measured import RECOUNT_MARGIN, Built, positive_window
 from mmlongembed.ops.multisource.quote_supply import GoldGuard, Supply, padding_pages
@@ -192,7 +193,8 @@ class MMDocRAGBuilder(Builder):
     # 1.2.0: padding drawn from a random sample of the usable pages (linear in the sources); MMDocRAG's
     # own files refill a text quote from its document's other questions' quotes (none before)
     # 1.3.0: the lexical pools (``--lexical-tier``) beside easy and hard; those two are unchanged
-    version = "1.3.0"  # 1.1.0: one question set (--question-set), q_id deduplicated, images.zip, the Hub
+    # 1.4.0: the lexical pools are levelled for the query-blind rules; easy and hard unchanged
+    version = "1.4.0"  # 1.1.0: one question set (--question-set), q_id deduplicated, images.zip, the Hub
     task = "multi_source_reasoning"
     title = "MMLongEmbed Multi-Source Reasoning: MMDocRAG (interleaved text and images)"
     # its rows in the README's builder tables (`make readme` writes them): what it makes, from what
@@ -476,7 +478,8 @@ class MMDocRAGBuilder(Builder):
         """The hard pool's queries, in its order, each with the hard pool's variants and a
         positive with one context quote that is no evidence refilled so that BM25 ranks it below
         as many of them as drawn (``builders._mmdocrag_lexical``); a query for which some rank
-        could not be reached, or the drawn one was not, leaves this pool only (a counted skip)."""
+        could not be reached, or the drawn one was not, or that leaves when the pool is levelled
+        for the query-blind rules (``level_the_pool``), leaves this pool only (a counted skip)."""
         order = [i for i in plan.order if i.id in hard.groups]
         # the pool's documents are its positives and copies of them: BM25 over the hard pool's
         # positives stands in for the harness's over the pool (``ops.query_weight``)
@@ -489,7 +492,13 @@ class MMDocRAGBuilder(Builder):
             except Skip as skipped:
                 raise Skip(f"lexical_{band.name}_{skipped.reason}") from None
 
-        return self._pool(plan, LEXICAL, band, level, query_of, order).pool
+        pool = self._pool(plan, LEXICAL, band, level, query_of, order).pool
+        # the query-blind rules levelled over the pool; not BM25's top: groups whose candidates
+        # differ only in images tie under it, and no share of tops levels ties
+        pool, left, _ = level_the_pool(pool, plan.context.rng(pool.name, "level_in_pool"), top=False)
+        for query in left:
+            plan.context.report.skip(f"lexical_{band.name}_rules_not_level_in_pool", query.source_id)
+        return pool
 
     def _lexical_query(self, plan: Plan, state: PoolState, instance: Instance, group: tuple[Built, list, Made],
                        index: BM25Index, words: UnitWords) -> Made:

@@ -17,7 +17,7 @@ from mmlongembed.core.parallel import Beside
 from mmlongembed.build.pipeline import Pipeline, card_context, finish, skipped_table, temporary_output, write_card
 from mmlongembed.core.pools import TASKS, Pool
 from mmlongembed.checks.summary import counted, format_table, length_histogram, shortcut_check
-from mmlongembed.checks.shortcuts import ALPHA, MIN_EXCESS
+from mmlongembed.checks.shortcuts import ALPHA, MIN_EXCESS, SUMMARY_ALPHA
 
 
 def build_manifest(builder: Builder, config, report: BuildReport, stats, written: Written,
@@ -44,7 +44,6 @@ def _family(pool: Pool) -> str:
     return head if separator else pool.name
 
 
-SUMMARY_ALPHA = 0.05  # a corrected p below it is "significant" in the summary (the audit fails at its own ALPHA)
 
 
 def _worst_rule(audits: dict[str, dict]) -> str:

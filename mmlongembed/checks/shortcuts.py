@@ -32,7 +32,10 @@ from __future__ import annotations
 import math
 import re
 from collections import Counter, defaultdict
-from collections.abc import Collection
+from collections.abc import Collection, Sequence
+
+import numpy as np
+
 from mmlongembed.core.documents import IMAGE_PLACEHOLDER
 from mmlongembed.checks.summary import expected_p_at_1
 from mmlongembed.ops.wordstats import FEATURES as WORD_FEATURES, text_features as word_features
@@ -40,6 +43,7 @@ from mmlongembed.ops.wordstats import FEATURES as WORD_FEATURES, text_features a
 ALPHA = 1e-6  # per rule: ~175 rules x ~300 pools (the needle grid) stay near 5% of a false alarm per build
 MIN_EXCESS = 0.10  # and at least 10 points of P@1 above chance
 MIN_PAIRWISE_GROUPS = 20
+SUMMARY_ALPHA = 0.05  # a corrected p below it is "significant" in the summary (the audit fails at its own ALPHA)
 MAX_CATEGORIES = 12  # indicator rules per categorical feature (its most common values)
 NUMERIC_COLUMNS = ("n_tokens", "n_text_tokens", "n_image_tokens")
 CATEGORICAL_COLUMNS = ("title",)
@@ -158,11 +162,12 @@ def categorical_rules(categorical: dict[str, list[str]]) -> dict[str, list[float
     return rules
 
 
-def rules_from_features(features: dict[str, list[float]], categorical: dict[str, list[str]], ids: list[str],
+def rules_from_features(features: dict[str, list[float]], categorical: dict[str, list[str]], ids: list[str] | None,
                         groups: list | None = None) -> dict[str, list[float]]:
     """Every rule over rows whose features ``row_features`` gave: each feature read as "max" and
-    "min", the odd one out inside ``groups``, id and row order, and the categorical indicators."""
-    features = {**features, **odd_one_out(features, groups), **order_features(ids)}
+    "min", the odd one out inside ``groups``, id and row order (``ids`` None: rows not yet given
+    their written ids and order, as a builder holds them), and the categorical indicators."""
+    features = {**features, **odd_one_out(features, groups), **(order_features(ids) if ids is not None else {})}
     rules = {}
     for name, values in features.items():
         rules[f"max {name}"] = values
@@ -209,18 +214,25 @@ def _pairwise_verdicts(rules: dict[str, list[float]], groups: list[tuple[list[in
     group (see the module docstring)."""
     if len(groups) < MIN_PAIRWISE_GROUPS:
         return []
-    spread = math.sqrt(sum((len(rows) + 1) / (12 * (len(rows) - 1)) for rows, _ in groups))
-    out = []
-    for rule, scores in rules.items():
-        if not rule.startswith("max "):
-            continue  # "min X" read pairwise is the mirror image of "max X"
-        share = sum(_pairwise_share([scores[i] for i in rows], k) for rows, k in groups) / len(groups)
-        if share < 0.5:
-            rule, share = "min " + rule[len("max "):], 1.0 - share
-        z = (share - 0.5) * len(groups) / spread
-        out.append({"rule": f"{rule} (pairwise)", "p_at_1": share, "chance": 0.5, "z": z,
-                    "p_value": 0.5 * math.erfc(z / math.sqrt(2))})
-    return out
+    variances = [_pairwise_variance(len(rows)) for rows, _ in groups]
+    return [pairwise_verdict(rule, sum(_pairwise_share([scores[i] for i in rows], k) for rows, k in groups), variances)
+            for rule, scores in rules.items() if rule.startswith("max ")]  # "min X" pairwise mirrors "max X"
+
+
+def _pairwise_variance(group_size: int) -> float:
+    """The bound on the variance of a group's pairwise share under chance (the module docstring)."""
+    return (group_size + 1) / (12 * (group_size - 1))
+
+
+def pairwise_verdict(rule: str, shares: float, variances: Sequence[float]) -> dict:
+    """A "max" rule read pairwise: ``shares``, the sum over groups of ``_pairwise_share``, against
+    chance (1/2 per group, ``variances`` its bound per group); read as "min" where below chance."""
+    share = shares / len(variances)
+    if share < 0.5:
+        rule, share = "min " + rule[len("max "):], 1.0 - share
+    z = (share - 0.5) * len(variances) / math.sqrt(sum(variances))
+    return {"rule": f"{rule} (pairwise)", "p_at_1": share, "chance": 0.5, "z": z,
+            "p_value": 0.5 * math.erfc(z / math.sqrt(2))}
 
 
 def binomial_tail(n: int, p: float, k: int) -> float:
@@ -338,3 +350,44 @@ def _feature(rule: str) -> str:
 def _rounded(r: dict) -> dict:
     return {"rule": r["rule"], "p_at_1": round(r["p_at_1"], 4), "chance": round(r["chance"], 4), "z": round(r["z"], 2),
             "p_value": float(f"{r['p_value']:.3g}")}
+
+
+def level_groups(rules: dict[str, list[float]], groups: list[tuple[list[int], int]], rng, alpha: float) -> list[bool]:
+    """Which of ``groups`` (``_groups``' (rows, the positive's place)) to keep so that no rule of
+    ``rules`` (``rule_scores``') reads the positives above chance, in P@1 or pairwise as
+    ``audit_pool`` reads them: the smallest p-value times the number of readings (Bonferroni, as
+    the build summary corrects it) at least ``alpha``. While one reads beyond that, a group it
+    reads most strongly leaves (drawn among equals; ``rng``, a numpy Generator), and the readings
+    are taken again: the fewest groups leave that the greedy order finds.
+
+    This is adversarial filtering of a tier's queries against the audit's own rules (as AFLite
+    filters a dataset against simple models): a builder edits its candidates to keep their
+    statistics level, and this takes out the groups where, over the whole pool, it fell short."""
+    names = list(rules)
+    hits = np.array([[expected_p_at_1([rules[r][i] for i in rows], k) for rows, k in groups] for r in names]
+                    ).reshape(len(names), len(groups))
+    paired = [r for r in names if r.startswith("max ")]
+    shares = np.array([[_pairwise_share([rules[r][i] for i in rows], k) for rows, k in groups] for r in paired]
+                      ).reshape(len(paired), len(groups))
+    chances = [1 / len(rows) for rows, _ in groups]
+    variances = [_pairwise_variance(len(rows)) for rows, _ in groups]
+    readings = len(names) + len(paired)
+    keep = np.ones(len(groups), dtype=bool)
+    while keep.any() and names:
+        kept = np.flatnonzero(keep)
+        hit_sums = hits[:, kept].sum(axis=1)
+        r = int(np.argmax(hit_sums))
+        worst = p_at_1_verdict(names[r], float(hit_sums[r]), [chances[g] for g in kept])
+        strength = hits[r]
+        if len(kept) >= MIN_PAIRWISE_GROUPS and paired:
+            share_sums = shares[:, kept].sum(axis=1)
+            p = int(np.argmax(np.abs(share_sums - len(kept) / 2)))
+            pairwise = pairwise_verdict(paired[p], float(share_sums[p]), [variances[g] for g in kept])
+            if pairwise["p_value"] < worst["p_value"]:
+                worst = pairwise
+                strength = shares[p] if share_sums[p] >= len(kept) / 2 else 1.0 - shares[p]
+        if worst["p_value"] * readings >= alpha:
+            break
+        strongest = kept[strength[kept] == strength[kept].max()]
+        keep[int(strongest[rng.integers(len(strongest))])] = False
+    return keep.tolist()

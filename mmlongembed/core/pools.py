@@ -89,6 +89,14 @@ class Candidate:
     extra: dict = field(default_factory=dict)  # task-specific columns
     title: str = ""
 
+    def corpus_row(self) -> dict:
+        """Its corpus row's model-visible columns but the id (which the writer makes opaque):
+        what is written, and what the label-free audit reads."""
+        text, images = self.document.render()
+        image_tokens = self.document.image_tokens
+        return {"title": self.title, "text": text, "images": images, "n_tokens": self.n_tokens,
+                "n_text_tokens": self.n_tokens - image_tokens, "n_image_tokens": image_tokens}
+
 
 @dataclass
 class Query:

@@ -24,15 +24,12 @@ whole corpus those weights are not a pool's.
 from __future__ import annotations
 
 import itertools
-from dataclasses import replace
 from typing import Callable, Sequence
 
 import numpy as np
 
-from mmlongembed.core.documents import IMAGE_PLACEHOLDER, TEXT, Segment
-from mmlongembed.core.pools import Candidate, Pool, Query
+from mmlongembed.core.documents import TEXT, Segment
 from mmlongembed.ops.bm25 import BM25Index, QueryScorer, bm25_tokenize
-from mmlongembed.ops.lexical import level_the_top
 
 # A variant's score lies on the side of its positive's drawn for it, at most this share of the
 # positive's score away ...
@@ -139,40 +136,3 @@ def ranks_in_pool(query_words: Sequence[Sequence[str]], groups: Sequence[Sequenc
         ranks.append(int((scores[1:] > scores[0]).sum()))
         start += len(group)
     return ranks
-
-
-def level_the_pool_top(pool: Pool, rng: np.random.Generator, rounds: int = 3) -> tuple[Pool, list[Query]]:
-    """``pool`` (a lexical tier's: each query's group is its positive and its variants) less the
-    queries that must leave for the positive to top its group, under BM25 over the pool itself
-    (``ranks_in_pool``), in exactly one group in (the group's size); and the queries that left.
-    Leaving moves the IDF a little, so the ranks are read again, ``rounds`` times at most.
-
-    The sides or ranks a builder made its groups on are those of an IDF that stands in for the
-    pool's, which is not made yet; in the pool, where the variants carry the query's words, those
-    weigh less, and the positive tops its group more often than it was dealt to."""
-    positive_of = {query_id: candidate_id for query_id, candidate_id, _ in pool.qrels}
-    by_id = {candidate.id: candidate for candidate in pool.candidates}
-    members: dict[str, list[Candidate]] = {}
-    for candidate in pool.candidates:
-        members.setdefault(candidate.group, []).append(candidate)
-    groups = []  # per query: its positive, then the rest of its group
-    for query in pool.queries:
-        positive = by_id[positive_of[query.id]]
-        groups.append([positive, *(c for c in members[positive.group] if c.id != positive.id)])
-    words = [[bm25_tokenize(c.document.render()[0].replace(IMAGE_PLACEHOLDER, " ")) for c in group]
-             for group in groups]
-    queries = [bm25_tokenize(query.text) for query in pool.queries]
-    kept = list(range(len(groups)))
-    for _ in range(rounds):
-        if not kept:
-            break
-        tops = [rank == 0 for rank in ranks_in_pool([queries[i] for i in kept], [words[i] for i in kept])]
-        size = len(groups[kept[0]])
-        if sum(tops) * size == len(kept) or any(len(groups[i]) != size for i in kept):
-            break  # level (or groups of several sizes, which no one share of tops levels)
-        kept = [i for i, keep in zip(kept, level_the_top(tops, size, rng)) if keep]
-    levelled = replace(pool, queries=[], candidates=[], qrels=[])
-    for i in kept:
-        levelled.add_query(pool.queries[i], groups[i][0], groups[i][1:])
-    left = set(kept)
-    return levelled, [query for i, query in enumerate(pool.queries) if i not in left]

@@ -117,11 +117,7 @@ def rows_by_part(pool: Pool, seed: int, builder: str) -> dict[str, list[dict]]:
     queries = [pool.queries[int(i)] for i in query_order]
     corpus, audit = [], []
     for c in candidates:
-        text, images = c.document.render()
-        image_tokens = c.document.image_tokens
-        corpus.append({"_id": ids(c.id), "title": c.title, "text": text, "images": images,
-                       "n_tokens": c.n_tokens, "n_text_tokens": c.n_tokens - image_tokens,
-                       "n_image_tokens": image_tokens})
+        corpus.append({"_id": ids(c.id), **c.corpus_row()})
         audit.append({"_id": ids(c.id), "kind": CANDIDATE_KIND, "internal_id": c.id, "role": c.role,
                       "group": ids(c.group), "source_id": c.source_id,
                       "variant": str(c.provenance.get("variant", "")),

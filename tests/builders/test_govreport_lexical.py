@@ -12,11 +12,12 @@ from builders._govreport_fixtures import write_govreport_jsonl
 from builders.govreport import GovReportConfig
 from mmlongembed.build.run import run_build
 from mmlongembed.build.validate import format_report, validate_dir
+from mmlongembed.checks.shortcuts import SUMMARY_ALPHA
 from mmlongembed.core.builder import get_builder
 from mmlongembed.ops.bm25 import BM25Index, QueryScorer, bm25_tokenize
 from mmlongembed.ops.query_weight import SCORE_TOLERANCE
 from mmlongembed.output.layout import read_built_pool
-from tests.support.built_pools import candidate_rows
+from tests.support.built_pools import audit_reading, candidate_rows
 
 LENGTHS = (2048, 4096)
 
@@ -75,6 +76,9 @@ def test_the_tier_validates_and_holds_queries_of_the_hard_pool(with_tier):
         variants = Counter(json.loads(p)["variant"] for p, role in zip(lexical.corpus["provenance"],
                                                                         lexical.corpus["role"]) if role != "positive")
         assert set(variants) == {"head25", "tail25", "middle50"}
+        # levelled over the pool (``level_the_pool``): no query-blind rule reads the positives
+        rule, p = audit_reading(with_tier, pool)
+        assert p >= SUMMARY_ALPHA, (pool, rule, p)
 
 
 def test_each_variant_lies_on_its_drawn_side_of_the_positive_rescored(sources, with_tier):
@@ -127,5 +131,5 @@ def test_bm25_over_each_lexical_pool_ranks_the_positive_first_in_its_group_near_
     for pool in _lexical_pools(with_tier):
         lexical, n = positive_first_share(pool)
         # exactly one group in four: the builder levels the top under BM25 over the pool itself
-        # (``level_the_pool_top``; a positive tied with a variant counts as the top here)
+        # (``level_the_pool``; a positive tied with a variant counts as the top here)
         assert n >= 4 and abs(lexical * n - n / 4) <= 1, (pool, lexical, n)

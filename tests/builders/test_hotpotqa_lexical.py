@@ -13,10 +13,11 @@ from builders._hotpotqa_fixtures import write_hotpotqa_sources
 from builders.hotpotqa import LOCAL_PADDING, HotpotQAConfig
 from mmlongembed.build.run import run_build
 from mmlongembed.build.validate import format_report, validate_dir
+from mmlongembed.checks.shortcuts import SUMMARY_ALPHA
 from mmlongembed.core.builder import get_builder
 from mmlongembed.ops.bm25 import BM25Index, bm25_tokenize
 from mmlongembed.output.layout import read_built_pool
-from tests.support.built_pools import candidate_rows
+from tests.support.built_pools import audit_reading, candidate_rows
 
 LENGTH = 1024
 HARD, LEXICAL = "hotpotqa-hard-1k", "hotpotqa-lexical-1k"
@@ -98,6 +99,9 @@ def test_the_tier_keeps_the_hard_queries_variants_and_evidence_chain(sources, wi
     counts = [dealt.count(rank) for rank in range(4)]
     assert min(counts) >= 3 and max(counts) - min(counts) <= 2, counts
     assert above.count(0) == dealt.count(0)
+    # levelled over the pool (``level_the_pool``): no query-blind rule reads the positives
+    rule, p = audit_reading(with_tier, LEXICAL)
+    assert p >= SUMMARY_ALPHA, (rule, p)
 
 
 def test_bm25_finds_the_positive_near_chance_on_the_tier_but_not_on_hard(with_tier):
@@ -106,7 +110,7 @@ def test_bm25_finds_the_positive_near_chance_on_the_tier_but_not_on_hard(with_ti
     assert n >= 20 and n_hard >= 50
     assert hard >= 0.8, hard  # the paper's Hard: the candidate sharing most words is the positive
     # chance, 0.25, exactly: the builder levels the top under BM25 over the pool itself
-    # (``level_the_pool_top``; a positive tied with a variant counts as the top here)
+    # (``level_the_pool``; a positive tied with a variant counts as the top here)
     assert abs(lexical * n - n / 4) <= 1, (lexical, n)
 
 
@@ -118,7 +122,7 @@ def test_a_positive_refilled_by_its_shape_alone_is_found_by_bm25(sources, tmp_pa
     import builders.hotpotqa
 
     monkeypatch.setattr(lexical_refill.Gap, "holds", lambda self, score: True)
-    monkeypatch.setattr(builders.hotpotqa, "level_the_pool_top", lambda pool, rng: (pool, []))
+    monkeypatch.setattr(builders.hotpotqa, "level_the_pool", lambda pool, rng: (pool, [], []))
     built = _build(sources, tmp_path / "wrong")
     lexical, n = positive_first_share(built, LEXICAL)
     assert n >= 20
