@@ -139,11 +139,21 @@ def _weight_then_word_length(weight_cost, word_length_cost):
 
 @dataclass
 class LexicalReach:
-    """What ``_lexical_reach`` found for one query: per variant, the donors to try and whether a
-    block of theirs can put it (below, above) its positive under BM25."""
+    """What ``_lexical_reach`` found for one query: per variant, the donors to try and the first
+    of them whose block can put it (below, above) its positive under BM25 (None: none can)."""
 
     tried: list[list[tuple[int, str, float]]]
-    below_above: list[tuple[bool, bool]]
+    first_fill: list[tuple[int | None, int | None]]
+
+    @property
+    def below_above(self) -> list[tuple[bool, bool]]:
+        """Per variant, whether it can lie (below, above) its positive."""
+        return [(below is not None, above is not None) for below, above in self.first_fill]
+
+    def donors(self, sides: list[int]) -> list[list[tuple[int, str, float]]]:
+        """Each variant's donors from the first whose block can put it on its side (+1 above, -1
+        below): the reach tried those before it for that side, and none could."""
+        return [tried[first[(side + 1) // 2]:] for tried, first, side in zip(self.tried, self.first_fill, sides)]
 
     def rank_range(self) -> tuple[int, int] | None:
         """The positive's ranks among its variants (how many lie above it) that the variants'
@@ -366,8 +376,8 @@ class GovReportBuilder(Builder):
             if rank is None:
                 context.report.skip("lexical_rank_not_needed", rid)
                 continue
-            lexical = LexicalVariants(weight_of(rid, positive_words), reach.tried,
-                                      reach.sides(rank, context.rng(pool.name, rid, "query_weight")),
+            sides = reach.sides(rank, context.rng(pool.name, rid, "query_weight"))
+            lexical = LexicalVariants(weight_of(rid, positive_words), reach.donors(sides), sides,
                                       word_length_sums(positive.document.segments))
             variants = self._hard_variants(rid, positive, [], band, pool.name, corpus, context, lexical)
             texts = {content_sha256(variant.document.render()[0]) for _, variant in variants or ()}
@@ -404,12 +414,13 @@ class GovReportBuilder(Builder):
                 break
             lost = weight.lost_words(span.start, span.end)
             tried = donors + [d for d in self._donors(rid, corpus, context.config, lost)[0] if d[1] not in seen]
-            sides = tuple(any(span.can_fill(corpus.document(donor_id), rng, offset,
-                                            weight.block_cost(donor_id, side), MAX_BLOCK_COST)
-                              for _, donor_id, _ in tried) for side in (-1, 1))
+            first = tuple(next((k for k, (_, donor_id, _) in enumerate(tried)
+                                if span.can_fill(corpus.document(donor_id), rng, offset,
+                                                 weight.block_cost(donor_id, side), MAX_BLOCK_COST)), None)
+                          for side in (-1, 1))
             reach.tried.append(tried)
-            reach.below_above.append(sides)
-            if not any(sides):
+            reach.first_fill.append(first)
+            if first == (None, None):
                 break
         return reach
 
