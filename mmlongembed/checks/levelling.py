@@ -37,7 +37,6 @@ def level_the_pool(pool: Pool, rng: np.random.Generator, top: bool = True,
 
     Leaving moves the IDF and the rules' readings a little, so both are read again, ``rounds``
     times at most (the top is read last)."""
-
     positive_of = {query_id: candidate_id for query_id, candidate_id, _ in pool.qrels}
     by_id = {candidate.id: candidate for candidate in pool.candidates}
     members: dict[str, list[Candidate]] = {}
