@@ -16,8 +16,8 @@ where BM25 finds the positive.
 Scores are those of BM25 over the pool the variant lands in, as the harness runs it: IDF and
 average length over the pool's documents. That pool is not made yet, but each of its documents
 is a positive or a copy of most of one, so an index over documents the builder already holds
-stands in for it (the ``pool_index`` a ``QueryWeight`` is given: GovReport's is its hard pool's
-positives and variants, HotpotQA's its hard pool's positives). The build corpus's IDF would not
+stands in for it (GovReport gives its ``QueryWeight`` the hard pool's positives and variants;
+HotpotQA's and MMDocRAG's refills score over their hard pool's positives). The build corpus's IDF would not
 do: a term's weight relative to another's decides which side a variant falls on, and over a
 whole corpus those weights are not a pool's. What the stand-in misses, the finished pool's own
 BM25 reading corrects (``checks.levelling.level_the_pool``).
