@@ -44,8 +44,6 @@ def _family(pool: Pool) -> str:
     return head if separator else pool.name
 
 
-
-
 def _worst_rule(audits: dict[str, dict]) -> str:
     """The query-blind rule that comes closest to finding the positives, over ``audits`` (a label
     -> a pool's label-free audit; the label is shown when there are several), with the groups it

@@ -10,8 +10,8 @@ from dataclasses import replace
 import numpy as np
 
 from mmlongembed.checks.shortcuts import SUMMARY_ALPHA, level_groups, row_features, rules_from_features
-from mmlongembed.core.documents import IMAGE_PLACEHOLDER
 from mmlongembed.core.pools import Candidate, Pool, Query
+from mmlongembed.checks.summary import document_words
 from mmlongembed.ops.bm25 import bm25_tokenize
 from mmlongembed.ops.lexical import level_the_top
 from mmlongembed.ops.query_weight import ranks_in_pool
@@ -54,8 +54,9 @@ def level_the_pool(pool: Pool, rng: np.random.Generator, top: bool = True,
     # no id or row-order rules: the writer makes the ids opaque and draws the rows' order
     rules = rules_from_features(features, categorical, None, corpus["group"])
     starts = np.cumsum([0] + [len(group) for group in groups])
-    words = [[bm25_tokenize(row["text"].replace(IMAGE_PLACEHOLDER, " ")) for row in rows[starts[i]:starts[i + 1]]]
-             for i in range(len(groups))] if top else []
+    # the variants are most of their positive's text: each line is tokenised once (``document_words``)
+    lines: dict[str, list[str]] = {}
+    words = [[document_words(c.document, lines) for c in group] for group in groups] if top else []
     queries = [bm25_tokenize(query.text) for query in pool.queries] if top else []
     kept, for_rules, for_top = list(range(len(groups))), [], []
     for _ in range(rounds):
