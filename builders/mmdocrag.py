@@ -6,8 +6,11 @@ reading order, padded with whole quote blocks (a page's quotes) of other documen
 length; at longer lengths the same document grows by blocks inserted between its units so the
 evidence keeps its relative depth. Hard negatives drop the first, the last or a middle gold quote
 (both, when there are two): a text quote is refilled by whole sentences of the same length, an
-image quote by an image of another document resized to its exact pixel size. Easy negatives are
-other questions' positives of the same length.
+image quote by an image of another document resized to its exact pixel size. In a hard group every
+document holds as many refilled text quotes: the positive, and a variant that lost only an image,
+have text quotes of their padding (other documents' pages) refilled the same way, so that the
+positive is not the centre its variants' lengths scatter around. Easy negatives are other
+questions' positives of the same length.
 
 Sources: MMDocRAG's release (``readers.mmdocrag``: from the Hub or a folder), else MMDocIR's
 annotations over the MMLongBench-Doc PDFs as a substitute (``readers.mmdocir``). Operations: quotes
@@ -25,8 +28,8 @@ from __future__ import annotations
 
 import dataclasses
 import functools
-import math
 import re
+from collections import defaultdict
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Iterable
@@ -44,14 +47,15 @@ from mmlongembed.output.manifest import files_identity
 from mmlongembed.media.pdf import PageRenderer, RenderOptions, StoredImage
 from mmlongembed.ops.multisource.answers import answer_pattern as whole_word_answer
 from mmlongembed.ops.bm25 import BM25Index, QueryScorer, bm25_tokenize
-from mmlongembed.ops.multisource.evidence import Unit, find_evidence, find_sentence_run, grow, units_document
+from mmlongembed.ops.multisource.evidence import Unit, find_evidence, grow, units_document
 from mmlongembed.ops.multisource.lexical_refill import UnitWords
 from mmlongembed.checks.levelling import level_the_pool
-from mmlongembed.ops.length import edge_whitespace, exact_tokens, fit_block_edges, trim_edges
+from mmlongembed.ops.length import exact_tokens, trim_edges
 from mmlongembed.ops.measured import RECOUNT_MARGIN, Built, positive_window
 from mmlongembed.ops.multisource.quote_supply import GoldGuard, Supply, padding_pages
 from mmlongembed.ops.multisource.quotes import (
-    Instance, content_keys, context_units, evidence_positions, holds, replace_image_evidence, replace_text_evidence)
+    Instance, content_keys, context_units, evidence_positions, holds, refill_padding_quotes, replace_image_evidence,
+    replace_text_evidence, sentence_refill)
 from mmlongembed.build.pool_plan import Made, PoolContext, Skip, fill_pool
 from mmlongembed.core.pools import (
     EASY_NEGATIVE, HARD_NEGATIVE, LEXICAL, LEXICAL_TIER_HELP, POSITIVE, Candidate, LengthBand, Pool, Query,
@@ -169,9 +173,9 @@ class PoolState:
     level: int
     guard: GoldGuard = field(default_factory=GoldGuard)
     claimed: set[str] = field(default_factory=set)
-    # a hard pool's groups (instance id -> (positive, variants, the query and candidates made of
-    # them)), for the lexical pool
-    groups: dict[str, tuple[Built, list, Made]] = field(default_factory=dict)
+    # a hard pool's groups (instance id -> (the whole positive, the positive as shown, the variants,
+    # the query and candidates made of them)), for the lexical pool
+    groups: dict[str, tuple[Built, Built, list, Made]] = field(default_factory=dict)
 
 
 def no_usable_instance(where: str, report: BuildReport) -> UserError:
@@ -194,7 +198,11 @@ class MMDocRAGBuilder(Builder):
     # own files refill a text quote from its document's other questions' quotes (none before)
     # 1.3.0: the lexical pools (``--lexical-tier``) beside easy and hard; those two are unchanged
     # 1.4.0: the lexical pools are levelled for the query-blind rules; easy and hard unchanged
-    version = "1.4.0"  # 1.1.0: one question set (--question-set), q_id deduplicated, images.zip, the Hub
+    # 1.5.0: every document of a hard group holds as many refilled text quotes: the positive, and a
+    # variant that lost only an image, have padding quotes refilled (at the paper's size the whole
+    # positive lay at its group's centre in characters); no two copies of a group alike; the lexical
+    # positive is always refilled, and the lexical pools are levelled for BM25's top too
+    version = "1.5.0"  # 1.1.0: one question set (--question-set), q_id deduplicated, images.zip, the Hub
     task = "multi_source_reasoning"
     title = "MMLongEmbed Multi-Source Reasoning: MMDocRAG (interleaved text and images)"
     # its rows in the README's builder tables (`make readme` writes them): what it makes, from what
@@ -382,74 +390,120 @@ class MMDocRAGBuilder(Builder):
         built = plan.positives_of(instance)
         if len(built) <= state.level:
             return None
-        positive = built[state.level]
+        whole = built[state.level]
         try:
-            variants = self._hard_variants(plan, state, instance, positive)
+            positive, refilled, variants = self._hard_group(plan, state, instance, whole)
         except Skip as skipped:
             raise Skip(f"hard_{state.band.name}_{skipped.reason}") from None
-        if not state.guard.admit(instance.gold_quotes(), [positive.document, *(m.document for _, m, _ in variants)]):
+        if not state.guard.admit(instance.gold_quotes(), [positive.document, *(m.document for _, m, _, _ in variants)]):
             raise Skip(f"hard_{state.band.name}_evidence_shared_with_another_query")
         counter = plan.context.counter
-        group = self._query(instance), self._positive_candidate(instance, positive), [Candidate(
-            id=f"d:{instance.id}:{variant}", document=made.document, role=HARD_NEGATIVE,
-            group=f"q:{instance.id}", source_id=instance.id, n_tokens=made.n_tokens, extra={"doc_name": instance.doc},
-            provenance={"variant": variant, "removed": removed,
-                        "evidence": evidence_positions(made.document, made.n_tokens, counter),
-                        "padding": padding_pages(made.units)})
-            for variant, made, removed in variants]
-        state.groups[instance.id] = (positive, variants, group)
+        candidate = self._positive_candidate(instance, positive)
+        group = self._query(instance), dataclasses.replace(candidate, provenance={
+            **candidate.provenance, "refilled": refilled}), [Candidate(
+                id=f"d:{instance.id}:{variant}", document=made.document, role=HARD_NEGATIVE,
+                group=f"q:{instance.id}", source_id=instance.id, n_tokens=made.n_tokens,
+                extra={"doc_name": instance.doc},
+                provenance={"variant": variant, "removed": removed, "refilled": padding,
+                            "evidence": evidence_positions(made.document, made.n_tokens, counter),
+                            "padding": padding_pages(made.units)})
+            for variant, made, removed, padding in variants]
+        # the lexical pool starts again from the whole positive: its own refill draws the rank
+        state.groups[instance.id] = (whole, positive, [(v, m, r) for v, m, r, _ in variants], group)
         return group
 
-    def _hard_variants(self, plan: Plan, state: PoolState, instance: Instance, positive: Built) -> list:
-        """Three copies of the positive, each without a gold quote (first / last / a random middle
-        one, or both of two): text refilled by whole sentences of the same length (the same
-        document's unused text first), images by another document's image resized to the exact
-        size. Returns the variants; raises Skip with the reason when one cannot be made."""
+    def _hard_group(self, plan: Plan, state: PoolState, instance: Instance, whole: Built) -> tuple:
+        """The positive as the pool shows it, the provenance of its refills, and three copies of the
+        whole positive, each without a gold quote (first / last / a random middle one, or both of
+        two): text refilled by whole sentences of the same length (the same document's unused text
+        first), images by another document's image resized to the exact size. Every document of
+        the group then holds as many refilled text quotes as the variant with the most: the
+        positive and the variants with fewer have text quotes of their padding (other documents'
+        pages; each document of the group its own) refilled the same way, from the padding page's
+        document's text (``refill_padding_quotes``), so that the positive is one of its group and not the
+        centre the variants' lengths scatter around. Returns (positive, its refills,
+        [(variant, made, removed, padding refills)]); raises Skip with the reason when one cannot
+        be made."""
         n, config, counter = len(instance.gold), plan.context.config, plan.context.counter
         rng = plan.context.rng(state.pool.name, instance.id, "hard")
         plans = [("drop_first", [0]), ("drop_last", [n - 1])]
         plans.append(("drop_middle", [int(rng.integers(1, n - 1))]) if n >= 3 else ("drop_both", [0, 1]))
         plans = plans[: config.negatives_per_query]
-        text_sources = self._text_sources(plan, instance, positive)
-        used_docs = {plan.supply.doc_of_block.get(u.id) for u in positive.units}
-        tolerance = hard_negative_tolerance(positive.n_tokens)
-        gold, band, out = instance.gold_quotes(), state.band, []
+        text_sources = self._text_sources(plan, instance, whole)
+        used_docs = {plan.supply.doc_of_block.get(u.id) for u in whole.units}
+        tolerance = hard_negative_tolerance(whole.n_tokens)
+        dropped, runs_at = [], defaultdict(set)  # the texts refilled at each gold quote: no two copies alike
         for variant, removed_indices in plans:
-            units, removed = list(positive.units), []
+            units, removed = list(whole.units), []
             slack = max(1, (tolerance - RECOUNT_MARGIN) // len(removed_indices))
             for k in removed_indices:
                 # this generator's key has no builder name: kept as first built, so the data stay the same
                 run_rng = derive_rng(config.seed, state.pool.name, instance.id, variant, k)
-                units, record = self._drop(units, k, instance, used_docs, text_sources, slack, run_rng, plan)
+                units, record = self._drop(units, k, instance, used_docs, text_sources, slack, run_rng, plan,
+                                           runs_at[k])
                 removed.append(record)
-            document = trim_edges(units_document(f"{instance.id}@{band.name}:{variant}", units), counter)
-            n_tokens = exact_tokens(document, counter)
-            if not band.contains(n_tokens) or abs(n_tokens - positive.n_tokens) > tolerance:
+            dropped.append((variant, units, removed))
+        text_refills = [sum(r["kind"] == "text" for r in removed) for _, _, removed in dropped]
+        most = max(text_refills)
+        aims = [r["tokens"] for _, _, removed in dropped for r in removed if r["kind"] == "text"]
+        refill_slack = max(1, (tolerance - RECOUNT_MARGIN) // max(1, most))
+
+        refilled_places: set[str] = set()  # each document of the group refills its own padding quotes
+
+        @functools.cache
+        def padding_sources(unit_id: str) -> list[Callable[[], list[Unit]]]:
+            return self._text_sources(plan, instance, whole, plan.supply.doc_of_block[unit_id])
+
+        def with_padding_refills(name: str, units: list[Unit], count: int) -> tuple[Built, list[dict]]:
+            records = []
+            if count:
+                made = refill_padding_quotes(units, count, aims, padding_sources, refill_slack,
+                                             plan.context.rng(state.pool.name, instance.id, name, "padding refill"),
+                                             counter, avoid=refilled_places)
+                if made is None:
+                    raise Skip("no_padding_refill")
+                units, records = made
+                refilled_places.update(r["padding"] for r in records)
+            document = trim_edges(units_document(f"{instance.id}@{state.band.name}" + (
+                f":{name}" if name != "original" else ""), units), counter)
+            return Built(units, document, exact_tokens(document, counter)), records
+
+        positive, refilled = with_padding_refills("original", list(whole.units), most)
+        if not state.band.contains(positive.n_tokens):
+            raise Skip("length_mismatch")
+        gold, out = instance.gold_quotes(), []
+        for (variant, units, removed), count in zip(dropped, text_refills):
+            made, padding = with_padding_refills(variant, units, most - count)
+            if not state.band.contains(made.n_tokens) or abs(made.n_tokens - positive.n_tokens) > tolerance:
                 raise Skip("length_mismatch")
-            text, images = content_keys(document)
-            if any(holds(text, images, gold[k]) for k in removed_indices):
+            text, images = content_keys(made.document)
+            if any(holds(text, images, gold[r["index"]]) for r in removed):
                 raise Skip("removed_evidence_still_present")
-            out.append((variant, Built(units, document, n_tokens), removed))
-        return out
+            out.append((variant, made, removed, padding))
+        return positive, refilled, out
 
     @staticmethod
-    def _text_sources(plan: Plan, instance: Instance, positive: Built) -> list[Callable[[], list[Unit]]]:
+    def _text_sources(plan: Plan, instance: Instance, positive: Built,
+                      doc: str | None = None) -> list[Callable[[], list[Unit]]]:
         """The sources of refill text, in order of preference, each listed when first needed (other
-        documents' text is all of a corpus): the document's unused text, then other documents'."""
+        documents' text is all of a corpus): the unused text of ``doc`` (the question's document
+        by default), then other documents' than the question's."""
         held = positive.document.render()[0]
 
         def fresh(units: list[Unit]) -> list[Unit]:  # a refill never repeats text the document holds
             return [u for u in units if "".join(s.text for s in u.segments).strip() not in held]
 
-        own, elsewhere = plan.supply.refill.get(instance.doc, []), plan.supply.refill_elsewhere
+        own, elsewhere = plan.supply.refill.get(doc or instance.doc, []), plan.supply.refill_elsewhere
         return [functools.cache(lambda: fresh(own)), functools.cache(lambda: fresh(elsewhere(instance)))]
 
     def _drop(self, units: list[Unit], k: int, instance: Instance, used_docs: set,
               text_sources: list[Callable[[], list[Unit]]], slack: int, rng: np.random.Generator,
-              plan: Plan) -> tuple[list[Unit], dict]:
+              plan: Plan, taken: set[str]) -> tuple[list[Unit], dict]:
         """Gold quote ``k`` swapped for a refill: an image for a donor resized to its exact size,
         a text for a run of whole sentences within ``slack`` tokens of it (the first source that
-        has one). Returns the units and the removal's record."""
+        has one), none of the texts ``taken`` (refilled there in another copy of the group, which
+        would then equal this one but for an image; the run is added to them). Returns the units
+        and the removal's record."""
         u, s = find_evidence(units, k)
         segment = units[u].segments[s]
         if segment.is_visual:
@@ -460,17 +514,12 @@ class MMDocRAGBuilder(Builder):
                                            segment.height, segment.width)
             refill = image_segment(stored.data, stored.height, stored.width, origin=f"replacement:{donor.id}")
             return replace_image_evidence(units, k, refill, donor.id)
-        window = (max(1, segment.tokens - slack), segment.tokens + slack)
-        for candidates in text_sources:
-            try:
-                source, a, b = find_sentence_run(candidates(), *window, segment.tokens, rng)
-                break
-            except FitError:
-                continue
-        else:
+        found = sentence_refill(segment, text_sources, slack, rng, plan.context.counter,
+                                lambda run: "".join(x.text for x in run) not in taken)
+        if found is None:
             raise Skip("no_replacement_sentences")
-        lead, tail = edge_whitespace(segment.text)
-        run = fit_block_edges(source.segments[a:b], lead, tail, plan.context.counter, f"replacement:{source.id}")
+        source, a, b, run = found
+        taken.add("".join(x.text for x in run))
         return replace_text_evidence(units, k, run, source.id, (a, b))
 
     # -- lexical: the hard groups, the positive's rank under BM25 drawn -------------------
@@ -479,12 +528,13 @@ class MMDocRAGBuilder(Builder):
         positive with one context quote that is no evidence refilled so that BM25 ranks it below
         as many of them as drawn (``builders._mmdocrag_lexical``); a query for which some rank
         could not be reached, or the drawn one was not, or that leaves when the pool is levelled
-        for the query-blind rules (``level_the_pool``), leaves this pool only (a counted skip)."""
+        for the query-blind rules and BM25's top as they read the pool itself (``level_the_pool``),
+        leaves this pool only (a counted skip)."""
         order = [i for i in plan.order if i.id in hard.groups]
         # the pool's documents are its positives and copies of them: BM25 over the hard pool's
         # positives stands in for the harness's over the pool (``ops.query_weight``)
         words = UnitWords()
-        index = BM25Index(words.document(hard.groups[i.id][0].units) for i in order) if order else None
+        index = BM25Index(words.document(hard.groups[i.id][1].units) for i in order) if order else None
 
         def query_of(plan: Plan, state: PoolState, instance: Instance) -> Made:
             try:
@@ -493,32 +543,31 @@ class MMDocRAGBuilder(Builder):
                 raise Skip(f"lexical_{band.name}_{skipped.reason}") from None
 
         pool = self._pool(plan, LEXICAL, band, level, query_of, order).pool
-        # the query-blind rules levelled over the pool; not BM25's top: groups whose candidates
-        # differ only in images tie under it, and no share of tops levels ties
-        pool, left, _ = level_the_pool(pool, plan.context.rng(pool.name, "level_in_pool"), top=False)
-        for query in left:
-            plan.context.report.skip(f"lexical_{band.name}_rules_not_level_in_pool", query.source_id)
+        pool, left_for_rules, left_for_top = level_the_pool(pool, plan.context.rng(pool.name, "level_in_pool"))
+        for reason, left in (("rules", left_for_rules), ("top", left_for_top)):
+            for query in left:
+                plan.context.report.skip(f"lexical_{band.name}_{reason}_not_level_in_pool", query.source_id)
         return pool
 
-    def _lexical_query(self, plan: Plan, state: PoolState, instance: Instance, group: tuple[Built, list, Made],
+    def _lexical_query(self, plan: Plan, state: PoolState, instance: Instance, group: tuple,
                        index: BM25Index, words: UnitWords) -> Made:
-        hard_positive, variants, (query, hard_candidate, hard_negatives) = group
+        whole, hard_positive, variants, (query, hard_candidate, hard_negatives) = group
         context, counter = plan.context, plan.context.counter
         scorer = QueryScorer(index, bm25_tokenize(instance.question), index.average_length)
         scores = [words.score(scorer, made.units) for _, made, _ in variants]
-        tolerance = hard_negative_tolerance(hard_positive.n_tokens)
-        gold_tokens = [q for q in (hard_positive.units[u].segments[s] for u, s in (
-            find_evidence(hard_positive.units, k) for k in range(len(instance.gold)))) if not q.is_visual]
+        tolerance = hard_negative_tolerance(whole.n_tokens)
+        gold_tokens = [q for q in (whole.units[u].segments[s] for u, s in (
+            find_evidence(whole.units, k) for k in range(len(instance.gold)))) if not q.is_visual]
         made = lexical_positive(
-            hard_positive.units, [s.tokens for s in gold_tokens], scores, scorer, words,
-            self._text_sources(plan, instance, hard_positive), max(1, (tolerance - RECOUNT_MARGIN) // 2),
+            whole.units, [s.tokens for s in gold_tokens], scores, words.score(scorer, hard_positive.units), scorer,
+            words, self._text_sources(plan, instance, whole), max(1, (tolerance - RECOUNT_MARGIN) // 2),
             context.rng(state.pool.name, instance.id, "rank"),
             lambda unit_id: context.rng(state.pool.name, instance.id, unit_id, "refill"), counter)
         if isinstance(made, str):
             raise Skip(made)
-        units, refilled, gap = made
-        if refilled is None:  # the hard pool's positive, tied with the variants that lost an image
-            document, n_tokens = hard_positive.document, hard_positive.n_tokens
+        units, refilled, gap, near = made
+        if units is None:  # the hard pool's positive, among the variants that lost none of the question's words
+            units, document, n_tokens = hard_positive.units, hard_positive.document, hard_positive.n_tokens
         else:
             document = trim_edges(units_document(f"{instance.id}@{state.band.name}", units), counter)
             n_tokens = exact_tokens(document, counter)
@@ -529,16 +578,15 @@ class MMDocRAGBuilder(Builder):
         if not all(holds(text, images, q) for q in instance.gold_quotes()):
             raise Skip("positive_refill_took_evidence")
         score = words.score(scorer, units)
-        if refilled is not None and not gap.holds(score):  # the finished document (a tie is kept as it is)
+        if not gap.holds(score):  # the finished document
             raise Skip("positive_off_rank")
         if not state.guard.admit(instance.gold_quotes(), [document, *(m.document for _, m, _ in variants)]):
             raise Skip("evidence_shared_with_another_query")
         candidate = hard_candidate if refilled is None else self._positive_candidate(
             instance, Built(units, document, n_tokens))
         candidate = dataclasses.replace(candidate, provenance={
-            **candidate.provenance, "refilled": [refilled] if refilled else [], "query_bm25": {
-                "score": round(score, 4), "variants_above": gap.above,
-                "variants_tied": sum(1 for s in scores if math.isclose(s, score, rel_tol=1e-12))}})
+            **candidate.provenance, "refilled": hard_candidate.provenance["refilled"] if refilled is None else [refilled],
+            "query_bm25": {"score": round(score, 4), "variants_above": gap.above, "variants_near": near}})
         # the hard pool's variants as written there, each with its BM25 score beside
         return query, candidate, [
             dataclasses.replace(negative, provenance={**negative.provenance, "query_bm25": {"score": round(s, 4)}})

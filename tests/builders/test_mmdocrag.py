@@ -24,6 +24,7 @@ from mmlongembed.core.pools import hard_negative_tolerance
 from mmlongembed.readers.mmdocir import quote_kind, reads_as_prose
 from mmlongembed.core.tokens import default_counter, image_tokens
 from mmlongembed.build.validate import format_report, validate_dir
+from tests.support.built_pools import audit_reading, candidate_rows
 from tests.support.realdata import shared_data_dir
 
 pytest.importorskip("pypdfium2")
@@ -260,6 +261,49 @@ def test_mmdocrag_format_refills_a_text_quote_from_its_document_s_other_quotes_n
                     refills.append(removed["replacement"]["source"].startswith(f"refill:{doc_of[source]}:"))
     # from the same document where a run of its sentences fits, else from another's
     assert len(refills) >= 4 and any(refills)
+
+
+def hard_groups_hold_as_many_refills_and_the_positive_is_not_their_centre(out, pool: str) -> None:
+    """Every document of a hard group holds as many refilled text quotes (a gold quote a variant
+    dropped, or a quote of its own context), no two documents alike in text, and the
+    audit's odd-one-out rule (the candidate nearest the rest's median in characters) does not find
+    the positives."""
+    groups = defaultdict(list)
+    for row in candidate_rows(out, pool):
+        provenance = json.loads(row["provenance"])
+        refills = len(provenance["refilled"]) + sum(r["kind"] == "text" for r in provenance.get("removed", []))
+        groups[row["group"]].append((row["role"], row["text"], refills))
+    assert len(groups) >= 40
+    for group, members in groups.items():
+        assert len({refills for _, _, refills in members}) == 1, (group, members)
+        assert len({text for _, text, _ in members}) == len(members), group
+    rule, p = audit_reading(out, pool)
+    assert p >= 0.05, (rule, p)
+
+
+@pytest.fixture(scope="module")
+def jsonl_hard_build(tmp_path_factory):
+    root = tmp_path_factory.mktemp("mmdocrag_jsonl_hard")
+    write_mmdocrag_jsonl(root / "src", n_documents=30, records_per_document=2, subject_share=0.5)
+    return root
+
+
+def test_every_document_of_a_hard_group_holds_as_many_refills_and_the_positive_is_not_its_centre(
+        jsonl_hard_build, tmp_path):
+    _, out = build(jsonl_hard_build / "src", tmp_path / "out", lengths=(1024,), max_queries_per_pool=100,
+                   lexical_tier=False)
+    hard_groups_hold_as_many_refills_and_the_positive_is_not_their_centre(out, "mmdocrag-hard-1k")
+
+
+def test_a_hard_positive_left_whole_is_its_group_s_centre(jsonl_hard_build, tmp_path, monkeypatch):
+    """The plausible wrong way, the paper's recipe as written: only the variants are refilled. A
+    variant that lost an image quote then holds the positive's very text, the text variants land a
+    few characters either side, and the positive sits at the group's centre."""
+    monkeypatch.setattr("builders.mmdocrag.refill_padding_quotes", lambda units, *_, **__: (list(units), []))
+    _, out = build(jsonl_hard_build / "src", tmp_path / "out", lengths=(1024,), max_queries_per_pool=100,
+                   lexical_tier=False)
+    with pytest.raises(AssertionError):
+        hard_groups_hold_as_many_refills_and_the_positive_is_not_their_centre(out, "mmdocrag-hard-1k")
 
 
 @pytest.mark.realdata

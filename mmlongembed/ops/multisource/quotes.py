@@ -16,6 +16,12 @@ quote is one image segment; both end with a blank-line separator segment. Gold q
   text quotes of a page without layout boxes);
 - ``replace_image_evidence`` / ``replace_text_evidence``: a copy of the units with one gold quote
   swapped for a refill, with provenance;
+- ``sentence_refill``: whole sentences of a text quote's length, fitted to its edges, to stand where
+  it was;
+- ``context_text_places`` / ``refill_place``: the text quotes of a question's own context that are
+  no evidence, and a copy of the units with one of them refilled;
+- ``padding_text_places`` / ``refill_padding_quotes``: the text quotes of the padding (other
+  documents' pages), and a copy of the units with some of them refilled;
 - ``evidence_positions``: where every gold quote sits in the finished document: a character range
   (text) or an image slot (image), its token offset and its relative depth.
 """
@@ -23,14 +29,15 @@ quote is one image segment; both end with a blank-line separator segment. Gold q
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Protocol, Sequence
+from typing import Callable, Collection, Protocol, Sequence
 
 import numpy as np
 
 from mmlongembed.core.digests import short_sha256
 from mmlongembed.core.documents import IMAGE, TEXT, Document, Segment, count_rendered, image_segment, text_segments
 from mmlongembed.core.errors import FitError
-from mmlongembed.ops.multisource.evidence import EVIDENCE_ORIGIN, Unit, find_evidence
+from mmlongembed.ops.length import edge_whitespace, fit_block_edges
+from mmlongembed.ops.multisource.evidence import EVIDENCE_ORIGIN, Unit, find_evidence, find_sentence_run
 from mmlongembed.core.tokens import TokenCounter
 
 SEPARATOR = "\n\n"
@@ -198,6 +205,106 @@ def replace_text_evidence(units: Sequence[Unit], k: int, run: Sequence[Segment],
     return _swap(units, u, s, run), {
         "index": k, "kind": "text", "sha256": short_sha256(removed.text.strip()), "tokens": removed.tokens,
         "replacement": {"source": source_id, "sentences": list(sentences), "tokens": sum(x.tokens for x in run)}}
+
+
+def sentence_refill(segment: Segment, sources: Sequence[Callable[[], list[Unit]]], slack: int,
+                    rng: np.random.Generator, counter: TokenCounter,
+                    accept: Callable[[list[Segment]], bool] | None = None) -> tuple[Unit, int, int, list[Segment]] | None:
+    """(source unit, first sentence, end, the run fitted to the quote's edge whitespace): whole
+    sentences within ``slack`` tokens of the text quote ``segment``'s length, the closest, from the
+    first of ``sources`` (in order of preference) that has a run ``accept`` takes (given the fitted
+    run); None when none has."""
+    lead, tail = edge_whitespace(segment.text)
+
+    def fitted(source: Unit, a: int, b: int) -> list[Segment]:
+        return fit_block_edges(source.segments[a:b], lead, tail, counter, f"replacement:{source.id}")
+
+    window = (max(1, segment.tokens - slack), segment.tokens + slack)
+    takes = None if accept is None else lambda source, a, b: accept(fitted(source, a, b))
+    for candidates in sources:
+        try:
+            source, a, b = find_sentence_run(candidates(), *window, segment.tokens, rng, takes)
+        except FitError:
+            continue
+        return source, a, b, fitted(source, a, b)
+    return None
+
+
+def context_text_places(units: Sequence[Unit]) -> list[tuple[str, int]]:
+    """(unit id, segment index) of every text quote of the question's own context that is no
+    evidence (nor refilled already): one text segment of a context unit, of origin "source"."""
+    return [(unit.id, 0) for unit in units
+            if unit.kind == "context" and len(unit.segments) == 1 and not unit.segments[0].is_visual
+            and unit.segments[0].origin == "source" and unit.segments[0].text.strip()]
+
+
+def refill_place(units: Sequence[Unit], unit_id: str, run: Sequence[Segment], source_id: str,
+                 sentences: tuple[int, int]) -> tuple[list[Unit], dict]:
+    """The units with the quote ``unit_id`` (one text segment) swapped for ``run`` (already
+    fitted to its edges), and the swap's provenance."""
+    out = list(units)
+    u = next(k for k, unit in enumerate(out) if unit.id == unit_id)
+    removed = out[u].segments[0]
+    out[u] = Unit(out[u].id, out[u].kind, tuple(run))
+    replacement = {"source": source_id, "sentences": list(sentences), "tokens": sum(x.tokens for x in run)}
+    return out, {"quote": unit_id.split(":", 2)[2], "kind": "text", "sha256": short_sha256(removed.text.strip()),
+                 "tokens": removed.tokens, "replacement": replacement}
+
+
+# padding quotes tried for one refill, the nearest in length to a refilled gold quote first
+PADDING_PLACES_TRIED = 8
+
+
+def padding_text_places(units: Sequence[Unit]) -> list[tuple[str, int]]:
+    """(unit id, segment index) of every text quote of another document's page that pads the
+    question's context (not refilled already)."""
+    return [(unit.id, k) for unit in units if unit.kind in ("block", "piece")
+            for k, segment in enumerate(unit.segments)
+            if not segment.is_visual and segment.origin.startswith("padding:") and segment.text.strip()]
+
+
+def refill_padding_quotes(units: Sequence[Unit], count: int, aims: Sequence[int],
+                          sources_of: Callable[[str], Sequence[Callable[[], list[Unit]]]], slack: int,
+                          rng: np.random.Generator, counter: TokenCounter,
+                          avoid: Collection[str] = ()) -> tuple[list[Unit], list[dict]] | None:
+    """The units with ``count`` text quotes of their padding (other documents' pages) refilled as
+    a gold text quote is (``sentence_refill``, from ``sources_of(padding unit id)``: the padding
+    page's document's own text first, as a gold quote is refilled from its document's), and the
+    refills' provenance; None when too few places take a refill. Each place is, among those
+    ``avoid`` does not name (``"<unit id>#<segment>"``: refilled in another document of the group,
+    which would otherwise come out the same), the nearest in tokens to one of ``aims`` (the lengths
+    of the gold quotes refilled elsewhere, one drawn per refill; ties drawn).
+
+    Why: a hard negative is its positive with one quote refilled at about its length, so its
+    characters land a little above or below the positive's; a positive that nothing touched sits
+    at its group's centre, and "the candidate nearest the others' median" finds it. A positive
+    refilled the same way is one of its group's like the others. The padding, not the question's
+    own context: another document's quote and its refill carry none of the question's words, so
+    the positive keeps what the paper's Hard tier measures (it holds the question's words its
+    evidence holds; each variant loses some with the evidence it lost), and a variant that lost
+    only an image stays about level with it under BM25."""
+    out, records = list(units), []
+    for _ in range(count):
+        aim = int(aims[int(rng.integers(len(aims)))]) if aims else 0
+        index_of = {unit.id: u for u, unit in enumerate(out)}
+        places = [(unit_id, k) for unit_id, k in padding_text_places(out) if f"{unit_id}#{k}" not in avoid]
+        segments = [out[index_of[unit_id]].segments[k] for unit_id, k in places]
+        ties = rng.random(len(places))
+        ordered = sorted(range(len(places)), key=lambda i: (abs(segments[i].tokens - aim), ties[i]))
+        for i in ordered[:PADDING_PLACES_TRIED]:
+            found = sentence_refill(segments[i], sources_of(places[i][0]), slack, rng, counter)
+            if found is not None:
+                source, a, b, run = found
+                unit_id, k = places[i]
+                out = _swap(out, index_of[unit_id], k, run)
+                records.append({"padding": f"{unit_id}#{k}", "kind": "text",
+                                "sha256": short_sha256(segments[i].text.strip()), "tokens": segments[i].tokens,
+                                "replacement": {"source": source.id, "sentences": [a, b],
+                                                "tokens": sum(x.tokens for x in run)}})
+                break
+        else:
+            return None
+    return out, records
 
 
 def evidence_positions(document: Document, n_tokens: int, counter: TokenCounter) -> list[dict]:
