@@ -31,7 +31,7 @@ import numpy as np
 from mmlongembed.ops.bm25 import BM25Index, bm25_tokenize
 from mmlongembed.build.capacity import LengthLimit, halving_limit, longest_text_tokens
 from mmlongembed.core.builder import Builder, BuildReport, CommonConfig, Problem, register
-from mmlongembed.core.documents import Document, counted_segments, text_pieces
+from mmlongembed.core.documents import Document, counted_segments, pieces_again, piece_lengths, text_pieces
 from mmlongembed.core.errors import FitError
 from mmlongembed.output.manifest import files_identity
 from mmlongembed.ops.donor import (
@@ -92,6 +92,9 @@ class Corpus:
         self.ids = [r.id for r in records]
         self.reports = {r.id: r for r in records}
         self._sentence_tokens: dict[str, array] = {}
+        # each report's sentences as lengths (``piece_lengths``): a document is made again for every
+        # pool, and often for the lexical tier's two passes, and splitting sentences was most of it
+        self._sentence_lengths: dict[str, array] = {}
         self.tokens: dict[str, int] = {}
 
         def words_of_each_report():
@@ -100,14 +103,15 @@ class Corpus:
                 pieces = text_pieces(text)
                 counts = array("I", context.counter.count_many([p for p, _ in pieces]))
                 self._sentence_tokens[r.id], self.tokens[r.id] = counts, sum(counts)
+                self._sentence_lengths[r.id] = piece_lengths(pieces)
                 yield bm25_tokenize(text)
 
         self.index = BM25Index(words_of_each_report())
         # caches over the records, not over self: a cycle through self would keep the corpus (its
         # index: gigabytes at full size) alive until a full garbage collection, past build_pools
-        reports, sentence_tokens = self.reports, self._sentence_tokens
+        reports, sentence_tokens, sentence_lengths = self.reports, self._sentence_tokens, self._sentence_lengths
         self.document = functools.lru_cache(self.DOCUMENTS_KEPT)(
-            lambda rid: report_document(reports[rid], sentence_tokens[rid]))
+            lambda rid: report_document(reports[rid], sentence_tokens[rid], sentence_lengths[rid]))
         self.shingles = functools.lru_cache(self.SHINGLES_KEPT)(lambda rid: word_shingles(reports[rid].report))
         # each sentence's BM25 words, for the lexical tier's donor blocks (a donor serves many queries)
         document = self.document
@@ -121,9 +125,11 @@ class Corpus:
         return fitted.document.tokens < self.tokens[rid]
 
 
-def report_document(report: Report, sentence_tokens: Sequence[int]) -> Document:
-    """The report as a document, its sentences counted before (``text_segments``' split, its counts)."""
-    return Document(id=report.id, segments=tuple(counted_segments(text_pieces(report.report), sentence_tokens)),
+def report_document(report: Report, sentence_tokens: Sequence[int], sentence_lengths: Sequence[int]) -> Document:
+    """The report as a document, its sentences split and counted before (``text_segments``' split
+    as ``piece_lengths``, and its counts)."""
+    pieces = pieces_again(report.report, sentence_lengths)
+    return Document(id=report.id, segments=tuple(counted_segments(pieces, sentence_tokens)),
                     meta={})
 
 

@@ -214,3 +214,15 @@ def test_span_at_fraction_snaps_to_paragraphs():
     sums = prefix_sums(doc.segments)
     assert doc.segments[start - 1].paragraph_end and doc.segments[end - 1].paragraph_end
     assert abs(sums[start] / sums[-1] - 0.25) < 0.05 and abs(sums[end] / sums[-1] - 0.75) < 0.05
+
+
+def test_pieces_kept_as_lengths_cut_the_text_again_as_the_split_did():
+    """GovReport keeps each report's sentences as lengths and cuts its document again from them:
+    the same pieces, paragraph ends included."""
+    from mmlongembed.core.documents import piece_lengths, pieces_again, text_pieces
+
+    for text in (ENGLISH, CHINESE, "Last line without a stop", ""):
+        pieces = text_pieces(text)
+        lengths = piece_lengths(pieces)
+        assert sum(length >> 1 for length in lengths) == len(text)
+        assert pieces_again(text, lengths) == pieces
