@@ -429,7 +429,8 @@ class MMDocRAGBuilder(Builder):
         plans = [("drop_first", [0]), ("drop_last", [n - 1])]
         plans.append(("drop_middle", [int(rng.integers(1, n - 1))]) if n >= 3 else ("drop_both", [0, 1]))
         plans = plans[: config.negatives_per_query]
-        text_sources = self._text_sources(plan, instance, whole)
+        sources_of_doc = self._text_sources(plan, instance, whole)
+        text_sources = sources_of_doc(instance.doc)
         used_docs = {plan.supply.doc_of_block.get(u.id) for u in whole.units}
         tolerance = hard_negative_tolerance(whole.n_tokens)
         dropped, runs_at = [], defaultdict(set)  # the texts refilled at each gold quote: no two copies alike
@@ -450,9 +451,8 @@ class MMDocRAGBuilder(Builder):
 
         refilled_places: set[str] = set()  # each document of the group refills its own padding quotes
 
-        @functools.cache
         def padding_sources(unit_id: str) -> list[Callable[[], list[Unit]]]:
-            return self._text_sources(plan, instance, whole, plan.supply.doc_of_block[unit_id])
+            return sources_of_doc(plan.supply.doc_of_block[unit_id])
 
         def with_padding_refills(name: str, units: list[Unit], count: int) -> tuple[Built, list[dict]]:
             records = []
@@ -483,18 +483,23 @@ class MMDocRAGBuilder(Builder):
         return positive, refilled, out
 
     @staticmethod
-    def _text_sources(plan: Plan, instance: Instance, positive: Built,
-                      doc: str | None = None) -> list[Callable[[], list[Unit]]]:
-        """The sources of refill text, in order of preference, each listed when first needed (other
-        documents' text is all of a corpus): the unused text of ``doc`` (the question's document
-        by default), then other documents' than the question's."""
+    def _text_sources(plan: Plan, instance: Instance,
+                      positive: Built) -> Callable[[str], list[Callable[[], list[Unit]]]]:
+        """Per document, the sources of refill text for a quote of it, in order of preference, each
+        listed when first needed (other documents' text is all of a corpus): that document's
+        unused text, then the text of documents other than the question's (listed once for all)."""
         held = positive.document.render()[0]
 
         def fresh(units: list[Unit]) -> list[Unit]:  # a refill never repeats text the document holds
             return [u for u in units if "".join(s.text for s in u.segments).strip() not in held]
 
-        own, elsewhere = plan.supply.refill.get(doc or instance.doc, []), plan.supply.refill_elsewhere
-        return [functools.cache(lambda: fresh(own)), functools.cache(lambda: fresh(elsewhere(instance)))]
+        elsewhere = functools.cache(lambda: fresh(plan.supply.refill_elsewhere(instance)))
+
+        @functools.cache
+        def sources(doc: str) -> list[Callable[[], list[Unit]]]:
+            return [functools.cache(lambda: fresh(plan.supply.refill.get(doc, []))), elsewhere]
+
+        return sources
 
     def _drop(self, units: list[Unit], k: int, instance: Instance, used_docs: set,
               text_sources: list[Callable[[], list[Unit]]], slack: int, rng: np.random.Generator,
@@ -560,7 +565,7 @@ class MMDocRAGBuilder(Builder):
             find_evidence(whole.units, k) for k in range(len(instance.gold)))) if not q.is_visual]
         made = lexical_positive(
             whole.units, [s.tokens for s in gold_tokens], scores, words.score(scorer, hard_positive.units), scorer,
-            words, self._text_sources(plan, instance, whole), max(1, (tolerance - RECOUNT_MARGIN) // 2),
+            words, self._text_sources(plan, instance, whole)(instance.doc), max(1, (tolerance - RECOUNT_MARGIN) // 2),
             context.rng(state.pool.name, instance.id, "rank"),
             lambda unit_id: context.rng(state.pool.name, instance.id, unit_id, "refill"), counter)
         if isinstance(made, str):

@@ -195,6 +195,13 @@ def replace_image_evidence(units: Sequence[Unit], k: int, refill: Segment, donor
         "replacement": {"source": donor_id, "sha256": short_sha256(refill.image or b""), "tokens": refill.tokens}}
 
 
+def _text_refill(removed: Segment, run: Sequence[Segment], source_id: str, sentences: tuple[int, int]) -> dict:
+    """The provenance of a text quote swapped for a run of whole sentences (a gold quote's, a
+    context quote's or a padding quote's: the caller names which first)."""
+    return {"kind": "text", "sha256": short_sha256(removed.text.strip()), "tokens": removed.tokens,
+            "replacement": {"source": source_id, "sentences": list(sentences), "tokens": sum(x.tokens for x in run)}}
+
+
 def replace_text_evidence(units: Sequence[Unit], k: int, run: Sequence[Segment], source_id: str,
                           sentences: tuple[int, int]) -> tuple[list[Unit], dict]:
     """Gold text ``k`` replaced by a run of whole sentences (already fitted to its edges)."""
@@ -202,9 +209,7 @@ def replace_text_evidence(units: Sequence[Unit], k: int, run: Sequence[Segment],
     removed = units[u].segments[s]
     if removed.kind != TEXT:
         raise ValueError(f"evidence {k} is not a text quote")
-    return _swap(units, u, s, run), {
-        "index": k, "kind": "text", "sha256": short_sha256(removed.text.strip()), "tokens": removed.tokens,
-        "replacement": {"source": source_id, "sentences": list(sentences), "tokens": sum(x.tokens for x in run)}}
+    return _swap(units, u, s, run), {"index": k, **_text_refill(removed, run, source_id, sentences)}
 
 
 def sentence_refill(segment: Segment, sources: Sequence[Callable[[], list[Unit]]], slack: int,
@@ -242,13 +247,9 @@ def refill_place(units: Sequence[Unit], unit_id: str, run: Sequence[Segment], so
                  sentences: tuple[int, int]) -> tuple[list[Unit], dict]:
     """The units with the quote ``unit_id`` (one text segment) swapped for ``run`` (already
     fitted to its edges), and the swap's provenance."""
-    out = list(units)
-    u = next(k for k, unit in enumerate(out) if unit.id == unit_id)
-    removed = out[u].segments[0]
-    out[u] = Unit(out[u].id, out[u].kind, tuple(run))
-    replacement = {"source": source_id, "sentences": list(sentences), "tokens": sum(x.tokens for x in run)}
-    return out, {"quote": unit_id.split(":", 2)[2], "kind": "text", "sha256": short_sha256(removed.text.strip()),
-                 "tokens": removed.tokens, "replacement": replacement}
+    u = next(k for k, unit in enumerate(units) if unit.id == unit_id)
+    return _swap(units, u, 0, run), {"quote": unit_id.split(":", 2)[2],
+                                     **_text_refill(units[u].segments[0], run, source_id, sentences)}
 
 
 # padding quotes tried for one refill, the nearest in length to a refilled gold quote first
@@ -297,10 +298,7 @@ def refill_padding_quotes(units: Sequence[Unit], count: int, aims: Sequence[int]
                 source, a, b, run = found
                 unit_id, k = places[i]
                 out = _swap(out, index_of[unit_id], k, run)
-                records.append({"padding": f"{unit_id}#{k}", "kind": "text",
-                                "sha256": short_sha256(segments[i].text.strip()), "tokens": segments[i].tokens,
-                                "replacement": {"source": source.id, "sentences": [a, b],
-                                                "tokens": sum(x.tokens for x in run)}})
+                records.append({"padding": f"{unit_id}#{k}", **_text_refill(segments[i], run, source.id, (a, b))})
                 break
         else:
             return None
