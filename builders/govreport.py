@@ -37,7 +37,7 @@ from mmlongembed.output.manifest import files_identity
 from mmlongembed.ops.donor import (
     SHINGLE_WORDS, SpanToFill, content_sha256, exchangeable_offsets, jaccard, offset_room,
     replace_span_with_donor, word_shingles)
-from mmlongembed.ops.length import Fitted, truncate_to_band
+from mmlongembed.ops.length import Fitted, SegmentSums, truncate_to_band
 from mmlongembed.ops.lexical import (
     balanced_ranks, exchangeable_sides, word_length_cost, word_length_sums)
 from mmlongembed.build.pool_plan import PoolContext
@@ -45,7 +45,7 @@ from mmlongembed.core.rng import seeded_order
 from mmlongembed.core.pools import (
     EASY_NEGATIVE, HARD_NEGATIVE, LEXICAL, LEXICAL_TIER_HELP, POSITIVE, Candidate, LengthBand, Pool, Query, pool_name)
 from mmlongembed.ops.query_weight import (
-    MAX_BLOCK_COST, SCORE_TOLERANCE, QueryWeight, segment_words)
+    BOTH_SIDES, MAX_BLOCK_COST, SCORE_TOLERANCE, QueryWeight, segment_words)
 from mmlongembed.checks.levelling import level_the_pool
 from mmlongembed.readers.govreport import HUB_SOURCE, Report, local_files, local_root, read_reports
 from mmlongembed.core.tokens import default_counter
@@ -119,6 +119,8 @@ class Corpus:
         # and their words' count and length, for the mean word length of a variant a block would make
         self.word_length_sums = functools.lru_cache(self.WORDS_KEPT)(
             lambda rid: word_length_sums(document(rid).segments))
+        # and the prefix sums a donor's blocks are sought by (``find_block``), for every span it is tried for
+        self.segment_sums = functools.lru_cache(self.DOCUMENTS_KEPT)(lambda rid: SegmentSums.of(document(rid).segments))
 
     def cut(self, rid: str, fitted: Fitted) -> bool:
         """Whether ``fitted`` is its report cut short."""
@@ -410,23 +412,24 @@ class GovReportBuilder(Builder):
         can reach neither side."""
         donors, _ = self._donors(rid, corpus, context.config)
         seen = {donor_id for _, donor_id, _ in donors}
-        offsets = exchangeable_offsets(positive.n_tokens, len(HARD_VARIANTS), context.rng(pool_label, rid, "offsets"))
         reach = LexicalReach([], [])
-        for (variant, fraction), offset in zip(HARD_VARIANTS, offsets):
-            rng = context.rng(pool_label, rid, variant, "reach")
+        for variant, fraction in HARD_VARIANTS:
             try:
                 span = SpanToFill.of(positive.document, positive.n_tokens, fraction, band)
             except FitError:
                 break
             lost = weight.lost_words(span.start, span.end)
             tried = donors + [d for d in self._donors(rid, corpus, context.config, lost)[0] if d[1] not in seen]
-            first = tuple(next((k for k, (_, donor_id, _) in enumerate(tried)
-                                if span.can_fill(corpus.document(donor_id), rng, offset,
-                                                 weight.block_cost(donor_id, side), MAX_BLOCK_COST)), None)
-                          for side in (-1, 1))
+            first: list[int | None] = [None, None]  # (below, above)
+            for k, (_, donor_id, _) in enumerate(tried):
+                fills = span.can_fill(corpus.segment_sums(donor_id), weight.block_cost(donor_id, BOTH_SIDES),
+                                      MAX_BLOCK_COST)
+                first = [k if at is None and fill else at for at, fill in zip(first, fills)]
+                if None not in first:
+                    break
             reach.tried.append(tried)
-            reach.first_fill.append(first)
-            if first == (None, None):
+            reach.first_fill.append(tuple(first))
+            if first == [None, None]:
                 break
         return reach
 
@@ -549,7 +552,7 @@ class GovReportBuilder(Builder):
                     made = replace_span_with_donor(
                         positive.document, positive.n_tokens, fraction, corpus.document(donor_id), band,
                         context.counter, rng, length_offset=offset, block_cost=block_cost,
-                        max_block_cost=max_block_cost)
+                        max_block_cost=max_block_cost, donor_sums=corpus.segment_sums(donor_id))
                 except FitError:
                     continue
                 if score_side is not None:

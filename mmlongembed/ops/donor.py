@@ -18,7 +18,8 @@ from mmlongembed.core.digests import content_sha256
 from mmlongembed.core.documents import Document
 from mmlongembed.core.errors import FitError
 from mmlongembed.ops.length import (
-    edge_whitespace, exact_tokens, find_block, fit_block_edges, prefix_sums, replace_segments, span_at_fraction)
+    SegmentSums, edge_whitespace, exact_tokens, find_block, fit_block_edges, has_block, prefix_sums, replace_segments,
+    span_at_fraction)
 from mmlongembed.core.pools import LengthBand, hard_negative_tolerance
 from mmlongembed.core.tokens import TokenCounter
 
@@ -91,8 +92,10 @@ class SpanToFill:
     def removed(self) -> int:
         return self.sums[self.end] - self.sums[self.start]
 
-    def find(self, donor: Document, rng: np.random.Generator, length_offset: int, block_cost, max_block_cost: float):
-        """The donor's block (segment range) for this span (``find_block``)."""
+    def find(self, donor: Document, rng: np.random.Generator, length_offset: int, block_cost, max_block_cost: float,
+             donor_sums: SegmentSums | None = None):
+        """The donor's block (segment range) for this span (``find_block``; ``donor_sums``: the
+        donor's ``SegmentSums``, where its caller keeps them)."""
         removed = self.removed
         aim = min(max(removed + length_offset, self.need_lo), self.need_hi)
         # the block's characters follow its tokens at the positive's own density, so the
@@ -100,20 +103,18 @@ class SpanToFill:
         char_aim = self.char_end - self.char_start + round((aim - removed) * self.chars_per_token)
         word_aim = self.removed_words + round((aim - removed) * self.words_per_token)  # and so its words
         cost = None if block_cost is None else (lambda a, b: block_cost(self.start, self.end, a, b))
-        return find_block(donor.segments, self.need_lo, self.need_hi, rng, aim=aim, char_aim=char_aim,
-                          chars_per_token=self.chars_per_token, word_aim=word_aim,
+        return find_block(donor.segments if donor_sums is None else donor_sums, self.need_lo, self.need_hi, rng,
+                          aim=aim, char_aim=char_aim, chars_per_token=self.chars_per_token, word_aim=word_aim,
                           words_per_token=self.words_per_token, block_cost=cost, max_block_cost=max_block_cost)
 
-    def can_fill(self, donor: Document, rng: np.random.Generator, length_offset: int = 0,
-                 block_cost: Callable[[int, int, np.ndarray, np.ndarray], np.ndarray] | None = None,
-                 max_block_cost: float = np.inf) -> bool:
-        """Whether ``donor`` has a block that ``replace_span_with_donor`` could take (the same
-        search, as its segment counts foresee it; nothing is assembled or recounted)."""
-        try:
-            self.find(donor, rng, length_offset, block_cost, max_block_cost)
-        except FitError:
-            return False
-        return True
+    def can_fill(self, donor: "Document | SegmentSums", block_cost: Callable[[int, int, np.ndarray, np.ndarray], np.ndarray],
+                 max_block_cost: float = np.inf) -> np.ndarray:
+        """Whether ``donor`` (or its ``SegmentSums``) has a block that ``replace_span_with_donor``
+        could take, for each row of ``block_cost``'s costs (``has_block``: the search's answer,
+        as the segment counts foresee it; nothing is assembled or recounted)."""
+        sums = donor.segments if isinstance(donor, Document) else donor
+        return has_block(sums, self.need_lo, self.need_hi, lambda a, b: block_cost(self.start, self.end, a, b),
+                         max_block_cost)
 
 
 def replace_span_with_donor(
@@ -128,19 +129,21 @@ def replace_span_with_donor(
     max_attempts: int = 4,
     block_cost: Callable[[int, int, np.ndarray, np.ndarray], np.ndarray] | None = None,
     max_block_cost: float = np.inf,
+    donor_sums: SegmentSums | None = None,
 ) -> SpanReplacement:
     """``length_offset``: how many tokens longer than the positive the negative should aim to
     be (see ``exchangeable_offsets``); clipped to the tolerance and the band. ``block_cost(span
     start, span end, block starts, block ends)`` (segment indices of the positive, and arrays of
     the donor's) weighs candidate blocks beside their length, and a block costing more than
-    ``max_block_cost`` is not taken (``find_block``'s)."""
+    ``max_block_cost`` is not taken (``find_block``'s). ``donor_sums``: the donor's ``SegmentSums``,
+    where the caller keeps them for the donor's next search."""
     span = SpanToFill.of(positive, positive_tokens, fraction, band)
     segments, start, end, sums = positive.segments, span.start, span.end, span.sums
     lead, _ = edge_whitespace(segments[start].text)
     _, tail = edge_whitespace(segments[end - 1].text)
-    donor_sums = prefix_sums(donor.segments)
+    donor_sums = SegmentSums.of(donor.segments) if donor_sums is None else donor_sums
     for _ in range(max_attempts):
-        block_start, block_end = span.find(donor, rng, length_offset, block_cost, max_block_cost)
+        block_start, block_end = span.find(donor, rng, length_offset, block_cost, max_block_cost, donor_sums)
         block = fit_block_edges(donor.segments[block_start:block_end], lead, tail, counter,
                                 origin=f"donor:{donor.id}")
         negative = replace_segments(positive, start, end, block)
@@ -153,7 +156,7 @@ def replace_span_with_donor(
                 "replaced_char_range": [char_start, span.char_end],
                 "replaced_sha256": content_sha256(positive.render()[0][char_start:span.char_end]),
                 "donor_id": donor.id,
-                "donor_token_range": [donor_sums[block_start], donor_sums[block_end]],
+                "donor_token_range": [int(donor_sums.tokens[block_start]), int(donor_sums.tokens[block_end])],
                 "block_char_range": [char_start, char_start + len(block_text)],
                 "block_sha256": content_sha256(block_text),
                 "block_tokens": sum(s.tokens for s in block),

@@ -141,8 +141,39 @@ def truncate_to_band(
     raise FitError("no_boundary_in_band", f"{document.id}: no paragraph or sentence end in [{band.lo}, {target}]")
 
 
+@dataclass(frozen=True, eq=False)
+class SegmentSums:
+    """Prefix sums over a document's segments that ``find_block`` weighs its runs by (tokens,
+    characters, words, non-text segments), and where its paragraphs start. Made once for a donor
+    and kept by its caller: a donor is searched for many spans (each variant of many queries, on
+    both sides of the lexical tier's weight), and summing its segments was most of a search."""
+
+    tokens: np.ndarray
+    chars: np.ndarray
+    words: np.ndarray
+    not_text: np.ndarray
+    paragraph_starts: np.ndarray
+
+    @classmethod
+    def of(cls, segments: Sequence[Segment]) -> "SegmentSums":
+        def prefix(values) -> np.ndarray:
+            return np.asarray([0, *accumulate(values)], dtype=np.int64)
+
+        return cls(prefix(s.tokens for s in segments), prefix(len(s.text) for s in segments),
+                   prefix(len(s.text.split()) for s in segments), prefix(s.kind != TEXT for s in segments),
+                   np.asarray([0] + [i + 1 for i, s in enumerate(segments[:-1]) if s.paragraph_end], dtype=np.int64))
+
+    @property
+    def n_segments(self) -> int:
+        return len(self.tokens) - 1
+
+
+def _sums_of(segments: "Sequence[Segment] | SegmentSums") -> SegmentSums:
+    return segments if isinstance(segments, SegmentSums) else SegmentSums.of(segments)
+
+
 def find_block(
-    segments: Sequence[Segment],
+    segments: "Sequence[Segment] | SegmentSums",
     need_lo: int,
     need_hi: int,
     rng: np.random.Generator,
@@ -165,6 +196,7 @@ def find_block(
     ends)``, in tokens per run (arrays in, an array out), is added to a run's miss (the lexical
     tier's: how far the run leaves the query's BM25 weight from where it should be); a run whose
     cost exceeds ``max_block_cost`` is no candidate (the lexical tier would not take it).
+    ``segments`` may be given as their ``SegmentSums``, kept from an earlier search.
 
     Start points are tried in shuffled order, and of equal misses the first run in that order
     (ends ascending from each start) wins. Every run of a pass is weighed at once, in numpy
@@ -172,15 +204,11 @@ def find_block(
     if need_lo > need_hi or need_hi <= 0:
         raise FitError("bad_request", f"block of [{need_lo}, {need_hi}] tokens")
     aim = (need_lo + need_hi) // 2 if aim is None else aim
-    sums = np.asarray(prefix_sums(segments), dtype=np.int64)
-    chars = np.asarray([0, *accumulate(len(s.text) for s in segments)], dtype=np.int64)
-    words = (np.asarray([0, *accumulate(len(s.text.split()) for s in segments)], dtype=np.int64)
-             if word_aim is not None else None)
-    not_text = np.asarray([0, *accumulate(s.kind != TEXT for s in segments)], dtype=np.int64)
-    paragraph_starts = [0] + [i + 1 for i, s in enumerate(segments[:-1]) if s.paragraph_end]
-    for starts in (paragraph_starts, list(range(len(segments)))):
+    table = _sums_of(segments)
+    sums, chars, words = table.tokens, table.chars, table.words
+    for starts in (table.paragraph_starts, np.arange(table.n_segments, dtype=np.int64)):
         order = rng.permutation(len(starts))
-        run_starts, run_ends = _runs(sums, not_text, np.asarray(starts, dtype=np.int64)[order], need_lo, need_hi)
+        run_starts, run_ends = _runs(sums, table.not_text, starts[order], need_lo, need_hi)
         best: tuple[float, int, int] | None = None
         for at in range(0, len(run_starts), RUN_BATCH):
             start, end = run_starts[at:at + RUN_BATCH], run_ends[at:at + RUN_BATCH]
@@ -188,7 +216,7 @@ def find_block(
             miss = np.abs(sums[end] - sums[start] - aim).astype(np.float64)
             if char_aim is not None:
                 miss += np.abs(chars[end] - chars[start] - char_aim) / chars_per_token
-            if words is not None:
+            if word_aim is not None:
                 miss += np.abs(words[end] - words[start] - word_aim) / words_per_token
             if block_cost is not None:
                 cost = block_cost(start, end)
@@ -202,7 +230,30 @@ def find_block(
                 break
         if best is not None:
             return best[1], best[2]
-    raise FitError("no_block", f"no run of [{need_lo}, {need_hi}] tokens among {len(segments)} segments")
+    raise FitError("no_block", f"no run of [{need_lo}, {need_hi}] tokens among {table.n_segments} segments")
+
+
+def has_block(segments: "Sequence[Segment] | SegmentSums", need_lo: int, need_hi: int,
+              block_cost: Callable[[np.ndarray, np.ndarray], np.ndarray],
+              max_block_cost: float = np.inf) -> np.ndarray:
+    """Whether ``find_block`` would find a run, for each row of ``block_cost``'s costs (an array
+    of one row per cost read over the same runs, as the lexical tier's two sides of the query's
+    weight; a cost of one row gives one answer). The search's answer without its search: a run
+    it can take is any text run of the length, from any start, whose cost is finite and within
+    ``max_block_cost``; which run it would take (the order, the aims) does not change whether
+    there is one. So both sides are read over one set of runs, and a donor's weights once."""
+    found = np.zeros(np.shape(block_cost(np.zeros(0, np.int64), np.zeros(0, np.int64)))[:-1], dtype=bool)
+    if need_lo > need_hi or need_hi <= 0:
+        return found
+    table = _sums_of(segments)
+    run_starts, run_ends = _runs(table.tokens, table.not_text, np.arange(table.n_segments, dtype=np.int64),
+                                 need_lo, need_hi)
+    for at in range(0, len(run_starts), RUN_BATCH):
+        cost = block_cost(run_starts[at:at + RUN_BATCH], run_ends[at:at + RUN_BATCH])
+        found |= np.any(~((cost > max_block_cost) | np.isinf(cost)), axis=-1)
+        if found.all():
+            break
+    return found
 
 
 # runs weighed at once by find_block: bounds its memory (a lexical block cost holds a row of

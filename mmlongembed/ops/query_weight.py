@@ -45,6 +45,8 @@ MISS_TOKENS = 1e6
 # the cost of a block that would leave its variant past the tolerance: such a block is not tried
 # (its text would only fail ``QueryWeight.miss``; the words counted by segment foresee it)
 MAX_BLOCK_COST = MISS_TOKENS * (SCORE_TOLERANCE - SCORE_SLACK)
+# below and above the positive, as a column: ``QueryWeight.block_cost``'s costs for both at once
+BOTH_SIDES = np.array([[-1], [1]])
 
 
 def _prefix_weights(scorer: QueryScorer, words: Sequence[Sequence[str]]) -> tuple[np.ndarray, np.ndarray]:
@@ -93,11 +95,13 @@ class QueryWeight:
         away = (scores - self.score) * side / max(self.score, 1e-9)
         return np.where(away > 0, away, 1.0 - away)
 
-    def block_cost(self, donor_id: str, side: int) -> Callable[[int, int, np.ndarray, np.ndarray], np.ndarray]:
+    def block_cost(self, donor_id: str, side: "int | np.ndarray") -> Callable[[int, int, np.ndarray, np.ndarray],
+                                                                              np.ndarray]:
         """``ops.donor.replace_span_with_donor``'s ``block_cost`` for blocks of ``donor_id`` (arrays
         of block starts and ends, one cost each): zero for a block that puts the variant on
         ``side`` of the positive within ``SCORE_SLACK``, and beyond it a cost that outweighs any
-        length miss."""
+        length miss. ``side`` may be a column of sides (``BOTH_SIDES``): a row of costs each, the
+        blocks scored once for all (``SpanToFill.can_fill`` reads them together)."""
         if donor_id not in self._donor_weights:
             self._donor_weights[donor_id] = _prefix_weights(self.scorer, self._words_of(donor_id))
         donor_counts, donor_lengths = self._donor_weights[donor_id]

@@ -5,7 +5,8 @@ from hypothesis import strategies as st
 
 from mmlongembed.core.documents import IMAGE_PLACEHOLDER, Document, count_rendered, image_segment, text_document
 from mmlongembed.core.errors import FitError
-from mmlongembed.ops.length import exact_tokens, find_block, prefix_sums, span_at_fraction, truncate_to_band
+from mmlongembed.ops.length import (
+    SegmentSums, exact_tokens, find_block, has_block, prefix_sums, span_at_fraction, truncate_to_band)
 from mmlongembed.core.pools import LengthBand
 from mmlongembed.core.text import split_paragraphs, split_sentences
 from mmlongembed.core.tokens import default_counter
@@ -206,6 +207,50 @@ def test_find_block_takes_no_run_whose_cost_is_over_the_limit():
     with pytest.raises(FitError):
         find_block(doc.segments, 60, 400, np.random.default_rng(1), aim=61,
                    block_cost=lambda starts, ends: np.full(len(starts), 10.0), max_block_cost=5.0)
+
+
+@settings(max_examples=40, deadline=None)
+@given(seed=st.integers(0, 10_000), width=st.integers(0, 80), limit=st.sampled_from([0.5, 2.0, np.inf]))
+def test_has_block_answers_as_find_block_does_for_each_row_of_costs(seed, width, limit):
+    """The lexical tier's reach reads both sides of the query's weight over one set of runs
+    (``has_block``): each row's answer is whether ``find_block`` with that row's cost finds a
+    run. The rows below allow only runs from starts that open no paragraph, runs on one side,
+    no run at all, or infinite costs: a ``has_block`` that looked at paragraph starts only, or
+    took an infinite cost for a run within an infinite limit, answers otherwise."""
+    doc = _long_doc(12)
+    table = SegmentSums.of(doc.segments)
+    rng = np.random.default_rng(seed)
+    weights = rng.random((5, len(doc.segments) + 1)) * 3
+    paragraph_start = np.isin(np.arange(len(doc.segments) + 1), table.paragraph_starts)
+
+    def rows(starts, ends):
+        costs = np.abs(weights[:, ends] - weights[:, starts])
+        costs[1] = np.where(paragraph_start[starts], 9.0, costs[1] / 4)  # only runs from inside a paragraph
+        costs[2] = np.full(len(starts), 9.0)  # none
+        costs[3] = np.where(costs[3] < 1, np.inf, 0.0)  # infinite or free
+        costs[4] = np.inf  # infinite: no run, whatever the limit
+        return costs
+
+    need_lo, need_hi = 100, 100 + width
+    found = has_block(table, need_lo, need_hi, rows, limit)
+    for row in range(5):
+        try:
+            find_block(doc.segments, need_lo, need_hi, np.random.default_rng(seed),
+                       block_cost=lambda starts, ends: rows(starts, ends)[row], max_block_cost=limit)
+            expected = True
+        except FitError:
+            expected = False
+        assert bool(found[row]) == expected, row
+    assert not has_block(table, 50, 40, rows, limit).any()  # no length to fill: no run, one answer a row
+
+
+def test_find_block_reads_a_documents_kept_segment_sums_as_its_segments():
+    doc = _long_doc()
+    cost = lambda starts, ends: (ends - starts) % 3 * 1.0  # noqa: E731
+    for seed in range(5):
+        kwargs = dict(aim=150 + seed, char_aim=600, word_aim=110, block_cost=cost, max_block_cost=1.5)
+        assert (find_block(SegmentSums.of(doc.segments), 120, 180, np.random.default_rng(seed), **kwargs)
+                == find_block(doc.segments, 120, 180, np.random.default_rng(seed), **kwargs))
 
 
 def test_span_at_fraction_snaps_to_paragraphs():
