@@ -413,7 +413,7 @@ class GovReportBuilder(Builder):
         donors, _ = self._donors(rid, corpus, context.config)
         seen = {donor_id for _, donor_id, _ in donors}
         reach = LexicalReach([], [])
-        for variant, fraction in HARD_VARIANTS:
+        for _, fraction in HARD_VARIANTS:
             try:
                 span = SpanToFill.of(positive.document, positive.n_tokens, fraction, band)
             except FitError:

@@ -107,7 +107,8 @@ class SpanToFill:
                           aim=aim, char_aim=char_aim, chars_per_token=self.chars_per_token, word_aim=word_aim,
                           words_per_token=self.words_per_token, block_cost=cost, max_block_cost=max_block_cost)
 
-    def can_fill(self, donor: "Document | SegmentSums", block_cost: Callable[[int, int, np.ndarray, np.ndarray], np.ndarray],
+    def can_fill(self, donor: Document | SegmentSums,
+                 block_cost: Callable[[int, int, np.ndarray, np.ndarray], np.ndarray],
                  max_block_cost: float = np.inf) -> np.ndarray:
         """Whether ``donor`` (or its ``SegmentSums``) has a block that ``replace_span_with_donor``
         could take, for each row of ``block_cost``'s costs (``has_block``: the search's answer,

@@ -168,12 +168,12 @@ class SegmentSums:
         return len(self.tokens) - 1
 
 
-def _sums_of(segments: "Sequence[Segment] | SegmentSums") -> SegmentSums:
+def _sums_of(segments: Sequence[Segment] | SegmentSums) -> SegmentSums:
     return segments if isinstance(segments, SegmentSums) else SegmentSums.of(segments)
 
 
 def find_block(
-    segments: "Sequence[Segment] | SegmentSums",
+    segments: Sequence[Segment] | SegmentSums,
     need_lo: int,
     need_hi: int,
     rng: np.random.Generator,
@@ -233,7 +233,7 @@ def find_block(
     raise FitError("no_block", f"no run of [{need_lo}, {need_hi}] tokens among {table.n_segments} segments")
 
 
-def has_block(segments: "Sequence[Segment] | SegmentSums", need_lo: int, need_hi: int,
+def has_block(segments: Sequence[Segment] | SegmentSums, need_lo: int, need_hi: int,
               block_cost: Callable[[np.ndarray, np.ndarray], np.ndarray],
               max_block_cost: float = np.inf) -> np.ndarray:
     """Whether ``find_block`` would find a run, for each row of ``block_cost``'s costs (an array

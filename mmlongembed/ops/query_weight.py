@@ -95,8 +95,8 @@ class QueryWeight:
         away = (scores - self.score) * side / max(self.score, 1e-9)
         return np.where(away > 0, away, 1.0 - away)
 
-    def block_cost(self, donor_id: str, side: "int | np.ndarray") -> Callable[[int, int, np.ndarray, np.ndarray],
-                                                                              np.ndarray]:
+    def block_cost(self, donor_id: str,
+                   side: int | np.ndarray) -> Callable[[int, int, np.ndarray, np.ndarray], np.ndarray]:
         """``ops.donor.replace_span_with_donor``'s ``block_cost`` for blocks of ``donor_id`` (arrays
         of block starts and ends, one cost each): zero for a block that puts the variant on
         ``side`` of the positive within ``SCORE_SLACK``, and beyond it a cost that outweighs any
