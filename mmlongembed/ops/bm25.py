@@ -210,7 +210,7 @@ class QueryScorer:
         """How often each query word occurs in ``tokens`` (``bm25_tokenize``'s), in query order."""
         # C-level passes (map, bincount): a text is a whole document, tens of thousands of words
         held = np.fromiter(map(self.terms.get, tokens, itertools.repeat(-1)), dtype=np.int64)
-        return np.bincount(held[held >= 0], minlength=len(self.terms))
+        return np.bincount(held[held >= 0], minlength=len(self.terms)).astype(np.int64, copy=False)
 
     def score(self, counts: np.ndarray, length: int) -> float:
         """The BM25 score of a document of ``length`` words holding the query's words ``counts`` times."""

@@ -156,12 +156,17 @@ class SegmentSums:
 
     @classmethod
     def of(cls, segments: Sequence[Segment]) -> "SegmentSums":
+        def read_only(values) -> np.ndarray:  # kept and shared by every search of the donor
+            array = np.asarray(values, dtype=np.int64)
+            array.setflags(write=False)
+            return array
+
         def prefix(values) -> np.ndarray:
-            return np.asarray([0, *accumulate(values)], dtype=np.int64)
+            return read_only([0, *accumulate(values)])
 
         return cls(prefix(s.tokens for s in segments), prefix(len(s.text) for s in segments),
                    prefix(len(s.text.split()) for s in segments), prefix(s.kind != TEXT for s in segments),
-                   np.asarray([0] + [i + 1 for i, s in enumerate(segments[:-1]) if s.paragraph_end], dtype=np.int64))
+                   read_only([0] + [i + 1 for i, s in enumerate(segments[:-1]) if s.paragraph_end]))
 
     @property
     def n_segments(self) -> int:
@@ -194,8 +199,9 @@ def find_block(
     equal tokens and characters, a donor of longer words would give every variant fewer, longer
     words than its positive, and "the most words" would find the positive. ``block_cost(starts,
     ends)``, in tokens per run (arrays in, an array out), is added to a run's miss (the lexical
-    tier's: how far the run leaves the query's BM25 weight from where it should be); a run whose
-    cost exceeds ``max_block_cost`` is no candidate (the lexical tier would not take it).
+    tier's: how far the run leaves the query's BM25 weight from where it should be; at least zero);
+    a run whose cost exceeds ``max_block_cost``, or is infinite, is no candidate (the lexical tier
+    would not take it).
     ``segments`` may be given as their ``SegmentSums``, kept from an earlier search.
 
     Start points are tried in shuffled order, and of equal misses the first run in that order
@@ -239,9 +245,11 @@ def has_block(segments: Sequence[Segment] | SegmentSums, need_lo: int, need_hi: 
     """Whether ``find_block`` would find a run, for each row of ``block_cost``'s costs (an array
     of one row per cost read over the same runs, as the lexical tier's two sides of the query's
     weight; a cost of one row gives one answer). The search's answer without its search: a run
-    it can take is any text run of the length, from any start, whose cost is finite and within
-    ``max_block_cost``; which run it would take (the order, the aims) does not change whether
-    there is one. So both sides are read over one set of runs, and a donor's weights once."""
+    it can take is any text run of the length, from any start, whose cost is neither infinite nor
+    above ``max_block_cost``; which run it would take (the order, the aims) does not change whether
+    there is one. So both sides are read over one set of runs, and a donor's weights once. Costs
+    are at least zero, as for ``find_block``."""
+    # the rows' number, from the costs of no run: a request no run can meet still answers each row
     found = np.zeros(np.shape(block_cost(np.zeros(0, np.int64), np.zeros(0, np.int64)))[:-1], dtype=bool)
     if need_lo > need_hi or need_hi <= 0:
         return found
@@ -256,7 +264,7 @@ def has_block(segments: Sequence[Segment] | SegmentSums, need_lo: int, need_hi: 
     return found
 
 
-# runs weighed at once by find_block: bounds its memory (a lexical block cost holds a row of
+# runs weighed at once by find_block and has_block: bounds their memory (a lexical block cost holds a row of
 # query-word counts per run) whatever the donor's length
 RUN_BATCH = 1 << 14
 

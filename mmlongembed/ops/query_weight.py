@@ -47,6 +47,7 @@ MISS_TOKENS = 1e6
 MAX_BLOCK_COST = MISS_TOKENS * (SCORE_TOLERANCE - SCORE_SLACK)
 # below and above the positive, as a column: ``QueryWeight.block_cost``'s costs for both at once
 BOTH_SIDES = np.array([[-1], [1]])
+BOTH_SIDES.setflags(write=False)
 
 
 def _prefix_weights(scorer: QueryScorer, words: Sequence[Sequence[str]]) -> tuple[np.ndarray, np.ndarray]:

@@ -1,3 +1,5 @@
+from unittest import mock
+
 import numpy as np
 import pytest
 from hypothesis import given, settings
@@ -210,13 +212,15 @@ def test_find_block_takes_no_run_whose_cost_is_over_the_limit():
 
 
 @settings(max_examples=40, deadline=None)
-@given(seed=st.integers(0, 10_000), width=st.integers(0, 80), limit=st.sampled_from([0.5, 2.0, np.inf]))
-def test_has_block_answers_as_find_block_does_for_each_row_of_costs(seed, width, limit):
+@given(seed=st.integers(0, 10_000), width=st.integers(0, 80), limit=st.sampled_from([0.5, 2.0, np.inf]),
+       batch=st.sampled_from([3, 1 << 14]))
+def test_has_block_answers_as_find_block_does_for_each_row_of_costs(seed, width, limit, batch):
     """The lexical tier's reach reads both sides of the query's weight over one set of runs
     (``has_block``): each row's answer is whether ``find_block`` with that row's cost finds a
     run. The rows below allow only runs from starts that open no paragraph, runs on one side,
     no run at all, or infinite costs: a ``has_block`` that looked at paragraph starts only, or
-    took an infinite cost for a run within an infinite limit, answers otherwise."""
+    took an infinite cost for a run within an infinite limit, answers otherwise. Runs are
+    weighed in batches of ``batch`` (3: many batches, the answers gathered across them)."""
     doc = _long_doc(12)
     table = SegmentSums.of(doc.segments)
     rng = np.random.default_rng(seed)
@@ -225,6 +229,7 @@ def test_has_block_answers_as_find_block_does_for_each_row_of_costs(seed, width,
 
     def rows(starts, ends):
         costs = np.abs(weights[:, ends] - weights[:, starts])
+        costs[0] = np.where(costs[0] > 2.5, np.nan, costs[0])  # a NaN cost is a run taken, as find_block takes it
         costs[1] = np.where(paragraph_start[starts], 9.0, costs[1] / 4)  # only runs from inside a paragraph
         costs[2] = np.full(len(starts), 9.0)  # none
         costs[3] = np.where(costs[3] < 1, np.inf, 0.0)  # infinite or free
@@ -232,15 +237,16 @@ def test_has_block_answers_as_find_block_does_for_each_row_of_costs(seed, width,
         return costs
 
     need_lo, need_hi = 100, 100 + width
-    found = has_block(table, need_lo, need_hi, rows, limit)
-    for row in range(5):
-        try:
-            find_block(doc.segments, need_lo, need_hi, np.random.default_rng(seed),
-                       block_cost=lambda starts, ends: rows(starts, ends)[row], max_block_cost=limit)
-            expected = True
-        except FitError:
-            expected = False
-        assert bool(found[row]) == expected, row
+    with mock.patch("mmlongembed.ops.length.RUN_BATCH", batch):
+        found = has_block(table, need_lo, need_hi, rows, limit)
+        for row in range(5):
+            try:
+                find_block(doc.segments, need_lo, need_hi, np.random.default_rng(seed),
+                           block_cost=lambda starts, ends: rows(starts, ends)[row], max_block_cost=limit)
+                expected = True
+            except FitError:
+                expected = False
+            assert bool(found[row]) == expected, row
     assert not has_block(table, 50, 40, rows, limit).any()  # no length to fill: no run, one answer a row
 
 
