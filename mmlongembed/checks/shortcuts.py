@@ -29,9 +29,10 @@ positive of exactly one query and a query-blind rule scores exactly chance by co
 
 from __future__ import annotations
 
+import hashlib
 import math
 import re
-from collections import Counter, defaultdict
+from collections import Counter, OrderedDict, defaultdict
 from collections.abc import Collection, Sequence
 
 import numpy as np
@@ -50,7 +51,28 @@ CATEGORICAL_COLUMNS = ("title",)
 _LEADING_WHITESPACE = re.compile(r"\s*")  # \s is str.isspace, what lstrip strips
 
 
+# A build reads most texts more than once: the lexical tier's levelling reads its pool before it is
+# written, and the written pools' audit reads them again, the hard pool's variants (the lexical
+# pool's too) among them. A text's features are kept by its digest (the features, not the text),
+# the most recent ``FEATURES_KEPT``: bounded whatever the corpus (``mmle audit`` reads millions).
+FEATURES_KEPT = 1 << 14
+_features_by_digest: OrderedDict[bytes, dict[str, float]] = OrderedDict()
+
+
 def _text_features(text: str) -> dict[str, float]:
+    """``_features_of_text``, kept by the text's digest (read only: the same dict for one text)."""
+    digest = hashlib.sha256(text.encode("utf-8", "surrogatepass")).digest()
+    features = _features_by_digest.get(digest)
+    if features is None:
+        features = _features_by_digest[digest] = _features_of_text(text)
+        if len(_features_by_digest) > FEATURES_KEPT:
+            _features_by_digest.popitem(last=False)
+    else:
+        _features_by_digest.move_to_end(digest)
+    return features
+
+
+def _features_of_text(text: str) -> dict[str, float]:
     if IMAGE_PLACEHOLDER in text:
         images, body = text.count(IMAGE_PLACEHOLDER), text.replace(IMAGE_PLACEHOLDER, "\x00")
     else:  # no copy of a long text for nothing

@@ -210,3 +210,19 @@ def test_the_odd_one_out_is_caught_where_the_longest_and_shortest_are_not():
     rng = random.Random(4)
     corpus["n_tokens"] = [rng.randint(1600, 1760) for _ in corpus["_id"]]
     assert not any("distance from its group's median" in r["rule"] for r in audit_pool(corpus, qrels)["failing"])
+
+
+def test_a_texts_features_are_kept_by_its_digest_and_only_the_most_recent(monkeypatch):
+    """A build reads most texts twice (the lexical tier's levelling, then the written pools'
+    audit): the features of a text read again are those read before, a text that differs by one
+    character gets its own, and no more than ``FEATURES_KEPT`` are kept."""
+    from mmlongembed.checks import shortcuts
+
+    monkeypatch.setattr(shortcuts, "FEATURES_KEPT", 3)
+    monkeypatch.setattr(shortcuts, "_features_by_digest", type(shortcuts._features_by_digest)())
+    texts = [f"Text number {i}.\n" * (i + 1) for i in range(5)]
+    first = [shortcuts._text_features(t) for t in texts]
+    assert len(shortcuts._features_by_digest) == 3
+    assert [shortcuts._text_features(t) for t in texts] == first == [shortcuts._features_of_text(t) for t in texts]
+    assert shortcuts._text_features(texts[4] + " ") != first[4]  # trailing whitespace: not the same text
+    assert shortcuts._text_features("\ud800 lone surrogate") == shortcuts._features_of_text("\ud800 lone surrogate")
