@@ -206,10 +206,14 @@ class QueryScorer:
         self._weights = np.array([occurrences[w] * index.idf(w) for w in self.terms], dtype=np.float64)
         self._average_length = max(1.0, float(average_length))
 
+    def term_ids(self, tokens: Iterable[str]) -> np.ndarray:
+        """Each token's query word (its index in query order), -1 for a word not in the query: in
+        C-level passes (map, fromiter), for texts of tens of thousands of words."""
+        return np.fromiter(map(self.terms.get, tokens, itertools.repeat(-1)), dtype=np.int64)
+
     def counts(self, tokens: Iterable[str]) -> np.ndarray:
         """How often each query word occurs in ``tokens`` (``bm25_tokenize``'s), in query order."""
-        # C-level passes (map, bincount): a text is a whole document, tens of thousands of words
-        held = np.fromiter(map(self.terms.get, tokens, itertools.repeat(-1)), dtype=np.int64)
+        held = self.term_ids(tokens)
         return np.bincount(held[held >= 0], minlength=len(self.terms)).astype(np.int64, copy=False)
 
     def score(self, counts: np.ndarray, length: int) -> float:

@@ -92,10 +92,10 @@ class SpanToFill:
     def removed(self) -> int:
         return self.sums[self.end] - self.sums[self.start]
 
-    def find(self, donor: Document, rng: np.random.Generator, length_offset: int, block_cost, max_block_cost: float,
-             donor_sums: SegmentSums | None = None):
-        """The donor's block (segment range) for this span (``find_block``; ``donor_sums``: the
-        donor's ``SegmentSums``, where its caller keeps them)."""
+    def find(self, donor_sums: SegmentSums, rng: np.random.Generator, length_offset: int, block_cost,
+             max_block_cost: float):
+        """The donor's block (segment range) for this span (``find_block`` over the donor's
+        ``SegmentSums``)."""
         removed = self.removed
         aim = min(max(removed + length_offset, self.need_lo), self.need_hi)
         # the block's characters follow its tokens at the positive's own density, so the
@@ -103,18 +103,17 @@ class SpanToFill:
         char_aim = self.char_end - self.char_start + round((aim - removed) * self.chars_per_token)
         word_aim = self.removed_words + round((aim - removed) * self.words_per_token)  # and so its words
         cost = None if block_cost is None else (lambda a, b: block_cost(self.start, self.end, a, b))
-        return find_block(donor.segments if donor_sums is None else donor_sums, self.need_lo, self.need_hi, rng,
-                          aim=aim, char_aim=char_aim, chars_per_token=self.chars_per_token, word_aim=word_aim,
+        return find_block(donor_sums, self.need_lo, self.need_hi, rng, aim=aim, char_aim=char_aim,
+                          chars_per_token=self.chars_per_token, word_aim=word_aim,
                           words_per_token=self.words_per_token, block_cost=cost, max_block_cost=max_block_cost)
 
-    def can_fill(self, donor: Document | SegmentSums,
+    def can_fill(self, donor_sums: SegmentSums,
                  block_cost: Callable[[int, int, np.ndarray, np.ndarray], np.ndarray],
                  max_block_cost: float = np.inf) -> np.ndarray:
-        """Whether ``donor`` (or its ``SegmentSums``) has a block that ``replace_span_with_donor``
-        could take, for each row of ``block_cost``'s costs (``has_block``: the search's answer,
-        as the segment counts foresee it; nothing is assembled or recounted)."""
-        sums = donor.segments if isinstance(donor, Document) else donor
-        return has_block(sums, self.need_lo, self.need_hi, lambda a, b: block_cost(self.start, self.end, a, b),
+        """Whether the donor of ``donor_sums`` has a block that ``replace_span_with_donor`` could
+        take, for each row of ``block_cost``'s costs (``has_block``: the search's answer, as the
+        segment counts foresee it; nothing is assembled or recounted)."""
+        return has_block(donor_sums, self.need_lo, self.need_hi, lambda a, b: block_cost(self.start, self.end, a, b),
                          max_block_cost)
 
 
@@ -144,7 +143,7 @@ def replace_span_with_donor(
     _, tail = edge_whitespace(segments[end - 1].text)
     donor_sums = SegmentSums.of(donor.segments) if donor_sums is None else donor_sums
     for _ in range(max_attempts):
-        block_start, block_end = span.find(donor, rng, length_offset, block_cost, max_block_cost, donor_sums)
+        block_start, block_end = span.find(donor_sums, rng, length_offset, block_cost, max_block_cost)
         block = fit_block_edges(donor.segments[block_start:block_end], lead, tail, counter,
                                 origin=f"donor:{donor.id}")
         negative = replace_segments(positive, start, end, block)

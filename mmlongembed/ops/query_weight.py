@@ -53,10 +53,9 @@ BOTH_SIDES.setflags(write=False)
 def _prefix_weights(scorer: QueryScorer, words: Sequence[Sequence[str]]) -> tuple[np.ndarray, np.ndarray]:
     """Prefix sums over segments of the query words' counts (segments+1 x query words) and of
     the number of words (segments+1)."""
-    # C-level passes (map, bincount): a donor has tens of thousands of words, and a query's
-    # variants try twenty donors
-    terms = np.fromiter(map(scorer.terms.get, itertools.chain.from_iterable(words), itertools.repeat(-1)),
-                        dtype=np.int64)
+    # C-level passes (``term_ids``, bincount): a donor has tens of thousands of words, and a
+    # query's variants try twenty donors
+    terms = scorer.term_ids(itertools.chain.from_iterable(words))
     lengths = np.zeros(len(words) + 1, dtype=np.int64)
     lengths[1:] = [len(segment) for segment in words]
     segment_of = np.repeat(np.arange(1, len(words) + 1), lengths[1:])
