@@ -200,7 +200,7 @@ try:
         elif sys.argv[2] == "beside":
             mark("quick")
             parallel.Beside(lambda advance: hold("held")).result()
-        else:  # Workers (the validation's generic checks)
+        else:  # Workers (the validation's checks of each pool)
             with parallel.Workers(2) as workers:
                 workers.submit(mark, "quick").get()
                 workers.submit(hold, "held").get()
@@ -407,18 +407,18 @@ def measuring(*args):  # the BM25 check, worked out beside the writing of the ta
     while True:
         time.sleep(3600)
 
-def checking(root, specs, row, threads):  # the validation's generic checks: one pool's never end
+def checking(root, specs, builder_name, row, threads):  # the validation's checks: one pool's never end
     if row["pool"] != "govreport-easy-2k":
-        result = generic_checks(root, specs, row, threads)
+        result = pool_checks(root, specs, builder_name, row, threads)
         (markers / f"checked-{row['pool']}-{os.getpid()}").write_text("")
         return result
     measuring()
 
-generic_checks = build_checks._generic_checks
+pool_checks = build_checks._pool_checks
 if sys.argv[4] == "beside":
     build._measure_pools = measuring
 else:
-    build_checks._generic_checks = checking
+    build_checks._pool_checks = checking
 config = registered()["govreport"]().example_config(Path(sys.argv[2]))
 sys.exit(cli.main(["build", "govreport", "--sources", config.sources, "--lengths", *map(str, config.lengths),
                    "--max-queries-per-pool", str(config.max_queries_per_pool), "--output", sys.argv[3],

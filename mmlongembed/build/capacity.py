@@ -21,6 +21,7 @@ import heapq
 from dataclasses import dataclass
 
 from mmlongembed.core.errors import UserError
+from mmlongembed.core.parallel import available_memory
 from mmlongembed.output.layout import READ_BACK_LIMIT, ROW_GROUP_BYTES
 
 
@@ -47,18 +48,6 @@ def longest_text_tokens(items, counter, candidates: int = 8, characters=len, tex
     return max(counter.count_many([text(item) for item in longest]), default=0)
 
 
-def available_memory() -> int | None:
-    """Bytes of memory this build may still take: Linux's MemAvailable (None where unknown)."""
-    try:
-        with open("/proc/meminfo", encoding="ascii") as handle:
-            for line in handle:
-                if line.startswith("MemAvailable:"):
-                    return int(line.split()[1]) * 1024
-    except (OSError, ValueError, IndexError):
-        return None
-    return None
-
-
 @dataclass(frozen=True)
 class OutputEstimate:
     """What a build would write and hold, estimated before rendering (under-estimates: only a build
@@ -74,7 +63,8 @@ class OutputEstimate:
 BYTES_PER_PIXEL = {"JPEG": 0.08, "PNG": 0.2}
 PIXELS_PER_IMAGE_TOKEN = 32 * 32  # an image costs ceil(H/32) * ceil(W/32) tokens
 # What a build holds besides its sources: the writer's row group (as arrow arrays, and compressed
-# in the parquet writer), and the validator's row group as it reads it back.
+# in the parquet writer), and the validator's row group as it reads it back (its workers also keep
+# the row groups they decoded last, within a quarter of the memory available: ``build_checks``).
 WRITE_AND_READ_BYTES = 3 * ROW_GROUP_BYTES
 
 

@@ -46,9 +46,10 @@ def _family(pool: Pool) -> str:
 
 def _worst_rule(audits: dict[str, dict]) -> str:
     """The query-blind rule that comes closest to finding the positives, over ``audits`` (a label
-    -> a pool's label-free audit; the label is shown when there are several), with the groups it
-    read (n) and its p-value corrected for every rule and pool of the row (Bonferroni): one pool's
-    rule at 1.00 on two groups is no alarm, and the column says "none significant" then."""
+    -> a pool's label-free audit; the label is shown when there are several), with the groups or
+    queries it read (n; a needle cell's rules rank the whole pool for each query) and its p-value
+    corrected for every rule and pool of the row (Bonferroni): one pool's rule at 1.00 on two
+    groups is no alarm, and the column says "none significant" then."""
     applicable = {label: a for label, a in audits.items() if a.get("applicable")}
     if not applicable:
         return "n/a (all positives)"
@@ -58,7 +59,7 @@ def _worst_rule(audits: dict[str, dict]) -> str:
     corrected = min(1.0, worst["worst_p_value"] * tests)
     where = f", {label}" if len(audits) > 1 else ""
     reading = (f"{worst['worst_rule']} {worst['worst_p_at_1']:.2f} vs {worst['chance']:.2f}, "
-               f"n={worst['groups']}{where}, corrected p {corrected:.2g}")
+               f"n={worst.get('worst_n', worst['groups'])}{where}, corrected p {corrected:.2g}")
     if not all(a.get("passed", True) for a in applicable.values()):
         return f"fails the audit: {reading}"  # the audit's own test (uncorrected p, and an excess over chance)
     return reading if corrected < SUMMARY_ALPHA else f"none significant (closest: {reading})"

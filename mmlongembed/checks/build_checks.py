@@ -8,9 +8,9 @@ blindness (model configs expose only model columns; the label-free shortcut audi
 builder's own checks (`Builder.validate_pool`) on each pool with its audit joined in. Problems
 are collected, never raised one by one; a build that cannot be read at all (no card, no
 manifest, a data file missing, empty or corrupt) is a one-line error naming the file (exit 1).
-The recount (every output token once) runs on all cores, in worker processes that read each
-pool again, beside the builder's checks and the audit (``_GenericChecks``); the report is the
-same on one core.
+Each pool is read once, and all its checks (the recount of every output token, the builder's
+checks, the audit) run on all cores, a pool per worker process (``_PoolChecks``); the report is
+the same on one core.
 """
 
 from __future__ import annotations
@@ -30,8 +30,8 @@ from mmlongembed.core.builder import Problem, get_builder
 from mmlongembed.core.documents import count_rendered_many
 from mmlongembed.core.errors import UserError
 from mmlongembed.output.manifest import file_sha256
-from mmlongembed.output.layout import MODEL_COLUMNS, PARTS, ConfigSpec, PoolTables, config_name, read_config, \
-    read_pool
+from mmlongembed.output.layout import MODEL_COLUMNS, PARTS, ROW_GROUP_BYTES, ConfigSpec, PoolTables, \
+    RowGroupCache, config_name, read_config, read_pool
 from mmlongembed.checks.summary import counted as plural_counted
 from mmlongembed.core.pools import HARD_NEGATIVE, POSITIVE, hard_negative_tolerance
 from mmlongembed.checks.shortcuts import audit_pool
@@ -284,91 +284,112 @@ def validate_tables(root: Path, specs: dict[str, ConfigSpec], builder_name: str,
     a bar over the pools' rows (candidates and queries)."""
     from tqdm.auto import tqdm
 
-    builder = get_builder(builder_name)
     if "pools" not in specs:
         raise InvalidBuild(f"{root / 'README.md'}: no `pools` config")
+    get_builder(builder_name)  # an unknown builder is one line here, not one per pool
     pools = read_config(root, specs["pools"])
     result = Validation()
     result.problems += check_configs(pools.get("pool", []), specs)
     rows = [{k: v[i] for k, v in pools.items()} for i in range(len(pools.get("pool", [])))]
     total = sum(int(row.get("n_candidates") or 0) + int(row.get("n_queries") or 0) for row in rows)
     bar = tqdm(total=total, desc="validating", unit="row", disable=not progress or not rows)
-    own: list[tuple[dict, tuple[int, int] | None, list[Problem], dict | None]] = []
-    with _GenericChecks(root, specs, rows) as generic:
+    with _PoolChecks(root, specs, builder_name, rows) as checks:
         try:
-            # The builder's checks and the audit, pool by pool, while the generic checks run
-            # beside them (``_GenericChecks``); each pool's problems then in pool order.
-            for row in rows:
-                bar.set_postfix_str(row["pool"], refresh=False)
-                try:
-                    tables = read_pool(root, specs, row)
-                except UserError as error:
-                    own.append((row, None, [Problem(row["pool"], "files", str(error))], None))
-                    continue
-                found = list(builder.validate_pool(row, tables.corpus, tables.queries, tables.qrels))
-                sizes = (len(tables.corpus["_id"]), len(tables.queries["_id"]))
-                own.append((row, sizes, found, audit_pool(tables.corpus, tables.qrels, tables.queries, builder.design_signals)))
-                del tables  # one pool's images held at a time: let this one go before the next is read
-                bar.update(generic.rows_done() - bar.n)
             topped_up = 0  # rows the pools table promised beyond those recounted
-            for k, (row, sizes, found, audit) in enumerate(own):
-                if sizes is None:  # the pool could not be read
-                    result.problems.extend(found)
+            for k, row in enumerate(rows):  # each pool's problems in pool order
+                bar.set_postfix_str(row["pool"], refresh=False)
+                checked = checks.result(k, lambda: bar.update(checks.rows_done() + topped_up - bar.n))
+                result.problems.extend(checked.problems)
+                if checked.sizes is None:  # the pool could not be read
                     continue
-                problems, counted = generic.result(k, lambda: bar.update(generic.rows_done() + topped_up - bar.n))
-                result.problems.extend(problems + found)
-                _record_pool(result, row["pool"], audit, *sizes)
+                _record_pool(result, row["pool"], checked.audit, *checked.sizes)
                 # the rows the pools table promised, whatever the configs hold (check_pool names a mismatch)
-                topped_up += max(0, int(row.get("n_candidates") or 0) + int(row.get("n_queries") or 0) - counted)
-                bar.update(generic.rows_done() + topped_up - bar.n)
+                topped_up += max(0, int(row.get("n_candidates") or 0) + int(row.get("n_queries") or 0)
+                                 - checked.counted)
+                bar.update(checks.rows_done() + topped_up - bar.n)
         finally:
             bar.close()
     return result
 
 
-def _generic_checks(root: Path, specs: dict[str, ConfigSpec], row: dict, threads: int) -> tuple[list[Problem], int]:
-    """``check_pool`` of one pool, read here (in a worker process, or a thread beside the
-    builder's checks), counting on ``threads`` threads; the problems and the rows recounted."""
+@dataclass
+class PoolChecked:
+    """One pool's checks: its problems (the generic ones, then the builder's), and where it could
+    be read, its (candidates, queries), its label-free audit and the rows recounted."""
+
+    problems: list[Problem]
+    sizes: tuple[int, int] | None = None
+    audit: dict | None = None
+    counted: int = 0
+
+
+# In a worker process (forked for one validation, with the budget ``_PoolChecks`` set before the
+# fork), the row groups it decoded last, for the next pools that read them.
+_WORKER_ROW_GROUPS = RowGroupCache(ROW_GROUP_BYTES)
+
+
+def row_group_budget(readers: int) -> int:
+    """What each of ``readers`` reading processes keeps of the row groups it decoded last: a row
+    group's worth, or less where all of them together would take more than a quarter of the
+    memory available."""
+    available = parallel.available_memory()
+    return ROW_GROUP_BYTES if available is None else min(ROW_GROUP_BYTES, available // (4 * readers))
+
+
+def _pool_checks(root: Path, specs: dict[str, ConfigSpec], builder_name: str, row: dict,
+                 threads: int, cache: RowGroupCache | None = None) -> PoolChecked:
+    """Every check of one pool, read once here (in a worker process, or a background thread,
+    which passes its own ``cache``): ``check_pool`` (the recount, on ``threads`` threads), the
+    builder's checks and the audit."""
     counted = [0]
 
     def advance(n: int) -> None:
         counted[0] += n
         parallel.advance(n)
 
-    return check_pool(read_pool(root, specs, row), advance, threads=threads), counted[0]
+    try:
+        tables = read_pool(root, specs, row, _WORKER_ROW_GROUPS if cache is None else cache)
+    except UserError as error:
+        return PoolChecked([Problem(row["pool"], "files", str(error))])
+    builder = get_builder(builder_name)
+    problems = check_pool(tables, advance, threads=threads)
+    problems += builder.validate_pool(row, tables.corpus, tables.queries, tables.qrels)
+    audit = audit_pool(tables.corpus, tables.qrels, tables.queries, builder.design_signals)
+    return PoolChecked(problems, (len(tables.corpus["_id"]), len(tables.queries["_id"])), audit, counted[0])
 
 
-class _GenericChecks:
-    """The generic checks of every pool (``check_pool``: the recount, every output token once),
-    worked out beside the builder's checks and the audit: in forked worker processes, one per
-    core, each reading its pool again and counting on one thread, so that no two counting
-    threads (nor the Python checks of the main thread) contend for one interpreter's lock; the
-    largest pools first, so that no core is left with a large pool at the end. Where fork is
-    unavailable or one core is all there is, in a background thread counting on every core.
-    ``result(k)``: pool ``k``'s (problems, rows recounted), the same either way."""
+class _PoolChecks:
+    """Every pool's checks (``_pool_checks``), each pool read once: in forked worker processes,
+    one per core, each counting on one thread, so that no two counting threads (nor two Python
+    checks) contend for one interpreter's lock; the largest pools first, so that no core is left
+    with a large pool at the end. Where fork is unavailable or one core is all there is, in a
+    background thread counting on every core. ``result(k)``: pool ``k``'s ``PoolChecked``, the
+    same either way."""
 
-    def __init__(self, root: Path, specs: dict[str, ConfigSpec], rows: list[dict]):
+    def __init__(self, root: Path, specs: dict[str, ConfigSpec], builder_name: str, rows: list[dict]):
         self._workers = self._thread = None
         self._counted = [0]
         largest_first = sorted(range(len(rows)), key=lambda k: (-_rows_tokens(rows[k]), k))
         self._handles: dict[int, object] = {}
         if parallel.available_cores() >= 2 and parallel.can_fork():
+            _WORKER_ROW_GROUPS.budget = row_group_budget(parallel.available_cores())  # before the fork
             self._workers = parallel.Workers(parallel.available_cores())
             for k in largest_first:
-                self._handles[k] = self._workers.submit(_generic_checks, root, specs, rows[k], 1)
+                self._handles[k] = self._workers.submit(_pool_checks, root, specs, builder_name, rows[k], 1)
             return
-        self._thread = ThreadPoolExecutor(max_workers=1, thread_name_prefix="recount")
+        self._thread = ThreadPoolExecutor(max_workers=1, thread_name_prefix="validate")
+        cache = RowGroupCache(row_group_budget(1))  # this validation's own, gone with it
 
-        def checks(row: dict) -> tuple[list[Problem], int]:
-            problems, counted = _generic_checks(root, specs, row, counting_threads())
-            self._counted[0] += counted
-            return problems, counted
+        def checks(row: dict) -> PoolChecked:
+            checked = _pool_checks(root, specs, builder_name, row, counting_threads(), cache)
+            self._counted[0] += checked.counted
+            return checked
 
         for k in largest_first:
             self._handles[k] = self._thread.submit(checks, rows[k])
 
-    def result(self, k: int, show: Callable[[], None]) -> tuple[list[Problem], int]:
-        """Pool ``k``'s (problems, rows recounted), calling ``show()`` while it waits."""
+    def result(self, k: int, show: Callable[[], None]) -> PoolChecked:
+        """Pool ``k``'s checks, calling ``show()`` while it waits."""
         handle = self._handles[k]
         while True:
             try:
@@ -379,7 +400,7 @@ class _GenericChecks:
     def rows_done(self) -> int:
         return self._workers.done if self._workers is not None else self._counted[0]
 
-    def __enter__(self) -> "_GenericChecks":
+    def __enter__(self) -> "_PoolChecks":
         return self
 
     def __exit__(self, *exc) -> None:

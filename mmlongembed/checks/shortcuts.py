@@ -253,7 +253,7 @@ def pairwise_verdict(rule: str, shares: float, variances: Sequence[float]) -> di
     if share < 0.5:
         rule, share = "min " + rule[len("max "):], 1.0 - share
     z = (share - 0.5) * len(variances) / math.sqrt(sum(variances))
-    return {"rule": f"{rule} (pairwise)", "p_at_1": share, "chance": 0.5, "z": z,
+    return {"rule": f"{rule} (pairwise)", "n": len(variances), "p_at_1": share, "chance": 0.5, "z": z,
             "p_value": 0.5 * math.erfc(z / math.sqrt(2))}
 
 
@@ -307,7 +307,7 @@ def p_at_1_verdict(rule: str, hits: float, chances: list[float]) -> dict:
     """A P@1 rule: its hits against a binomial of the mean chance (see the module docstring)."""
     n, expected = len(chances), sum(chances)
     spread = math.sqrt(sum(c * (1 - c) for c in chances)) or 1.0
-    return {"rule": rule, "p_at_1": hits / n, "chance": expected / n, "z": (hits - expected) / spread,
+    return {"rule": rule, "n": n, "p_at_1": hits / n, "chance": expected / n, "z": (hits - expected) / spread,
             "p_value": binomial_tail(n, expected / n, math.floor(hits + 1e-9))}
 
 
@@ -345,7 +345,8 @@ def audit_pool(corpus: dict[str, list], qrels: dict[str, list], queries: dict[st
     failing = [r for r in beyond if r not in by_design]
     return {
         "applicable": True, "groups": len(groups), "rules": len(results), "chance": round(worst["chance"], 4),
-        "worst_rule": worst["rule"], "worst_p_at_1": round(worst["p_at_1"], 4), "worst_z": round(worst["z"], 2),
+        "worst_rule": worst["rule"], "worst_n": worst["n"], "worst_p_at_1": round(worst["p_at_1"], 4),
+        "worst_z": round(worst["z"], 2),
         "worst_p_value": float(f"{worst['p_value']:.3g}"), "passed": not failing,
         "failing": [_rounded(r) for r in failing], "word_statistics": word_statistics(results),
         **({"design_signals": [_rounded(r) for r in by_design]} if design_signals else {}),

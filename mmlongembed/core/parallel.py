@@ -18,6 +18,7 @@ import multiprocessing
 import os
 import signal
 import sys
+import traceback
 from typing import Callable, TypeVar
 
 T = TypeVar("T")
@@ -30,6 +31,18 @@ def available_cores() -> int:
         return max(1, len(os.sched_getaffinity(0)))
     except AttributeError:  # not on Linux
         return max(1, os.cpu_count() or 1)
+
+
+def available_memory() -> int | None:
+    """Bytes of memory this process may still take: Linux's MemAvailable (None where unknown)."""
+    try:
+        with open("/proc/meminfo", encoding="ascii") as handle:
+            for line in handle:
+                if line.startswith("MemAvailable:"):
+                    return int(line.split()[1]) * 1024
+    except (OSError, ValueError, IndexError):
+        return None
+    return None
 
 
 def can_fork() -> bool:
@@ -114,10 +127,34 @@ def _serve(connection, parent: int) -> None:
             value = function(call, advance) if isinstance(call, int) else call[0](*call[1])
             connection.send((key, True, value))
         except BaseException as error:  # noqa: BLE001  (sent to the parent, which raises it)
+            where = traceback.format_exc()
             try:
-                connection.send((key, False, error))
+                connection.send((key, False, _WithTraceback(error, where)))
             except Exception:  # noqa: BLE001  (an exception that does not pickle)
-                connection.send((key, False, RuntimeError(f"{type(error).__name__}: {error}")))
+                connection.send((key, False, _WithTraceback(RuntimeError(f"{type(error).__name__}: {error}"), where)))
+
+
+class RemoteTraceback(Exception):
+    """Where a worker's exception was raised: the worker's traceback, as the cause of the
+    exception the parent raises again (a traceback does not pickle; as concurrent.futures does)."""
+
+    def __str__(self) -> str:
+        return self.args[0]
+
+
+def _with_cause(error: BaseException, where: str) -> BaseException:
+    error.__cause__ = RemoteTraceback(where)
+    return error
+
+
+class _WithTraceback:
+    """An exception on its way to the parent, rebuilt there with its worker's traceback."""
+
+    def __init__(self, error: BaseException, where: str):
+        self.error, self.where = error, where
+
+    def __reduce__(self):
+        return _with_cause, (self.error, self.where)
 
 
 class WorkerDied(RuntimeError):

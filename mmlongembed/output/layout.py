@@ -19,6 +19,8 @@ from __future__ import annotations
 import hashlib
 import hmac
 import re
+import threading
+from collections import OrderedDict
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -129,14 +131,15 @@ def configs_from_card(card_path: Path) -> dict[str, ConfigSpec]:
     return {spec.name: spec for spec in specs}
 
 
-def read_config(root: Path, spec: ConfigSpec) -> dict[str, list]:
+def read_config(root: Path, spec: ConfigSpec, cache: "RowGroupCache | None" = None) -> dict[str, list]:
     """The rows of one config as columns (what `load_dataset(root, spec.name)` returns, images
-    undecoded). A missing, empty or corrupt file is a one-line UserError naming it."""
+    undecoded). A missing, empty or corrupt file is a one-line UserError naming it. ``cache``
+    keeps the row groups a pool's config decodes for the next pool that reads them."""
     path = Path(root) / spec.path
     if not path.is_file():
         raise UserError(f"{spec.path}: missing (config {spec.name})")
     try:
-        return _read_rows(path, spec)
+        return _read_rows(path, spec, cache)
     except Exception as error:  # noqa: BLE001  (pyarrow raises several types for broken files)
         first = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
         raise UserError(f"{spec.path}: not a readable parquet file ({type(error).__name__}: {first[:200]})") from None
@@ -145,9 +148,10 @@ def read_config(root: Path, spec: ConfigSpec) -> dict[str, list]:
 IMAGE_BYTES_PATH = "images.list.element.bytes"  # the parquet column of the images' bytes
 
 
-def _read_rows(path: Path, spec: ConfigSpec) -> dict[str, list]:
-    """``read_config``'s rows, read a row group at a time (memory bounded by a row group, and no
-    column chunk is decoded whole past what Arrow can hold); an image placed by several rows is
+def _read_rows(path: Path, spec: ConfigSpec, cache: "RowGroupCache | None") -> dict[str, list]:
+    """``read_config``'s rows, read a row group at a time (memory bounded by a row group, and the
+    ``cache``'s budget; no column chunk is decoded whole past what Arrow can hold), for a pool's
+    config only the row groups that hold its rows (``_shard_index``); an image placed by several rows is
     one bytes object in what is returned, as it is one value in the file's dictionary. The
     images' bytes are read as a dictionary (``images_by_row``), so a row group's images are held
     once each, never once per placement, on their way to Python."""
@@ -157,13 +161,18 @@ def _read_rows(path: Path, spec: ConfigSpec) -> dict[str, list]:
     interned: dict[bytes, bytes] = {}
     with pq.ParquetFile(path) as probe:
         paths = {probe.schema.column(k).path for k in range(len(probe.schema))}
+        file = _file_key(path) if spec.pool is not None else None
+        row_groups = range(probe.num_row_groups) if file is None else _shard_index(file, probe).get(spec.pool, ())
     as_dictionary = [IMAGE_BYTES_PATH] if IMAGE_BYTES_PATH in paths else None
     with pq.ParquetFile(path, read_dictionary=as_dictionary) as handle:
         names = list(spec.columns) if spec.columns else [n for n in handle.schema_arrow.names]
         read = names + ([POOL_COLUMN] if spec.pool is not None and POOL_COLUMN not in names else [])
         out: dict[str, list] = {name: [] for name in names}
-        for k in range(handle.num_row_groups):
-            table = handle.read_row_group(k, columns=read)
+        for k in row_groups:
+            def read_group(k=k):
+                return handle.read_row_group(k, columns=read)
+
+            table = read_group() if cache is None or file is None else cache.get((file, k, tuple(read)), read_group)
             if spec.pool is not None:
                 table = table.filter(pc.field(POOL_COLUMN) == spec.pool)
             # to_pydict is where damaged bytes in a page surface (UnicodeDecodeError...)
@@ -172,6 +181,74 @@ def _read_rows(path: Path, spec: ConfigSpec) -> dict[str, list]:
                 out[name] += images_by_row(column, interned) if name == "images" else column.to_pylist()
             del table  # let the row group go before the next is read
     return out
+
+
+def _file_key(path: Path) -> tuple:
+    """A data file as it is now: a file rewritten under the same name is another key (names carry
+    a hash of the content, so a rebuild that writes other rows writes another name anyway)."""
+    stat = path.stat()
+    return str(path.resolve()), stat.st_dev, stat.st_ino, stat.st_size, stat.st_mtime_ns, stat.st_ctime_ns
+
+
+# The row groups of each pool of a shard, by the shard's ``_file_key``: read once per file, from
+# its pool column alone. A pool's config then decodes only the row groups that hold its rows:
+# decoding the whole shard for each pool made reading every pool of a build (as validation does)
+# quadratic in the pools of a shard.
+_SHARD_INDEXES_KEPT = 1024  # a few bytes per pool; a release reads four files per dataset
+_shard_indexes: OrderedDict[tuple, dict[str, tuple[int, ...]]] = OrderedDict()
+_shard_indexes_lock = threading.Lock()  # a build's files may be read on several threads
+
+
+def _shard_index(file: tuple, handle) -> dict[str, tuple[int, ...]]:
+    """pool -> the row groups of the open parquet file ``handle`` (``file``: its ``_file_key``)
+    that hold its rows."""
+    import pyarrow.compute as pc
+
+    with _shard_indexes_lock:
+        if file in _shard_indexes:
+            _shard_indexes.move_to_end(file)
+            return _shard_indexes[file]
+    found: dict[str, list[int]] = {}
+    for k in range(handle.num_row_groups):
+        pools = handle.read_row_group(k, columns=[POOL_COLUMN]).column(POOL_COLUMN)
+        for pool in pc.unique(pools).to_pylist():
+            found.setdefault(pool, []).append(k)
+    index = {pool: tuple(groups) for pool, groups in found.items()}
+    with _shard_indexes_lock:
+        _shard_indexes[file] = index
+        while len(_shard_indexes) > _SHARD_INDEXES_KEPT:
+            _shard_indexes.popitem(last=False)
+    return index
+
+
+class RowGroupCache:
+    """Decoded row groups (Arrow tables, images still one dictionary value each), the most
+    recently read kept up to ``budget`` bytes (a reader holds at most that and the row group it
+    reads): a row group holds the rows of many pools (those that share its images: the needle
+    grid's mixed and image haystacks tie 150-265 pools' rows into one), and each pool that reads
+    it would decode it again. One reader's; not for several threads at once."""
+
+    def __init__(self, budget: int):
+        self.budget, self.held = budget, 0
+        self._tables: OrderedDict[tuple, object] = OrderedDict()
+
+    def get(self, key: tuple, read):
+        """The table under ``key``, or ``read()``'s, kept if it fits the budget at all."""
+        if key in self._tables:
+            self._tables.move_to_end(key)
+            return self._tables[key]
+        table = read()
+        if table.nbytes <= self.budget:
+            self._tables[key] = table
+            self.held += table.nbytes
+            while self.held > self.budget and self._tables:
+                _, dropped = self._tables.popitem(last=False)
+                self.held -= dropped.nbytes
+        return table
+
+    def clear(self) -> None:
+        self._tables.clear()
+        self.held = 0
 
 
 def images_by_row(column, interned: dict[bytes, bytes]) -> list:
@@ -238,14 +315,15 @@ def join_audit(rows: dict[str, list], audit: dict[str, list], kind: str) -> dict
     return joined
 
 
-def read_pool(root: Path, specs: dict[str, ConfigSpec], pool_row: dict) -> PoolTables:
+def read_pool(root: Path, specs: dict[str, ConfigSpec], pool_row: dict,
+              cache: RowGroupCache | None = None) -> PoolTables:
     name = pool_row["pool"]
     tables = {}
     for part in PARTS:
         spec = specs.get(config_name(name, part))
         if spec is None:
             raise UserError(f"pool {name}: the card has no config {config_name(name, part)}")
-        tables[part] = read_config(root, spec)
+        tables[part] = read_config(root, spec, cache)
     return PoolTables(
         row=pool_row,
         corpus=join_audit(tables["corpus"], tables["audit"], CANDIDATE_KIND),

@@ -175,6 +175,10 @@ def test_a_grid_pool_of_positives_only_is_checked_by_the_query_aware_rules():
     verdict = audit_pool(corpus, qrels, queries)
     assert verdict["groups"] == 0 and not verdict["passed"]
     assert verdict["worst_rule"] in ("id shares most 3-grams with the query's id", "row aligned with the query's row")
+    assert verdict["worst_n"] == 25  # the rule read every query (no group), and the summary says so
+    from mmlongembed.build.run import _worst_rule
+
+    assert ", n=25, " in _worst_rule({"pool": verdict})
 
 
 def test_a_design_signal_is_reported_and_does_not_fail_the_pool():

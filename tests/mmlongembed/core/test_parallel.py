@@ -53,8 +53,24 @@ def test_fork_map_raises_what_a_worker_raised():
             raise ValueError("bad item 2")
         return i
 
-    with pytest.raises(ValueError, match="bad item 2"):
+    with pytest.raises(ValueError, match="bad item 2") as raised:
         parallel.fork_map(work, 4, 2)
+    # the worker's own traceback comes with it, naming where it was raised
+    assert isinstance(raised.value.__cause__, parallel.RemoteTraceback)
+    assert 'raise ValueError("bad item 2")' in str(raised.value.__cause__)
+
+
+def _raise_in_worker(message: str):
+    raise KeyError(message)
+
+
+@needs_fork
+def test_a_workers_task_raises_its_exception_here_with_the_workers_traceback():
+    with parallel.Workers(2) as workers:
+        pending = workers.submit(_raise_in_worker, "no such pool")
+        with pytest.raises(KeyError, match="no such pool") as raised:
+            pending.get()
+    assert "_raise_in_worker" in str(raised.value.__cause__)
 
 
 def test_without_a_second_core_the_work_stays_here(monkeypatch):

@@ -97,16 +97,14 @@ def test_the_validator_lets_each_pool_go_before_it_reads_the_next(tmp_path, monk
 
     out = run_build(get_builder("govreport"), _govreport_sources(tmp_path), tmp_path / "out", progress=False,
                     quiet=True)
-    # the generic checks (which read each pool again, in workers) left out: the builder's checks
-    # and the audit read the pools here, one after another
+    # on one core every pool is checked on one background thread, one after another
     monkeypatch.setattr(parallel, "available_cores", lambda: 1)
-    monkeypatch.setattr(build_checks, "_generic_checks", lambda root, specs, row, threads: ([], 0))
     read_pool, held, alive_at_read = build_checks.read_pool, [], []
 
-    def watched(root, specs, row):
+    def watched(root, specs, row, *cache):
         gc.collect()
         alive_at_read.append(sum(ref() is not None for ref in held))
-        tables = read_pool(root, specs, row)
+        tables = read_pool(root, specs, row, *cache)
         held.append(weakref.ref(tables))
         return tables
 
@@ -126,11 +124,11 @@ def test_a_pool_that_cannot_be_read_back_is_the_one_line_problem_and_the_card_st
     read_pool = build_checks.read_pool
     broken = "govreport-hard-4k"
 
-    def unreadable(root, specs, row):
+    def unreadable(root, specs, row, *cache):
         if row["pool"] == broken:
             raise UserError(f"{broken}: not a readable parquet file (ArrowNotImplementedError: Nested data "
                             "conversions not implemented for chunked array outputs)")
-        return read_pool(root, specs, row)
+        return read_pool(root, specs, row, *cache)
 
     contexts, write_card = [], build.write_card
     monkeypatch.setattr(build_checks, "read_pool", unreadable)

@@ -205,3 +205,112 @@ def test_every_config_reads_back_exactly_the_rows_of_its_pool(tmp_path, small_ro
             assert loaded.num_rows == len(got)
             if part == "corpus":
                 assert loaded["_id"] == rows["_id"]  # load_dataset reads the rows as read_config does
+
+
+def decoded_row_groups(monkeypatch) -> list[int]:
+    """From now on, the index of each row group a reader decodes (reading its pool column alone,
+    to find which pools a row group holds, is not decoding it)."""
+    import pyarrow.parquet as pq
+
+    decoded, read_row_group = [], pq.ParquetFile.read_row_group
+
+    def spy(handle, k, columns=None, **options):
+        if columns != ["pool"]:
+            decoded.append(k)
+        return read_row_group(handle, k, columns=columns, **options)
+
+    monkeypatch.setattr(pq.ParquetFile, "read_row_group", spy)
+    return decoded
+
+
+def row_groups_holding(path, pool: str) -> set[int]:
+    import pyarrow.parquet as pq
+
+    handle = pq.ParquetFile(path)
+    return {k for k in range(handle.num_row_groups)
+            if pool in handle.read_row_group(k, columns=["pool"]).column("pool").to_pylist()}
+
+
+def test_a_pools_config_decodes_only_the_row_groups_that_hold_its_rows(tmp_path, small_row_groups, monkeypatch):
+    """Validation reads every pool of a shard: decoding the whole shard for each made it quadratic."""
+    import pyarrow.parquet as pq
+
+    pools = [grouped_pool(256), grouped_pool(512, shift=1), grouped_pool(1024, shift=2)]
+    root = write_fixture_build(tmp_path / "build", pools)
+    spec = configs_from_card(root / "README.md")["fixture-hard-256-corpus"]
+    holding = row_groups_holding(root / spec.path, "fixture-hard-256")
+    assert 0 < len(holding) < pq.ParquetFile(root / spec.path).num_row_groups  # the fixture spreads pools unevenly
+    decoded = decoded_row_groups(monkeypatch)
+    rows = read_config(root, spec)
+    assert set(decoded) == holding
+    assert len(rows["_id"]) == len(pools[0].candidates)
+
+
+def test_a_shard_rewritten_in_place_is_read_afresh(tmp_path, small_row_groups):
+    """The pool -> row groups index and the row groups kept are per file; a file replaced under
+    the same name must not be read through the old file's index or row groups."""
+    import shutil
+
+    from mmlongembed.output.layout import RowGroupCache
+
+    first = write_fixture_build(tmp_path / "first", [grouped_pool(256, n_queries=2),
+                                                     grouped_pool(512, n_queries=30, shift=1)])
+    other = write_fixture_build(tmp_path / "other", [grouped_pool(256), grouped_pool(512, shift=1)])
+    spec = configs_from_card(first / "README.md")["fixture-hard-256-corpus"]
+    other_spec = configs_from_card(other / "README.md")["fixture-hard-256-corpus"]
+    assert len(read_config(first, spec)["_id"]) == 2 * 4
+    # the rewritten file holds the pool in row groups the first file's index does not name
+    assert row_groups_holding(other / other_spec.path, "fixture-hard-256") - row_groups_holding(
+        first / spec.path, "fixture-hard-256")
+    cache = RowGroupCache(budget=1 << 30)
+    assert read_config(first, spec, cache) == read_config(first, spec)
+    shutil.copyfile(other / other_spec.path, first / spec.path)
+    assert read_config(first, spec) == read_config(other, other_spec)
+    assert read_config(first, spec, cache) == read_config(other, other_spec)  # nor through the old row groups
+    assert len(read_config(first, spec)["_id"]) == 16 * 4
+
+
+def test_pools_read_through_one_cache_decode_each_row_group_once_and_read_the_same_rows(
+        tmp_path, small_row_groups, monkeypatch):
+    import pyarrow.parquet as pq
+
+    from mmlongembed.output.layout import RowGroupCache
+
+    pools = [grouped_pool(256), grouped_pool(512, shift=1), grouped_pool(1024, shift=2)]
+    root = write_fixture_build(tmp_path / "build", pools)
+    specs = configs_from_card(root / "README.md")
+    uncached = {p.name: read_config(root, specs[f"{p.name}-corpus"]) for p in pools}
+    decoded = decoded_row_groups(monkeypatch)
+    cache = RowGroupCache(budget=1 << 30)
+    cached = {p.name: read_config(root, specs[f"{p.name}-corpus"], cache) for p in pools}
+    assert cached == uncached
+    assert sorted(decoded) == sorted(set(decoded))  # each row group decoded once for the three pools
+    assert len(decoded) == pq.ParquetFile(root / specs["fixture-hard-256-corpus"].path).num_row_groups
+
+
+class Sized:
+    def __init__(self, nbytes: int):
+        self.nbytes = nbytes
+
+
+def test_the_row_group_cache_keeps_the_most_recent_tables_within_its_budget():
+    from mmlongembed.output.layout import RowGroupCache
+
+    cache, reads = RowGroupCache(budget=100), []
+
+    def table(key, nbytes):
+        return cache.get(key, lambda: reads.append(key) or Sized(nbytes))
+
+    table("a", 40), table("b", 40), table("a", 40)  # a read once, and now the most recent
+    table("c", 40)  # over budget: b, the least recently used, goes
+    assert cache.held <= 100
+    table("a", 40), table("c", 40)
+    assert reads == ["a", "b", "c"]
+    table("b", 40)
+    assert reads == ["a", "b", "c", "b"]
+    table("huge", 101), table("huge", 101)  # past the budget alone: read each time, never kept
+    assert reads[-2:] == ["huge", "huge"] and cache.held <= 100
+    cache.clear()
+    assert cache.held == 0
+    table("a", 40)
+    assert reads[-1] == "a"
