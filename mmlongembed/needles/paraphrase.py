@@ -28,8 +28,9 @@ its needle's number, so the query still names the needle that holds its answer.
 Measured at the paper's size (the shared NeedleBench and haystack sources, text needles, 3
 backgrounds x 8 lengths 256..32K x 6 depths, 25 needles a cell, ``--llm none``; BM25 over each
 cell's own documents, ties at the top shared): P@1 1.000 on the paper's 144 text cells, 0.0397
-(95% bootstrap interval 0.0345-0.0450, 3600 queries) on the tier's 144 cells, chance 0.04; the
-label-free audit passes on every lexical cell of a 1K/4K x 3-depth build.
+(95% bootstrap interval 0.0345-0.0450, 3600 queries) on the tier's 144 cells (``--lexical-grid
+full``; 0.039 on the 48 rotated cells, 1200 queries), chance 0.04; the label-free audit passes on
+every lexical cell of a 1K/4K x 3-depth build.
 """
 
 from __future__ import annotations
