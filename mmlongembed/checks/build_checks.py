@@ -362,9 +362,10 @@ class _PoolChecks:
     """Every pool's checks (``_pool_checks``), each pool read once: in forked worker processes,
     one per core, each counting on one thread, so that no two counting threads (nor two Python
     checks) contend for one interpreter's lock; the largest pools first, so that no core is left
-    with a large pool at the end. Where fork is unavailable or one core is all there is, in a
-    background thread counting on every core. ``result(k)``: pool ``k``'s ``PoolChecked``, the
-    same either way."""
+    with a large pool at the end; each worker keeps the row groups it decoded last, within
+    ``row_group_budget``. Where fork is unavailable or one core is all there is, in a background
+    thread counting on every core. ``result(k)``: pool ``k``'s ``PoolChecked``, the same either
+    way."""
 
     def __init__(self, root: Path, specs: dict[str, ConfigSpec], builder_name: str, rows: list[dict]):
         self._workers = self._thread = None

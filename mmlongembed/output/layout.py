@@ -151,8 +151,8 @@ IMAGE_BYTES_PATH = "images.list.element.bytes"  # the parquet column of the imag
 def _read_rows(path: Path, spec: ConfigSpec, cache: "RowGroupCache | None") -> dict[str, list]:
     """``read_config``'s rows, read a row group at a time (memory bounded by a row group, and the
     ``cache``'s budget; no column chunk is decoded whole past what Arrow can hold), for a pool's
-    config only the row groups that hold its rows (``_shard_index``); an image placed by several rows is
-    one bytes object in what is returned, as it is one value in the file's dictionary. The
+    config only the row groups that hold its rows (``_shard_index``); an image placed by several
+    rows is one bytes object in what is returned, as it is one value in the file's dictionary. The
     images' bytes are read as a dictionary (``images_by_row``), so a row group's images are held
     once each, never once per placement, on their way to Python."""
     import pyarrow.compute as pc
@@ -245,10 +245,6 @@ class RowGroupCache:
                 _, dropped = self._tables.popitem(last=False)
                 self.held -= dropped.nbytes
         return table
-
-    def clear(self) -> None:
-        self._tables.clear()
-        self.held = 0
 
 
 def images_by_row(column, interned: dict[bytes, bytes]) -> list:
