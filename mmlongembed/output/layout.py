@@ -18,8 +18,8 @@ from __future__ import annotations
 
 import hashlib
 import hmac
+import functools
 import re
-import threading
 from collections import OrderedDict
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -162,7 +162,7 @@ def _read_rows(path: Path, spec: ConfigSpec, cache: "RowGroupCache | None") -> d
     with pq.ParquetFile(path) as probe:
         paths = {probe.schema.column(k).path for k in range(len(probe.schema))}
         file = _file_key(path) if spec.pool is not None else None
-        row_groups = range(probe.num_row_groups) if file is None else _shard_index(file, probe).get(spec.pool, ())
+        row_groups = range(probe.num_row_groups) if file is None else _shard_index(file).get(spec.pool, ())
     as_dictionary = [IMAGE_BYTES_PATH] if IMAGE_BYTES_PATH in paths else None
     with pq.ParquetFile(path, read_dictionary=as_dictionary) as handle:
         names = list(spec.columns) if spec.columns else [n for n in handle.schema_arrow.names]
@@ -190,35 +190,22 @@ def _file_key(path: Path) -> tuple:
     return str(path.resolve()), stat.st_dev, stat.st_ino, stat.st_size, stat.st_mtime_ns, stat.st_ctime_ns
 
 
-# The row groups of each pool of a shard, by the shard's ``_file_key``: read once per file, from
-# its pool column alone. A pool's config then decodes only the row groups that hold its rows:
-# decoding the whole shard for each pool made reading every pool of a build (as validation does)
-# quadratic in the pools of a shard.
-_SHARD_INDEXES_KEPT = 1024  # a few bytes per pool; a release reads four files per dataset
-_shard_indexes: OrderedDict[tuple, dict[str, tuple[int, ...]]] = OrderedDict()
-_shard_indexes_lock = threading.Lock()  # a build's files may be read on several threads
-
-
-def _shard_index(file: tuple, handle) -> dict[str, tuple[int, ...]]:
-    """pool -> the row groups of the open parquet file ``handle`` (``file``: its ``_file_key``)
-    that hold its rows."""
+@functools.lru_cache(maxsize=1024)  # a few bytes per pool; a release reads four files per dataset
+def _shard_index(file: tuple) -> dict[str, tuple[int, ...]]:
+    """pool -> the row groups of the shard ``file`` (its ``_file_key``) that hold its rows, read
+    once per file from its pool column alone. A pool's config then decodes only the row groups
+    that hold its rows: decoding the whole shard for each pool made reading every pool of a build
+    (as validation does) quadratic in the pools of a shard."""
     import pyarrow.compute as pc
+    import pyarrow.parquet as pq
 
-    with _shard_indexes_lock:
-        if file in _shard_indexes:
-            _shard_indexes.move_to_end(file)
-            return _shard_indexes[file]
     found: dict[str, list[int]] = {}
-    for k in range(handle.num_row_groups):
-        pools = handle.read_row_group(k, columns=[POOL_COLUMN]).column(POOL_COLUMN)
-        for pool in pc.unique(pools).to_pylist():
-            found.setdefault(pool, []).append(k)
-    index = {pool: tuple(groups) for pool, groups in found.items()}
-    with _shard_indexes_lock:
-        _shard_indexes[file] = index
-        while len(_shard_indexes) > _SHARD_INDEXES_KEPT:
-            _shard_indexes.popitem(last=False)
-    return index
+    with pq.ParquetFile(file[0]) as handle:
+        for k in range(handle.num_row_groups):
+            pools = handle.read_row_group(k, columns=[POOL_COLUMN]).column(POOL_COLUMN)
+            for pool in pc.unique(pools).to_pylist():
+                found.setdefault(pool, []).append(k)
+    return {pool: tuple(groups) for pool, groups in found.items()}
 
 
 class RowGroupCache:
